@@ -1,0 +1,4 @@
+//! Context switching (under construction).
+#![warn(missing_docs)]
+
+mod sync;

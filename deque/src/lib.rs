@@ -1,0 +1,4 @@
+//! Work-stealing deques (under construction).
+#![warn(missing_docs)]
+
+mod sync;

@@ -1,0 +1,4 @@
+//! Thread parking (under construction).
+#![warn(missing_docs)]
+
+mod sync;

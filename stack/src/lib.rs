@@ -1,0 +1,4 @@
+//! Guard-paged stacks (under construction).
+#![warn(missing_docs)]
+
+mod sync;

@@ -1,0 +1,414 @@
+//! `cargo xtask`: the workspace's automation, one dependency-free binary.
+//!
+//! ```text
+//! cargo xtask loom  [-p CRATE] [--preemptions N] [FILTER]   loom models, bottom-up
+//! cargo xtask ci                                            everything CI checks, in order
+//! cargo xtask bench [-p CRATE] [FILTER]                     criterion benches + ratio table
+//! ```
+//!
+//! Kept std-only so it builds in seconds on a fresh machine.
+
+use std::env;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Instant, SystemTime};
+
+/// The library crates, bottom-up: every crate comes after the crates it depends on.
+const CRATES: &[&str] = &[
+    "purloin-deque",
+    "purloin-parking",
+    "purloin-stack",
+    "purloin-context",
+    "purloin-sched",
+    "purloin",
+];
+
+/// The leaves may not depend on any other purloin crate.
+const LEAVES: &[&str] = &["purloin-deque", "purloin-parking", "purloin-stack", "purloin-context"];
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  loom  [-p CRATE] [--preemptions N] [FILTER]
+        run the loom models of every crate (or one), bottom-up, in release,
+        with RUSTFLAGS=\"--cfg loom\" in target/loom; LOOM_MAX_PREEMPTIONS defaults to 2
+  ci    fmt, clippy, tests, docs, loom, packaging and dependency checks; stops at the
+        first failure and names it
+  bench [-p CRATE] [FILTER]
+        run the criterion benches (all crates or one) and print each benchmark's
+        time and its ratio to the best peer in the same group
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("loom") => parse_loom(&args[1..]).and_then(|opts| loom(&opts)),
+        Some("ci") if args.len() == 1 => ci(),
+        Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench(&opts)),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown or missing command\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("xtask: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+fn root() -> PathBuf {
+    // xtask/ is one level below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent dir").to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs `cmd`, echoing it first; an error names the step.
+fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
+    eprintln!("\n==> [{step}] {}", describe(cmd));
+    let started = Instant::now();
+    let status = cmd.status().map_err(|e| format!("step '{step}': could not start: {e}"))?;
+    if status.success() {
+        eprintln!("<== [{step}] ok in {:.1?}", started.elapsed());
+        Ok(())
+    } else {
+        Err(format!("step '{step}' failed ({status}); command: {}", describe(cmd)))
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    let envs: Vec<String> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={:?}", k.to_string_lossy(), v?.to_string_lossy())))
+        .collect();
+    let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    let mut s = envs.join(" ");
+    if !s.is_empty() {
+        s.push(' ');
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in args {
+        s.push(' ');
+        s.push_str(&a);
+    }
+    s
+}
+
+fn check_crate(name: &str) -> Result<(), String> {
+    if CRATES.contains(&name) {
+        Ok(())
+    } else {
+        Err(format!("unknown crate '{name}'; expected one of: {}", CRATES.join(", ")))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// loom
+
+struct LoomOpts {
+    krate: Option<String>,
+    preemptions: String,
+    filter: Option<String>,
+}
+
+fn parse_loom(args: &[String]) -> Result<LoomOpts, String> {
+    let mut opts = LoomOpts {
+        krate: None,
+        preemptions: env::var("LOOM_MAX_PREEMPTIONS").unwrap_or_else(|_| "2".into()),
+        filter: None,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "-p" | "--package" => {
+                let name = it.next().ok_or("-p needs a crate name")?;
+                check_crate(name)?;
+                opts.krate = Some(name.clone());
+            }
+            "--preemptions" => {
+                let n = it.next().ok_or("--preemptions needs a number")?;
+                n.parse::<u32>().map_err(|_| format!("--preemptions: '{n}' is not a number"))?;
+                opts.preemptions = n.clone();
+            }
+            f if !f.starts_with('-') && opts.filter.is_none() => opts.filter = Some(f.into()),
+            other => return Err(format!("loom: unexpected argument '{other}'\n\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn loom(opts: &LoomOpts) -> Result<(), String> {
+    let crates: Vec<&str> = match &opts.krate {
+        Some(k) => vec![k.as_str()],
+        None => CRATES.to_vec(),
+    };
+    for krate in crates {
+        let mut cmd = cargo();
+        // `--lib --tests`: unit-test models and tests/loom_*.rs; doctests and benches would run
+        // loom types outside a model. Non-loom tests are `#![cfg(not(loom))]`.
+        cmd.args(["test", "--release", "-p", krate, "--lib", "--tests"])
+            .env("RUSTFLAGS", "--cfg loom --cfg crossbeam_loom -C debug-assertions")
+            .env("CARGO_TARGET_DIR", root().join("target").join("loom"))
+            .env("LOOM_MAX_PREEMPTIONS", &opts.preemptions)
+            .env(
+                "LOOM_MAX_BRANCHES",
+                env::var("LOOM_MAX_BRANCHES").unwrap_or_else(|_| "10000".into()),
+            );
+        if let Some(f) = &opts.filter {
+            cmd.args(["--", f]);
+        }
+        run(&format!("loom {krate}"), &mut cmd)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// ci
+
+fn ci() -> Result<(), String> {
+    let started = Instant::now();
+    run("fmt", cargo().args(["fmt", "--all", "--check"]))?;
+    run(
+        "clippy",
+        cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+    )?;
+    run("test", cargo().args(["test", "--workspace"]))?;
+    run(
+        "doc",
+        cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+    loom(&LoomOpts {
+        krate: None,
+        preemptions: env::var("LOOM_MAX_PREEMPTIONS").unwrap_or_else(|_| "2".into()),
+        filter: None,
+    })?;
+    run(
+        "package",
+        cargo()
+            .args(["package", "--workspace", "--allow-dirty"])
+            .env("CARGO_TARGET_DIR", root().join("target").join("package")),
+    )?;
+    for leaf in LEAVES {
+        leaf_stands_alone(leaf)?;
+    }
+    eprintln!("\nci: all steps passed in {:.1?}", started.elapsed());
+    Ok(())
+}
+
+/// Builds a scratch crate that depends on `leaf` alone and fails if `cargo tree` shows any
+/// other purloin crate: the leaves must be usable (and publishable) on their own.
+fn leaf_stands_alone(leaf: &str) -> Result<(), String> {
+    let dir_name = leaf.trim_start_matches("purloin-");
+    let scratch = root().join("target").join("standalone").join(dir_name);
+    fs::create_dir_all(scratch.join("src")).map_err(|e| format!("mkdir {scratch:?}: {e}"))?;
+    let manifest = format!(
+        "[package]\nname = \"standalone-{dir_name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[dependencies]\n{leaf} = {{ path = {:?} }}\n\n[workspace]\n",
+        root().join(dir_name)
+    );
+    fs::write(scratch.join("Cargo.toml"), manifest).map_err(|e| format!("write manifest: {e}"))?;
+    fs::write(
+        scratch.join("src").join("lib.rs"),
+        format!("pub use {}::*;\n", leaf.replace('-', "_")),
+    )
+    .map_err(|e| format!("write lib.rs: {e}"))?;
+    let step = format!("standalone {leaf}");
+    let shared_target = root().join("target").join("standalone").join("target");
+    run(
+        &step,
+        cargo()
+            .current_dir(&scratch)
+            .args(["build", "--quiet"])
+            .env("CARGO_TARGET_DIR", &shared_target),
+    )?;
+    let out = cargo()
+        .current_dir(&scratch)
+        .args(["tree", "--prefix", "none", "--edges", "normal,build"])
+        .env("CARGO_TARGET_DIR", &shared_target)
+        .output()
+        .map_err(|e| format!("step '{step}': cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "step '{step}': cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let intruders: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("purloin") && *name != leaf)
+        .collect();
+    if intruders.is_empty() {
+        eprintln!("<== [{step}] depends on no other purloin crate");
+        Ok(())
+    } else {
+        Err(format!(
+            "step '{step}': a crate depending only on {leaf} also pulls in {}; the leaves \
+             must not depend on other purloin crates (see ARCHITECTURE.md)",
+            intruders.join(", ")
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench
+
+struct BenchOpts {
+    krate: Option<String>,
+    filter: Option<String>,
+}
+
+fn parse_bench(args: &[String]) -> Result<BenchOpts, String> {
+    let mut opts = BenchOpts { krate: None, filter: None };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "-p" | "--package" => {
+                let name = it.next().ok_or("-p needs a crate name")?;
+                check_crate(name)?;
+                opts.krate = Some(name.clone());
+            }
+            f if !f.starts_with('-') && opts.filter.is_none() => opts.filter = Some(f.into()),
+            other => return Err(format!("bench: unexpected argument '{other}'\n\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn bench(opts: &BenchOpts) -> Result<(), String> {
+    let since = SystemTime::now();
+    let mut cmd = cargo();
+    cmd.arg("bench");
+    match &opts.krate {
+        Some(k) => cmd.args(["-p", k]),
+        None => cmd.arg("--workspace"),
+    };
+    cmd.arg("--benches");
+    if let Some(f) = &opts.filter {
+        cmd.args(["--", f]);
+    }
+    run("bench", &mut cmd)?;
+    let rows = collect_criterion(&root().join("target").join("criterion"), since);
+    if rows.is_empty() {
+        return Err("no criterion results were written by this run".into());
+    }
+    print!("{}", ratio_table(&rows));
+    Ok(())
+}
+
+/// One criterion result: group, function (ours when it starts with "purloin"), parameter,
+/// mean time per iteration in nanoseconds.
+struct BenchRow {
+    group: String,
+    function: String,
+    value: String,
+    mean_ns: f64,
+}
+
+fn collect_criterion(dir: &Path, since: SystemTime) -> Vec<BenchRow> {
+    let mut rows = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "new") {
+                    if let Some(row) = read_result(&path, since) {
+                        rows.push(row);
+                    }
+                } else if path.file_name().is_none_or(|n| n != "base" && n != "change") {
+                    stack.push(path);
+                }
+            }
+        }
+    }
+    rows.sort_by(|a, b| (&a.group, &a.value, &a.function).cmp(&(&b.group, &b.value, &b.function)));
+    rows
+}
+
+fn read_result(new_dir: &Path, since: SystemTime) -> Option<BenchRow> {
+    let est_path = new_dir.join("estimates.json");
+    let modified = fs::metadata(&est_path).ok()?.modified().ok()?;
+    if modified < since {
+        return None;
+    }
+    let estimates = fs::read_to_string(&est_path).ok()?;
+    let meta = fs::read_to_string(new_dir.join("benchmark.json")).ok()?;
+    let mean_at = estimates.find("\"mean\"")?;
+    let mean_ns = json_number(&estimates[mean_at..], "point_estimate")?;
+    Some(BenchRow {
+        group: json_string(&meta, "group_id").unwrap_or_default(),
+        function: json_string(&meta, "function_id").unwrap_or_default(),
+        value: json_string(&meta, "value_str").unwrap_or_default(),
+        mean_ns,
+    })
+}
+
+/// The string value of `"key":"..."` (criterion writes no escapes in ids we use).
+fn json_string(text: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":");
+    let rest = text[text.find(&pat)? + pat.len()..].trim_start();
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+fn json_number(text: &str, key: &str) -> Option<f64> {
+    let pat = format!("\"{key}\":");
+    let rest = text[text.find(&pat)? + pat.len()..].trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))?;
+    rest[..end].parse().ok()
+}
+
+fn ratio_table(rows: &[BenchRow]) -> String {
+    let mut out = String::from(
+        "\n| group | parameter | benchmark | time/iter | ratio to best peer |\n|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let peers = rows.iter().filter(|r| {
+            r.group == row.group && r.value == row.value && !r.function.starts_with("purloin")
+        });
+        let best_peer = peers.map(|r| r.mean_ns).fold(f64::INFINITY, f64::min);
+        let ratio = if row.function.starts_with("purloin") && best_peer.is_finite() {
+            format!("{:.2}x", row.mean_ns / best_peer)
+        } else {
+            String::from("—")
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            row.group,
+            if row.value.is_empty() { "—" } else { &row.value },
+            row.function,
+            human_time(row.mean_ns),
+            ratio
+        ));
+    }
+    out
+}
+
+fn human_time(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.2} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
