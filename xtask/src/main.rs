@@ -71,6 +71,12 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent dir").to_path_buf()
 }
 
+/// The target directory: `CARGO_TARGET_DIR` when set (so parallel work can keep separate
+/// caches), else `target/` at the root.
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")));
     cmd.current_dir(root());
@@ -162,7 +168,7 @@ fn loom(opts: &LoomOpts) -> Result<(), String> {
         // loom types outside a model. Non-loom tests are `#![cfg(not(loom))]`.
         cmd.args(["test", "--release", "-p", krate, "--lib", "--tests"])
             .env("RUSTFLAGS", "--cfg loom --cfg crossbeam_loom -C debug-assertions")
-            .env("CARGO_TARGET_DIR", root().join("target").join("loom"))
+            .env("CARGO_TARGET_DIR", target_dir().join("loom"))
             .env("LOOM_MAX_PREEMPTIONS", &opts.preemptions)
             .env(
                 "LOOM_MAX_BRANCHES",
@@ -200,7 +206,7 @@ fn ci() -> Result<(), String> {
         "package",
         cargo()
             .args(["package", "--workspace", "--allow-dirty"])
-            .env("CARGO_TARGET_DIR", root().join("target").join("package")),
+            .env("CARGO_TARGET_DIR", target_dir().join("package")),
     )?;
     for leaf in LEAVES {
         leaf_stands_alone(leaf)?;
@@ -227,7 +233,7 @@ fn leaf_stands_alone(leaf: &str) -> Result<(), String> {
     )
     .map_err(|e| format!("write lib.rs: {e}"))?;
     let step = format!("standalone {leaf}");
-    let shared_target = root().join("target").join("standalone").join("target");
+    let shared_target = target_dir().join("standalone-target");
     run(
         &step,
         cargo()
@@ -303,7 +309,7 @@ fn bench(opts: &BenchOpts) -> Result<(), String> {
         cmd.args(["--", f]);
     }
     run("bench", &mut cmd)?;
-    let rows = collect_criterion(&root().join("target").join("criterion"), since);
+    let rows = collect_criterion(&target_dir().join("criterion"), since);
     if rows.is_empty() {
         return Err("no criterion results were written by this run".into());
     }
