@@ -1,4 +1,14 @@
-//! Context switching (under construction).
-#![warn(missing_docs)]
+//! A context switch for stackful coroutines and green threads (TODO: crate docs).
+#![cfg_attr(not(loom), no_std)]
 
+#[cfg(loom)]
+extern crate std;
+
+#[cfg(not(loom))]
+mod arch;
+mod context;
+#[cfg(loom)]
+mod loom;
 mod sync;
+
+pub use crate::context::{Context, Entry, MIN_STACK_SIZE, Transfer};

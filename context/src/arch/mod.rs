@@ -1,0 +1,37 @@
+//! The machine-specific switch, selected by target. Every backend exposes the same two functions:
+//! `init(stack_top, stack_limit, entry) -> NonNull<u8>` and
+//! `switch(target, data, ontop) -> (from, data, ontop)`.
+//!
+//! Only x86_64 with the System V ABI on ELF platforms is implemented (and tested, on Linux).
+//! Other targets fail to compile with a message naming the target, rather than ship assembly
+//! that no test here executes. Under `--cfg loom` the crate uses `crate::loom` instead and
+//! builds everywhere.
+
+cfg_if::cfg_if! {
+    if #[cfg(all(target_arch = "x86_64", unix, not(target_vendor = "apple")))] {
+        mod x86_64;
+        pub(crate) use self::x86_64::{init, switch};
+    } else if #[cfg(target_arch = "aarch64")] {
+        compile_error!(
+            "purloin-context: aarch64 is not supported yet (planned: AAPCS64 with BTI landing \
+             pads). Supported: x86_64 System V on Linux and other ELF Unixes."
+        );
+    } else if #[cfg(all(target_arch = "x86_64", windows))] {
+        compile_error!(
+            "purloin-context: x86_64 Windows is not supported (the Microsoft x64 ABI has \
+             different callee-saved registers, SEH unwinding and TEB stack bounds). \
+             Supported: x86_64 System V on Linux and other ELF Unixes."
+        );
+    } else if #[cfg(all(target_arch = "x86_64", target_vendor = "apple"))] {
+        compile_error!(
+            "purloin-context: x86_64 macOS is not supported (Mach-O symbol and unwind \
+             conventions are untested here). Supported: x86_64 System V on Linux and other \
+             ELF Unixes."
+        );
+    } else {
+        compile_error!(
+            "purloin-context: this target architecture is not supported. Supported: x86_64 \
+             System V on Linux and other ELF Unixes."
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! The public API: [`Context`], [`Transfer`], [`Entry`], shared by the assembly backend
+//! (`crate::arch`) and the loom backend (`crate::loom`).
+
+use core::fmt;
+use core::marker::PhantomData;
+
+#[cfg(not(loom))]
+use crate::arch as backend;
+#[cfg(loom)]
+use crate::loom as backend;
+
+#[cfg(not(loom))]
+type Raw = core::ptr::NonNull<u8>;
+#[cfg(loom)]
+type Raw = crate::loom::Handle;
+
+/// The smallest stack [`Context::new`] accepts, in bytes, between `stack_limit` and the
+/// 16-byte-aligned `stack_top`.
+///
+/// Nothing useful runs in less: the entry function, its callees and a panic's unwinding
+/// machinery all need stack. Real green threads want 32 KiB or more (brpc's small stacks are
+/// 32 KiB, its default 1 MiB).
+pub const MIN_STACK_SIZE: usize = 4096;
+
+/// The function a fresh context starts in, called on the context's own stack with the
+/// [`Transfer`] of the first switch into it.
+///
+/// It must never return (the type says so) and must not let a panic escape: there is no frame
+/// above it to unwind into, so an escaping panic aborts the process ("panic in a function that
+/// cannot unwind"). Catch panics inside it with [`std::panic::catch_unwind`] and end by
+/// resuming another context for the last time.
+///
+/// The ABI is `"C-unwind"` rather than `"C"` because of the loom backend: there, a context
+/// whose [`Context`] is dropped without being resumed ends its loom thread by unwinding (see
+/// the crate docs), and that unwinding must be allowed to pass through the entry function.
+/// With the assembly backend a panic that leaves the entry function is stopped by an
+/// `extern "C"` frame right above it and aborts.
+pub type Entry = extern "C-unwind" fn(Transfer) -> !;
+
+/// A suspended execution: the saved stack pointer of a stack whose registers were saved by a
+/// switch (or prepared by [`Context::new`]).
+///
+/// A `Context` is consumed by resuming it, so each suspension is resumed at most once. It is
+/// [`Send`] (a green thread may continue on another OS thread; see the obligations of
+/// [`Context::resume`]), not [`Sync`] (nothing can be done with a `&Context`), and not
+/// [`Clone`].
+///
+/// Dropping a `Context` does not touch its stack: the suspended execution is simply never
+/// continued, and destructors of the values on that stack never run. To clean up a suspended
+/// green thread, resume it with [`Context::resume_ontop`] and a function that panics, so that
+/// it unwinds to its own `catch_unwind` (see the crate docs). `Option<Context>` is one word.
+#[repr(transparent)]
+pub struct Context {
+    raw: Raw,
+    /// `!Sync`; `Send` comes from the `unsafe impl` below.
+    _not_sync: PhantomData<core::cell::Cell<()>>,
+}
+
+// SAFETY: `raw` is the saved stack pointer of a suspended execution (or, under loom, a handle
+// to a blocked loom thread); moving it between threads accesses nothing. Every use of it is
+// `Context::resume*`, which is `unsafe` and whose obligations cover running the suspended code
+// on a different OS thread than the one it was suspended on.
+unsafe impl Send for Context {}
+
+/// What a switch delivers to the context it resumes: the context that was suspended to make
+/// the switch, and one word of data.
+///
+/// `#[repr(C)]`: an [`Entry`] function receives it in the two argument registers of the
+/// platform's C ABI.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Transfer {
+    /// The context that switched to us, suspended at the point where it called
+    /// [`Context::resume`] or [`Context::resume_ontop`] (or, after `resume_ontop`, whatever
+    /// context the `ontop` function returned).
+    pub context: Context,
+    /// The word passed to `resume`/`resume_ontop` (or returned by the `ontop` function).
+    pub data: usize,
+}
+
+impl Context {
+    /// Prepares a fresh context that will run `entry` on the stack between `stack_limit`
+    /// (lowest usable address) and `stack_top` (one past the highest usable address; stacks
+    /// grow down).
+    ///
+    /// Nothing runs until the returned context is first resumed; then `entry` is called on the
+    /// new stack with the [`Transfer`] of that switch (after the `ontop` function, for
+    /// [`resume_ontop`](Context::resume_ontop)). `new` writes 24 bytes below `stack_top`
+    /// (rounded down to 16 bytes) and nothing else.
+    ///
+    /// With the `fpu-env` feature, the new context starts with the MXCSR and x87 control word
+    /// of the thread calling `new`.
+    ///
+    /// # Safety
+    ///
+    /// - `stack_limit..stack_top` must be memory that is readable and writable, and used by
+    ///   nothing but this context for as long as the context (or any context it suspends into)
+    ///   may be resumed. A guard page below `stack_limit` is strongly recommended: an
+    ///   overflow is then a fault, not silent corruption of whatever lies below.
+    /// - The stack must be big enough for everything `entry` will run; nothing checks this
+    ///   at run time except a guard page.
+    ///
+    /// # Panics
+    ///
+    /// If `stack_top` is null, if `stack_limit >= stack_top` (the arguments are swapped), or if
+    /// the aligned stack is smaller than [`MIN_STACK_SIZE`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    ///
+    /// extern "C-unwind" fn double(t: Transfer) -> ! {
+    ///     let (back, n) = (t.context, t.data);
+    ///     // SAFETY: `back` is the context that resumed us, suspended inside `resume`.
+    ///     unsafe { back.resume(n * 2) };
+    ///     unreachable!("never resumed again");
+    /// }
+    ///
+    /// // A heap buffer as the stack (real code uses guard-paged stacks).
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let range = stack.as_mut_ptr_range();
+    /// // SAFETY: the buffer is ours, 64 KiB, and outlives the context.
+    /// let ctx = unsafe { Context::new(range.end, range.start, double) };
+    /// // SAFETY: `ctx` is fresh; `double` only resumes us back.
+    /// let t = unsafe { ctx.resume(21) };
+    /// assert_eq!(t.data, 42);
+    /// drop(t.context); // `double` is suspended forever; its stack holds nothing to drop.
+    /// ```
+    #[must_use = "a context does nothing until it is resumed"]
+    pub unsafe fn new(stack_top: *mut u8, stack_limit: *mut u8, entry: Entry) -> Context {
+        assert!(
+            !stack_top.is_null(),
+            "Context::new: stack_top is null; pass the end (highest address) of a stack"
+        );
+        let top = stack_top as usize & !15;
+        let limit = stack_limit as usize;
+        assert!(
+            limit < stack_top as usize,
+            "Context::new: stack_limit ({stack_limit:p}) is not below stack_top ({stack_top:p}); \
+             stacks grow down: pass the highest address as stack_top and the lowest as stack_limit"
+        );
+        let size = top.saturating_sub(limit);
+        assert!(
+            size >= MIN_STACK_SIZE,
+            "Context::new: the stack is {size} bytes, smaller than MIN_STACK_SIZE \
+             ({MIN_STACK_SIZE}); allocate a bigger stack"
+        );
+        // SAFETY: the 24 bytes below the aligned top lie inside `stack_limit..stack_top`
+        // (size >= MIN_STACK_SIZE > 24, checked above), which the caller promised is ours.
+        let raw = unsafe { backend::init(stack_top, stack_limit, entry) };
+        Context { raw, _not_sync: PhantomData }
+    }
+
+    /// Suspends the current execution and continues `self`, passing `data`. Returns when some
+    /// context resumes the suspended execution: the [`Transfer`] holds that context (suspended
+    /// in its own `resume` call) and the word it passed.
+    ///
+    /// The "current execution" can be anything running on a stack: a thread's own stack (its
+    /// `main`, a scheduler loop) or a context made by [`Context::new`]. The switch saves only
+    /// what the ABI requires (`rbx`, `rbp`, the stack pointer, a resume address and, with
+    /// `fpu-env`, MXCSR and the x87 control word); the compiler spills any other register
+    /// that is live across the call, because the call is inlined.
+    ///
+    /// # Safety
+    ///
+    /// - `self` must have been made by [`Context::new`] or received in a [`Transfer`], and
+    ///   its stack must still be valid memory reserved for it. (Resuming it consumes it, so
+    ///   one suspension cannot be resumed twice; do not build two contexts on one stack.)
+    /// - If the resumed code was suspended on another OS thread, it must tolerate running on
+    ///   this one: no reference to a thread-local may be held across its suspension point
+    ///   (and beware that LLVM may cache the address of a thread-local across the switch in
+    ///   the function that calls `resume`, llvm/llvm-project#98479: access thread-locals from
+    ///   `#[inline(never)]` functions around a switch).
+    /// - The resumed code must not unwind into a frame that was only valid on another stack:
+    ///   a panic in a context unwinds that context's stack only, and must be caught there
+    ///   (see [`Entry`]).
+    ///
+    /// # Examples
+    ///
+    /// A generator: each resume of the context yields the next square.
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    ///
+    /// extern "C-unwind" fn squares(mut t: Transfer) -> ! {
+    ///     let mut i = 0usize;
+    ///     loop {
+    ///         // SAFETY: `t.context` is the context that resumed us.
+    ///         t = unsafe { t.context.resume(i * i) };
+    ///         i += 1;
+    ///     }
+    /// }
+    ///
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let r = stack.as_mut_ptr_range();
+    /// // SAFETY: the buffer outlives the context; `squares` only resumes us.
+    /// let mut ctx = unsafe { Context::new(r.end, r.start, squares) };
+    /// let mut got = Vec::new();
+    /// for _ in 0..5 {
+    ///     // SAFETY: `ctx` is suspended inside `squares` (or fresh).
+    ///     let t = unsafe { ctx.resume(0) };
+    ///     got.push(t.data);
+    ///     ctx = t.context;
+    /// }
+    /// assert_eq!(got, [0, 1, 4, 9, 16]);
+    /// ```
+    #[inline(always)]
+    pub unsafe fn resume(self, data: usize) -> Transfer {
+        // SAFETY: `self.raw` is a suspended context (the caller's first obligation); 0 means
+        // "no ontop function".
+        let (from, data, ontop) = unsafe { backend::switch(self.raw, data, 0) };
+        let transfer = Transfer { context: Context { raw: from, _not_sync: PhantomData }, data };
+        // SAFETY: `ontop` came through the switch contract: 0 or a `fn(Transfer) -> Transfer`.
+        unsafe { run_ontop(transfer, ontop) }
+    }
+
+    /// Like [`resume`](Context::resume), but first runs `f` on the target's stack: `f`
+    /// receives the [`Transfer`] the target would have received (our suspended context and
+    /// `data`), and what it returns is what the target's pending `resume` call returns (or
+    /// what its entry function receives, for a fresh context). This is boost.context's
+    /// `ontop_fcontext`.
+    ///
+    /// `f` runs after the current execution is completely saved, so it may hand our context
+    /// to another thread (publish a parked green thread, release a lock that another worker
+    /// waits on before resuming us) without any race with the switch itself. `f` runs as an
+    /// ordinary Rust call made by the target's own `resume`, so a panic in `f` unwinds the
+    /// target's stack from its `resume` call upwards: resume a green thread with an `f` that
+    /// panics to unwind it (forced unwind), and the panic is caught by the `catch_unwind` in
+    /// its entry function.
+    ///
+    /// # Safety
+    ///
+    /// - All the obligations of [`resume`](Context::resume).
+    /// - If `f` can panic, the target must be a context that was suspended in `resume` or
+    ///   `resume_ontop` (a panic in `f` on a fresh context has no frame to unwind to: the
+    ///   process aborts), and the target's code must be prepared for that call to unwind.
+    ///
+    /// # Examples
+    ///
+    /// Park: the child suspends itself and has its context stored into a slot by a function
+    /// that runs on the parent's stack, after the child's registers are saved (what a
+    /// scheduler's "publish" step does).
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    /// use std::cell::Cell;
+    ///
+    /// type Slot = Cell<Option<Context>>;
+    ///
+    /// fn publish(t: Transfer) -> Transfer {
+    ///     // Runs on the parent's stack. `t.data` is the address of the parent's slot.
+    ///     // SAFETY: the parent keeps the slot alive across its resume call.
+    ///     let slot = unsafe { &*(t.data as *const Slot) };
+    ///     slot.set(Some(t.context));
+    ///     // The context has been moved into the slot: give the parent a placeholder.
+    ///     Transfer { context: Context::placeholder(), data: 7 }
+    /// }
+    ///
+    /// extern "C-unwind" fn child(t: Transfer) -> ! {
+    ///     let (parent, slot_addr) = (t.context, t.data);
+    ///     // SAFETY: `parent` is suspended in `resume`; `publish` cannot panic.
+    ///     let t = unsafe { parent.resume_ontop(slot_addr, publish) };
+    ///     // Resumed from the slot: report back and park forever.
+    ///     // SAFETY: `t.context` is the parent, suspended in `resume`.
+    ///     unsafe { t.context.resume(t.data + 1) };
+    ///     unreachable!();
+    /// }
+    ///
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let r = stack.as_mut_ptr_range();
+    /// let slot: Slot = Cell::new(None);
+    /// // SAFETY: the buffer outlives the context.
+    /// let ctx = unsafe { Context::new(r.end, r.start, child) };
+    /// // SAFETY: `ctx` is fresh.
+    /// let t = unsafe { ctx.resume(&slot as *const Slot as usize) };
+    /// assert_eq!(t.data, 7); // returned by `publish`
+    /// let parked = slot.take().expect("published");
+    /// // SAFETY: `parked` is the child, suspended in `resume_ontop`.
+    /// let t = unsafe { parked.resume(41) };
+    /// assert_eq!(t.data, 42);
+    /// ```
+    #[inline(always)]
+    pub unsafe fn resume_ontop(self, data: usize, f: fn(Transfer) -> Transfer) -> Transfer {
+        // SAFETY: as in `resume`; `f` is a `fn(Transfer) -> Transfer`, as the switch contract
+        // requires of a non-zero `ontop`.
+        let (from, data, ontop) = unsafe { backend::switch(self.raw, data, f as usize) };
+        let transfer = Transfer { context: Context { raw: from, _not_sync: PhantomData }, data };
+        // SAFETY: as in `resume`.
+        unsafe { run_ontop(transfer, ontop) }
+    }
+
+    /// A context that stands for "no context", for the `context` field of a [`Transfer`]
+    /// when there is none to give: typically returned by a `resume_ontop` function that moved
+    /// the context it received somewhere else (see the example of
+    /// [`resume_ontop`](Context::resume_ontop)).
+    ///
+    /// A placeholder must never be resumed (that would jump to address 1 with the assembly
+    /// backend; the loom backend panics). Dropping it does nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let none = purloin_context::Context::placeholder();
+    /// drop(none);
+    /// ```
+    #[must_use]
+    pub const fn placeholder() -> Context {
+        #[cfg(not(loom))]
+        let raw = core::ptr::NonNull::dangling();
+        #[cfg(loom)]
+        let raw = crate::loom::Handle::placeholder();
+        Context { raw, _not_sync: PhantomData }
+    }
+
+    /// Wraps a raw backend value received by an entry trampoline.
+    #[cfg(loom)]
+    pub(crate) fn from_raw(raw: Raw) -> Context {
+        Context { raw, _not_sync: PhantomData }
+    }
+}
+
+/// Calls the `ontop` function delivered by a switch, if any.
+///
+/// # Safety
+///
+/// - `ontop` is 0 or the address of a `fn(Transfer) -> Transfer`.
+#[inline(always)]
+pub(crate) unsafe fn run_ontop(transfer: Transfer, ontop: usize) -> Transfer {
+    if ontop == 0 {
+        transfer
+    } else {
+        // SAFETY: non-zero `ontop` is a `fn(Transfer) -> Transfer` (the caller's obligation);
+        // fn pointers and `usize` have the same size.
+        let f = unsafe { core::mem::transmute::<usize, fn(Transfer) -> Transfer>(ontop) };
+        f(transfer)
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Context").field(&self.raw).finish()
+    }
+}
