@@ -1,4 +1,85 @@
-//! The G/M/P scheduler (under construction).
+//! A G/M/P work-stealing scheduler for stackful green threads, built the way Go's runtime and
+//! brpc's bthread are built.
+//!
+//! - **G** — a green thread: a small record (its entry, state, id); a guard-paged stack from
+//!   [`purloin_stack`] and a saved [`purloin_context::Context`] are attached when it first runs.
+//! - **P** — a processor: exactly N of them (Go's GOMAXPROCS), each with a bounded local run
+//!   queue ([`purloin_deque`]), a `runnext` slot, timers, caches and counters.
+//! - **M** — a worker OS thread holding a P; idle workers sleep on [`purloin_parking`] lots.
+//!
+//! ```
+//! use purloin_sched::Builder;
+//!
+//! let sched = Builder::new().workers(2).build().unwrap();
+//! let h = sched.spawn(|| {
+//!     // On a green thread: spawn children, join them (join-helping runs them inline).
+//!     let kids: Vec<_> = (0..10u64)
+//!         .map(|i| purloin_sched::spawn(move || i * i).unwrap())
+//!         .collect();
+//!     kids.into_iter().map(|k| k.join().unwrap()).sum::<u64>()
+//! });
+//! assert_eq!(h.join().unwrap(), 285);
+//! ```
+//!
+//! # Thread-locals and migration
+//!
+//! A green thread may stop on one OS thread and continue on another (when another worker
+//! steals it, or after a blocking section). A reference to a `thread_local!` value held across
+//! a yield, park, channel wait or I/O wait may therefore point at another thread's value —
+//! the hazard behind may#6, generator#58 and llvm#98479. Rules:
+//!
+//! - do not keep a `thread_local!` reference (or a `RefCell` borrow of one) across a
+//!   scheduling point; re-access it after;
+//! - for per-green-thread state use green-local storage (the `purloin` facade's
+//!   `green_local!`);
+//! - when code really needs one OS thread (a library with thread affinity), spawn the green
+//!   thread **pinned** ([`SpawnOptions::pinned`]): it runs only on its spawner's worker and
+//!   is never stolen (Go's `LockOSThread`). A worker with pinned green threads is exempt from
+//!   the blocking handoff, so they never change OS thread.
+//!
+//! The scheduler's own code follows the rule: after every switch it finds its worker again
+//! from the resumer's argument, never from a cached thread-local address.
+//!
+//! # Loom
+//!
+//! `cargo xtask loom -p purloin-sched` runs the models in `tests/loom_*.rs` against this
+//! crate's real code, with every atomic from loom and contexts on purloin-context's loom
+//! backend.
 #![warn(missing_docs)]
 
+mod blocking;
+mod g;
+mod idle;
+mod join;
+mod p;
+mod poll;
+mod scheduler;
+mod stats;
 mod sync;
+mod task;
+mod thread;
+mod worker;
+
+pub use blocking::{blocking, enter_blocking, exit_blocking};
+pub use join::JoinHandle;
+pub use poll::Poller;
+pub use purloin_stack::StackSize;
+pub use scheduler::{Builder, Scheduler, ShutdownReport, SpawnOptions, Stats, spawn_with};
+pub use stats::{GlobalStats, ProcStats};
+pub use task::Cancelled;
+pub use thread::{
+    ForcedUnwind, GreenId, GreenThread, current, in_green_thread, park, park_deadline,
+    park_timeout, sleep, sleep_until, yield_now,
+};
+
+/// Spawns a green thread on the scheduler running the current green thread.
+///
+/// # Errors
+/// See [`spawn_with`].
+pub fn spawn<F, T>(f: F) -> std::io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_with(SpawnOptions::default(), f)
+}

@@ -1,13 +1,75 @@
 //! The crate's one synchronisation shim: the only module that names `core::sync::atomic`,
-//! `std::thread` or `loom`. Under plain `cfg(loom)` every atomic, cell and thread below is
-//! loom's, so the loom models run the crate's real code.
+//! `std::thread` or `loom`. Under plain `cfg(loom)` every atomic, lock, cell, thread and
+//! thread-local below is loom's, so the loom models run the scheduler's real code.
 #![allow(unused_imports, dead_code)]
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
+mod imp {
+    pub(crate) use core::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+    pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    pub(crate) use std::thread;
+
+    /// `core::cell::UnsafeCell` with loom's closure-based API, so call sites are identical.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(core::cell::UnsafeCell::new(value))
+        }
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// A spin-loop hint (a plain `spin_loop` outside loom, a yield to the model inside).
+    pub(crate) fn spin_hint() {
+        core::hint::spin_loop();
+    }
+
+    macro_rules! shim_thread_local {
+        ($($t:tt)*) => { std::thread_local!($($t)*); };
+    }
+    pub(crate) use shim_thread_local as thread_local;
+}
+
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+    pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+    pub(crate) use loom::thread;
+
+    pub(crate) fn spin_hint() {
+        loom::thread::yield_now();
+    }
+
+    macro_rules! shim_thread_local {
+        ($($t:tt)*) => { loom::thread_local!($($t)*); };
+    }
+    pub(crate) use shim_thread_local as thread_local;
+}
+
+pub(crate) use imp::*;
+
+/// A statistics counter. Always a plain `core` atomic, also under loom: counters are not part
+/// of any protocol, and modelling them would only multiply the explored interleavings.
+pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
+/// The ordering for statistics counters (never used to synchronise anything).
+pub(crate) const STAT: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+
+/// Locks a mutex, ignoring poisoning: the scheduler's own critical sections never panic while
+/// holding a lock, so a poisoned lock can only come from an abort-in-progress.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

@@ -1,0 +1,292 @@
+//! Blocking handoff (protocol 5) and the monitor thread (Go's sysmon).
+//!
+//! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
+//! stores and a CAS). The monitor wakes every 20 µs (backing off to 10 ms when there is
+//! nothing to do); a P that has stayed in the same blocking section for longer than the
+//! threshold is *retaken* (`SYSCALL => HANDOFF`) and handed to another worker thread — a spare
+//! one, or a new one (creation is capped). `exit_blocking()` tries `SYSCALL => RUNNING`: if it
+//! wins, nothing happened; if it loses, the P now belongs to someone else, so the green thread
+//! goes to the global queue and its worker waits as a spare until the monitor hands it a P.
+//!
+//! The monitor also reports, once, a green thread that runs for longer than 10 ms without a
+//! scheduling point (without preempting it).
+//!
+//! # Memory ordering
+//!
+//! - (B1) `enter_blocking` stores `SYSCALL` with Release after the holder's last use of the
+//!   P's owner-only parts; the monitor's `SYSCALL => HANDOFF` CAS (AcqRel) and the holder's
+//!   `SYSCALL => RUNNING` CAS (AcqRel) compete on the same word: exactly one wins.
+//! - (B2) The monitor passes a retaken P to a spare through `Spare::p` (a Release swap, read
+//!   with an Acquire swap) or to a new thread through thread spawn; either way the new holder
+//!   sees the old holder's writes (transitively through B1's Acquire).
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::g::GRef;
+use crate::p::{HANDOFF, RUNNING, SYSCALL};
+use crate::stats::bump;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
+use crate::worker::{
+    ACT_REQUEUE_GLOBAL, M, NO_P, PHASE_STOPPED, Shared, current_worker, start_worker,
+    switch_out,
+};
+
+/// Marks the start of a call that may block the OS thread (a system call, a foreign library
+/// call, a std lock). Outside a green thread it does nothing. Pair it with
+/// [`exit_blocking`]; prefer [`blocking`](crate::blocking), which pairs them for you.
+pub fn enter_blocking() {
+    let Some(m) = current_worker() else { return };
+    if m.current.get().is_none() || m.in_blocking.get() || m.p.get() == NO_P {
+        return;
+    }
+    let p = m.p();
+    p.syscall_tick.store(p.syscall_tick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    bump(&p.stats.blocking);
+    m.in_blocking.set(true);
+    // B1: Release ends this holder's use of the P's owner-only parts.
+    p.status.store(SYSCALL, Ordering::Release);
+    m.shared.monitor_kick();
+}
+
+/// Marks the end of a blocking call started with [`enter_blocking`]. If the monitor handed
+/// the worker's P to another thread meanwhile, the green thread moves to the global queue and
+/// continues on whichever worker picks it up.
+pub fn exit_blocking() {
+    let Some(m) = current_worker() else { return };
+    if !m.in_blocking.get() {
+        return;
+    }
+    m.in_blocking.set(false);
+    let p = m.p();
+    // B1: the CAS races the monitor's retake on the same word.
+    if p.status.compare_exchange(SYSCALL, RUNNING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        return;
+    }
+    // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's
+    // scheduling loop sees it has no P and waits as a spare.
+    m.p.set(NO_P);
+    switch_out(ACT_REQUEUE_GLOBAL);
+}
+
+/// Runs `f`, a call that may block the OS thread, between [`enter_blocking`] and
+/// [`exit_blocking`], so the worker's other green threads move to another OS thread if it
+/// blocks for long. Panics in `f` propagate (after `exit_blocking`).
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            exit_blocking();
+        }
+    }
+    enter_blocking();
+    let _exit = Exit;
+    f()
+}
+
+/// A worker thread without a P, waiting to be handed one.
+pub(crate) struct Spare {
+    /// The P handed over (B2), or `NO_P`.
+    p: AtomicUsize,
+    parker: purloin_parking::Parker,
+    unparker: purloin_parking::Unparker,
+}
+
+impl Spare {
+    /// Wakes the spare (shutdown).
+    pub(crate) fn wake(&self) {
+        self.unparker.unpark();
+    }
+}
+
+/// Waits (parked) until the monitor hands this worker a P. Returns false if the scheduler
+/// stopped or there are already enough spare threads (the caller's thread then exits).
+pub(crate) fn wait_as_spare(m: &M) -> bool {
+    let shared = &*m.shared;
+    let parker = purloin_parking::Parker::new();
+    let unparker = parker.unparker();
+    let spare = Arc::new(Spare { p: AtomicUsize::new(NO_P), parker, unparker });
+    {
+        let mut spares = lock(&shared.spares);
+        if spares.len() >= shared.ps.len() {
+            return false;
+        }
+        spares.push(spare.clone());
+    }
+    loop {
+        // B2: Acquire pairs with the monitor's Release swap.
+        let p = spare.p.swap(NO_P, Ordering::Acquire);
+        if p != NO_P {
+            take_handed_p(m, p);
+            return true;
+        }
+        if shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
+            let mut spares = lock(&shared.spares);
+            spares.retain(|s| !Arc::ptr_eq(s, &spare));
+            return false;
+        }
+        spare.parker.park();
+    }
+}
+
+/// Becomes the holder of a P the monitor retook (`HANDOFF => RUNNING`).
+pub(crate) fn take_handed_p(m: &M, p: usize) {
+    m.p.set(p);
+    let status = &m.shared.ps[p].status;
+    debug_assert_eq!(status.load(Ordering::Relaxed), HANDOFF);
+    // Release: publishes to a later retake; the Acquire side of B1/B2 happened when the P was
+    // handed to us.
+    status.store(RUNNING, Ordering::Release);
+}
+
+impl Shared {
+    /// Wakes the monitor if it sleeps deeply (a worker entered a blocking section).
+    pub(crate) fn monitor_kick(&self) {
+        if let Some(mon) = self.monitor.get() {
+            if mon.deep_sleep.load(Ordering::Relaxed) {
+                mon.deep_sleep.store(false, Ordering::Relaxed);
+                mon.unparker.unpark();
+            }
+        }
+    }
+
+    /// Hands retaken P `p` to a spare worker, or starts a new worker thread for it.
+    fn hand_off(self: &Arc<Self>, p: usize) -> io::Result<()> {
+        self.stats.handoffs.fetch_add(1, STAT);
+        let spare = lock(&self.spares).pop();
+        match spare {
+            Some(s) => {
+                // B2: Release publishes the P to the spare.
+                s.p.swap(p, Ordering::Release);
+                s.unparker.unpark();
+                Ok(())
+            }
+            None => start_worker(self, p),
+        }
+    }
+}
+
+/// The monitor's handle (for kicking it awake and stopping it).
+pub(crate) struct MonitorHandle {
+    pub(crate) deep_sleep: AtomicBool,
+    pub(crate) unparker: purloin_parking::Unparker,
+}
+
+/// What the monitor remembers about a P between its wake-ups.
+#[derive(Clone, Copy)]
+struct Seen {
+    syscall_tick: u64,
+    syscall_since: Instant,
+    schedtick: u64,
+    sched_since: Instant,
+    reported_tick: u64,
+}
+
+/// The monitor thread body.
+pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker) {
+    let cfg = shared.config.clone();
+    let now = Instant::now();
+    let mut seen = vec![
+        Seen {
+            syscall_tick: 0,
+            syscall_since: now,
+            schedtick: 0,
+            sched_since: now,
+            reported_tick: u64::MAX,
+        };
+        shared.ps.len()
+    ];
+    let mut delay = Duration::from_micros(20);
+    let mut quiet_rounds = 0u32;
+    let mon = shared.monitor.get().expect("monitor handle is set before the thread starts");
+    while !shared.monitor_stop.load(Ordering::Acquire) {
+        if delay >= Duration::from_millis(10) {
+            mon.deep_sleep.store(true, Ordering::Relaxed);
+        }
+        parker.park_timeout(delay);
+        mon.deep_sleep.store(false, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut busy = false;
+        for (i, p) in shared.ps.iter().enumerate() {
+            let s = &mut seen[i];
+            let status = p.status.load(Ordering::Acquire);
+            if status == SYSCALL {
+                busy = true;
+                let tick = p.syscall_tick.load(Ordering::Relaxed);
+                if tick != s.syscall_tick {
+                    s.syscall_tick = tick;
+                    s.syscall_since = now;
+                } else {
+                    let long = now.duration_since(s.syscall_since);
+                    let (searching, parked) = shared.idle.counts();
+                    let worth_it = p.has_work()
+                        || (searching == 0 && parked == 0)
+                        || long >= Duration::from_millis(10);
+                    if long >= cfg.blocking_threshold
+                        && worth_it
+                        && p.pinned.load(Ordering::Relaxed) == 0
+                        && shared.threads_alive.load(Ordering::Relaxed) < cfg.max_threads
+                        && p.status
+                            .compare_exchange(SYSCALL, HANDOFF, Ordering::AcqRel, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        if let Err(e) = shared.hand_off(i) {
+                            eprintln!("purloin: blocking handoff failed: {e}");
+                            // Give the P back to the blocked holder: it will find RUNNING.
+                            p.status.store(RUNNING, Ordering::Release);
+                        }
+                        s.syscall_since = now;
+                    }
+                }
+            } else {
+                let tick = p.schedtick.load(Ordering::Relaxed);
+                let running = p.running.load(Ordering::Relaxed);
+                if tick != s.schedtick || running.is_null() {
+                    s.schedtick = tick;
+                    s.sched_since = now;
+                } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
+                    && s.reported_tick != tick
+                {
+                    s.reported_tick = tick;
+                    // SAFETY: `running` names a record (records are never freed while the
+                    // scheduler lives).
+                    if let Some(g) = unsafe { GRef::from_ptr(running) } {
+                        report_long_runner(&shared, g, now.duration_since(s.sched_since));
+                    }
+                }
+                if !running.is_null() {
+                    busy = true;
+                }
+            }
+        }
+        if busy {
+            quiet_rounds = 0;
+            delay = Duration::from_micros(20);
+        } else {
+            quiet_rounds += 1;
+            if quiet_rounds > 50 {
+                delay = (delay * 2).min(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn report_long_runner(shared: &Shared, g: GRef, ran: Duration) {
+    if !g.try_ref() {
+        return;
+    }
+    let generation = g.generation();
+    let name = g.name();
+    if g.drop_ref() {
+        crate::g::recycle_anywhere(g);
+    }
+    shared.stats.long_runners.fetch_add(1, STAT);
+    eprintln!(
+        "purloin: green thread {} '{}' has run for {:?} without a scheduling point (yield, park, \
+         channel or I/O wait); it delays the other green threads of its worker — add \
+         purloin::yield_now() in long loops or wrap blocking calls in purloin::blocking()",
+        g.id_with(generation),
+        name.as_deref().unwrap_or("<unnamed>"),
+        ran
+    );
+}

@@ -1,0 +1,534 @@
+//! G: the green-thread record and its state machine (protocol 4 of the design).
+//!
+//! A G is a small record: its state word, the entry it will run, and — once it has run — its
+//! saved [`Context`] and its [`Stack`]. Records are never freed while the scheduler lives
+//! (they are recycled through free lists), so a [`GRef`] is always safe to dereference and a
+//! stale handle is detected by the generation in the state word, brpc's version butex idea:
+//! a green thread's id is `generation << 32 | slot`.
+//!
+//! # States
+//!
+//! ```text
+//!            spawn               claim (worker)            switch out (publish on g0)
+//!   FREE ──────────▶ RUNNABLE ─────────────────▶ RUNNING ──────────────────────────▶ RUNNABLE (yield)
+//!     ▲                 │  ▲                        │  park(): RUNNING => PARKING      │
+//!     │                 │  │ unpark: PARKED         ▼                                  │
+//!     │   claim (joiner)│  └──── => RUNNABLE ──── PARKED ◀── g0: PARKING => PARKED     │
+//!     │                 ▼                                                              │
+//!     │              CLAIMED (run inline by its joiner; the queue entry goes stale)    │
+//!     └──── g0 after exit, or the last party to drop a reference: gen += 1 ◀───────────┘
+//! ```
+//!
+//! `NOTIFIED` is a flag next to the status: an unpark that finds the G not yet `PARKED`
+//! (running, switching out, or queued) sets it, and the G's next `park` consumes it and
+//! returns at once — std's token semantics, so an unpark racing a park is never lost. An unpark
+//! that finds `PARKED` moves it to `RUNNABLE` with one CAS and is the only party that queues
+//! it, so it is never run twice.
+//!
+//! # Memory ordering
+//!
+//! The guarantee: whoever moves a G to `RUNNING` (a worker claiming it) sees every write made by
+//! the last thread that ran it or set it up (its context, stack, entry), and a waker that
+//! queues a parked G sees the context saved by the switch that parked it.
+//!
+//! - (G1) `publish_parked` stores `PARKING => PARKED` with Release after the G's context has
+//!   been stored on g0; the unparker's `PARKED => RUNNABLE` CAS is AcqRel (Acquire pairs with
+//!   G1), and then hands the G to a queue whose push/pop is itself Release/Acquire.
+//! - (G2) `claim` (`RUNNABLE => RUNNING` by a worker, or `RUNNABLE => CLAIMED` by a joiner) is
+//!   an AcqRel CAS pairing with the Release of whichever transition made it `RUNNABLE` (spawn
+//!   publishes through the queue, yield through the queue, unpark through G1's CAS).
+//! - (G3) `unpark` setting `NOTIFIED` on a running G is an AcqRel CAS; `park` consumes it with
+//!   an AcqRel CAS, so writes before the unpark happen before the return from `park`.
+//! - (G4) `release` (the last reference) bumps the generation with a Release store; a handle's
+//!   operations are CASes that include the generation, so they fail on a recycled record.
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use purloin_context::Context;
+use purloin_stack::{Stack, StackSize};
+
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::task::Runnable;
+
+/// Status values (low 4 bits of the state word).
+pub(crate) const FREE: u32 = 0;
+pub(crate) const RUNNABLE: u32 = 1;
+pub(crate) const RUNNING: u32 = 2;
+pub(crate) const PARKING: u32 = 3;
+pub(crate) const PARKED: u32 = 4;
+pub(crate) const CLAIMED: u32 = 5;
+/// Finished; the record waits for its last reference to be dropped.
+pub(crate) const DONE: u32 = 6;
+const STATUS_MASK: u32 = 0xF;
+/// An unpark arrived while the G was not parked; its next park returns at once.
+pub(crate) const NOTIFIED: u32 = 1 << 4;
+/// Shutdown asked this G to unwind the next time it resumes from a park or yield.
+pub(crate) const CANCEL: u32 = 1 << 5;
+
+/// Builds a state word.
+#[inline]
+pub(crate) const fn word(generation: u32, bits: u32) -> u64 {
+    ((generation as u64) << 32) | bits as u64
+}
+#[inline]
+pub(crate) const fn generation_of(w: u64) -> u32 {
+    (w >> 32) as u32
+}
+#[inline]
+pub(crate) const fn bits_of(w: u64) -> u32 {
+    w as u32
+}
+#[inline]
+pub(crate) const fn status_of(w: u64) -> u32 {
+    (w as u32) & STATUS_MASK
+}
+
+/// "Not pinned" in [`G::pinned_to`].
+pub(crate) const NOT_PINNED: usize = usize::MAX;
+
+/// The green-thread record. Fields behind `UnsafeCell` belong to whoever holds the G's
+/// scheduling reference: the spawner before it is queued, the worker that claimed it while it
+/// runs and while it switches out, nobody while it is parked (the context is saved; the
+/// unparker that wins the `PARKED => RUNNABLE` CAS takes the reference).
+pub(crate) struct G {
+    /// `generation << 32 | flags | status`; see the module docs.
+    pub(crate) state: AtomicU64,
+    /// References that may still touch the record's non-atomic fields: the scheduling
+    /// reference (1 while the G is alive) plus one per stale queue entry or inline runner.
+    refs: AtomicU32,
+    /// The record's permanent slot number (the low half of the id).
+    pub(crate) slot: u32,
+    /// Worker index this G must run on, or [`NOT_PINNED`].
+    pub(crate) pinned_to: AtomicUsize,
+    /// While a joiner runs this G inline, the joiner's record (unparks are forwarded there).
+    pub(crate) host: crate::sync::AtomicPtr<G>,
+    /// Saved registers while switched out.
+    pub(crate) context: UnsafeCell<Option<Context>>,
+    /// The stack, attached when the G first runs and detached on g0 after it exits.
+    pub(crate) stack: UnsafeCell<Option<Stack>>,
+    /// What the G runs; taken when it starts (or by a joiner running it inline).
+    pub(crate) task: UnsafeCell<Option<std::sync::Arc<dyn Runnable>>>,
+    /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
+    pub(crate) name: UnsafeCell<Option<std::sync::Arc<str>>>,
+    /// Stack size class requested at spawn.
+    pub(crate) stack_size: UnsafeCell<StackSize>,
+    /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
+    /// transition to RUNNABLE; the scheduler outlives every G it runs).
+    pub(crate) sched: UnsafeCell<*const crate::worker::Shared>,
+    /// Green-local storage owned by the runtime layer (an opaque pointer, freed by it).
+    pub(crate) locals: UnsafeCell<*mut ()>,
+    /// While this G runs a child inline (join-helping), the child's identity for `current()`.
+    /// Touched only by the G itself.
+    pub(crate) inline_child: UnsafeCell<Option<crate::GreenThread>>,
+    /// Times this G was switched in (stats; written by the worker running it).
+    pub(crate) switches: AtomicU64,
+}
+
+// SAFETY: the UnsafeCell fields are only touched by the holder of the G's scheduling
+// reference, which is handed between threads through Release/Acquire pairs (G1, G2); the
+// `Context`, `Stack` and task inside are `Send`. All other fields are atomics.
+unsafe impl Sync for G {}
+// SAFETY: as above; a G record moves between threads only as a `GRef`.
+unsafe impl Send for G {}
+
+impl G {
+    fn new(slot: u32) -> G {
+        G {
+            state: AtomicU64::new(word(1, FREE)),
+            refs: AtomicU32::new(0),
+            slot,
+            pinned_to: AtomicUsize::new(NOT_PINNED),
+            host: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+            context: UnsafeCell::new(None),
+            stack: UnsafeCell::new(None),
+            task: UnsafeCell::new(None),
+            name: UnsafeCell::new(None),
+            stack_size: UnsafeCell::new(StackSize::default()),
+            sched: UnsafeCell::new(core::ptr::null()),
+            locals: UnsafeCell::new(core::ptr::null_mut()),
+            inline_child: UnsafeCell::new(None),
+            switches: AtomicU64::new(0),
+        }
+    }
+
+    /// The current generation (for building handles).
+    pub(crate) fn generation(&self) -> u32 {
+        generation_of(self.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn id_with(&self, generation: u32) -> u64 {
+        ((generation as u64) << 32) | self.slot as u64
+    }
+
+    /// Adds a reference (a stale queue entry or an inline runner).
+    pub(crate) fn add_ref(&self) {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a reference; returns true if it was the last one (the caller recycles the record).
+    pub(crate) fn drop_ref(&self) -> bool {
+        // AcqRel: the last dropper must see every other party's writes before recycling.
+        self.refs.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Makes a FREE record RUNNABLE for a new green thread: one scheduling reference.
+    pub(crate) fn prepare_spawn(&self) -> u32 {
+        let gen_now = self.generation();
+        self.refs.store(1, Ordering::Relaxed);
+        // Relaxed: the record is published to others through the run queue (Release push).
+        self.state.store(word(gen_now, RUNNABLE), Ordering::Relaxed);
+        gen_now
+    }
+
+    /// A worker that dequeued this G claims it: `RUNNABLE => RUNNING` (G2). Returns false if
+    /// the entry is stale (a joiner claimed it first); the caller must then `drop_ref`.
+    pub(crate) fn claim_for_run(&self) -> bool {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            if status_of(cur) != RUNNABLE {
+                return false;
+            }
+            let next = (cur & !(STATUS_MASK as u64)) | RUNNING as u64;
+            // AcqRel pairs with the Release that made it RUNNABLE (G2).
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// A joiner claims a not-yet-started G of generation `generation` to run it inline:
+    /// `RUNNABLE => CLAIMED` (G2). The queue entry stays and becomes stale: it keeps its
+    /// reference, and the joiner holds the scheduling reference.
+    pub(crate) fn claim_inline(&self, generation: u32) -> bool {
+        let cur = word(generation, RUNNABLE);
+        let next = word(generation, CLAIMED);
+        if self
+            .state
+            .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            // The queue entry's reference: the worker that later pops it drops it.
+            self.add_ref();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Consumes a pending `NOTIFIED` token of the running G. Returns true if there was one.
+    pub(crate) fn take_notified(&self) -> bool {
+        let cur = self.state.load(Ordering::Relaxed);
+        if bits_of(cur) & NOTIFIED == 0 {
+            return false;
+        }
+        // AcqRel pairs with the unparker's CAS (G3).
+        self.state.fetch_and(!(NOTIFIED as u64), Ordering::AcqRel);
+        true
+    }
+
+    /// `RUNNING => PARKING` before switching out to park. Fails (returns false) if a
+    /// `NOTIFIED` token is pending; the caller consumes it and does not park.
+    pub(crate) fn begin_park(&self) -> bool {
+        let cur = self.state.load(Ordering::Relaxed);
+        if bits_of(cur) & NOTIFIED != 0 || status_of(cur) != RUNNING {
+            return false;
+        }
+        let next = (cur & !(STATUS_MASK as u64)) | PARKING as u64;
+        self.state.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// On g0, after the parking G's context was saved: `PARKING => PARKED` (G1). Returns false
+    /// if an unpark set `NOTIFIED` in the meantime; then the G is made `RUNNABLE` (token
+    /// consumed) and the caller must queue it.
+    pub(crate) fn publish_parked(&self) -> bool {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert_eq!(status_of(cur), PARKING);
+            let (next, parked) = if bits_of(cur) & NOTIFIED != 0 {
+                ((cur & !((STATUS_MASK | NOTIFIED) as u64)) | RUNNABLE as u64, false)
+            } else {
+                ((cur & !(STATUS_MASK as u64)) | PARKED as u64, true)
+            };
+            // Release publishes the saved context to the unparker (G1).
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return parked,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// On g0 after a yield: `RUNNING => RUNNABLE` (keeps flags). The caller queues it.
+    pub(crate) fn publish_runnable(&self) {
+        let cur = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(status_of(cur), RUNNING);
+        // Relaxed: the queue push that follows is the Release that publishes the G (G2).
+        self.state.store((cur & !(STATUS_MASK as u64)) | RUNNABLE as u64, Ordering::Relaxed);
+    }
+
+    /// Wakes the green thread of `generation`. Returns `Unparked::Queue` when the caller won
+    /// the `PARKED => RUNNABLE` transition and must queue the G; `Noted` when a token was left
+    /// for a G that is not parked (or forwarded); `Stale` when the generation is gone.
+    pub(crate) fn unpark(&self, generation: u32) -> Unparked {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            if generation_of(cur) != generation {
+                return Unparked::Stale;
+            }
+            let bits = bits_of(cur);
+            let next = match status_of(cur) {
+                PARKED => word(generation, (bits & !STATUS_MASK) | RUNNABLE),
+                FREE | DONE => return Unparked::Stale,
+                CLAIMED => return Unparked::Forward,
+                _ if bits & NOTIFIED != 0 => return Unparked::Noted,
+                _ => word(generation, bits | NOTIFIED),
+            };
+            // AcqRel: Acquire pairs with G1 (the saved context), Release with the park side's
+            // consumption of the token (G3).
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) if status_of(cur) == PARKED => return Unparked::Queue,
+                Ok(_) => return Unparked::Noted,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Asks a G of `generation` to unwind (shutdown): sets `CANCEL`, and if it is parked moves
+    /// it to `RUNNABLE` like an unpark. Returns whether the caller must queue it.
+    pub(crate) fn cancel(&self, generation: u32) -> Unparked {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            if generation_of(cur) != generation || matches!(status_of(cur), FREE | DONE) {
+                return Unparked::Stale;
+            }
+            let bits = bits_of(cur) | CANCEL;
+            let (next, queue) = match status_of(cur) {
+                PARKED => (word(generation, (bits & !STATUS_MASK) | RUNNABLE), true),
+                _ => (word(generation, bits | NOTIFIED), false),
+            };
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return if queue { Unparked::Queue } else { Unparked::Noted },
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The G finished (exited on g0, or its inline run by a joiner ended): status `DONE`,
+    /// flags cleared. Wakers now see it as stale.
+    pub(crate) fn finish_run(&self) {
+        let cur = self.state.load(Ordering::Relaxed);
+        // Release: pairs with `try_ref`'s generation check readers (nothing else to publish).
+        self.state.store(word(generation_of(cur), DONE), Ordering::Release);
+    }
+
+    /// Takes a reference if the record still has one (like `Weak::upgrade`), so a non-owner
+    /// (a handle's `name()`, the monitor) can read the record's cells without racing
+    /// `recycle`. The caller must check the generation afterwards and `drop_ref` when done.
+    pub(crate) fn try_ref(&self) -> bool {
+        let mut n = self.refs.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return false;
+            }
+            // Acquire: pairs with the Release half of other parties' `drop_ref`.
+            match self.refs.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+    }
+
+    /// Whether shutdown asked this (running) G to unwind.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        bits_of(self.state.load(Ordering::Acquire)) & CANCEL != 0
+    }
+
+    /// Recycles the record after its last reference: bumps the generation (G4) and clears
+    /// per-life fields. The caller must hold the last reference.
+    pub(crate) fn recycle(&self) {
+        let generation = self.generation().wrapping_add(1).max(1);
+        self.pinned_to.store(NOT_PINNED, Ordering::Relaxed);
+        self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
+        self.switches.store(0, Ordering::Relaxed);
+        // SAFETY: the caller holds the last reference, so no other thread touches these.
+        unsafe {
+            self.name.with_mut(|n| *n = None);
+            self.task.with_mut(|t| *t = None);
+            self.context.with_mut(|c| *c = None);
+            self.locals.with_mut(|l| *l = core::ptr::null_mut());
+            self.inline_child.with_mut(|c| *c = None);
+            self.stack.with_mut(|s| *s = None);
+        }
+        // Release: handles that CAS with the old generation now fail (G4).
+        self.state.store(word(generation, FREE), Ordering::Release);
+    }
+
+    /// Reads the name (caller holds a reference or knows the G is alive).
+    pub(crate) fn name(&self) -> Option<std::sync::Arc<str>> {
+        // SAFETY: the name is written only at spawn (before the G is published) and cleared at
+        // recycle; callers read it while the G is alive.
+        unsafe { self.name.with(|n| (*n).clone()) }
+    }
+}
+
+/// What `unpark`/`cancel` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unparked {
+    /// The caller moved the G `PARKED => RUNNABLE` and must queue it.
+    Queue,
+    /// A token was left (the G was not parked) or was already there.
+    Noted,
+    /// The G is being run inline by its joiner: forward to the host.
+    Forward,
+    /// The generation is gone (the green thread ended).
+    Stale,
+}
+
+/// A pointer to a G record. Records live as long as the scheduler, so it is always valid to
+/// dereference while the scheduler is alive; whether it still denotes the same green thread is
+/// decided by the generation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GRef(NonNull<G>);
+
+// SAFETY: G is Sync (see above) and outlives every GRef (records are freed only when the
+// scheduler is dropped, after every worker has stopped).
+unsafe impl Send for GRef {}
+// SAFETY: as above.
+unsafe impl Sync for GRef {}
+
+impl GRef {
+    pub(crate) fn as_ptr(self) -> *mut G {
+        self.0.as_ptr()
+    }
+    /// # Safety
+    /// - `ptr` must point at a live G record of this scheduler (or be null, giving `None`).
+    pub(crate) unsafe fn from_ptr(ptr: *mut G) -> Option<GRef> {
+        NonNull::new(ptr).map(GRef)
+    }
+}
+
+impl core::ops::Deref for GRef {
+    type Target = G;
+    fn deref(&self) -> &G {
+        // SAFETY: records are never freed while the scheduler (and so any GRef) is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl fmt::Debug for GRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "G#{}", self.slot)
+    }
+}
+
+/// All G records of the process: the owner of their memory, and the global free list.
+///
+/// Records are shared by every scheduler in the process and never freed (except under loom,
+/// where the registry lives for one model execution), so a handle to a green thread stays safe
+/// to use after its runtime is gone: it just finds a newer generation.
+pub(crate) struct Registry {
+    all: crate::sync::Mutex<Vec<GRef>>,
+    free: crate::sync::Mutex<Vec<GRef>>,
+    next_slot: AtomicU32,
+}
+
+impl Registry {
+    #[cfg(not(loom))]
+    const fn new() -> Registry {
+        Registry {
+            all: crate::sync::Mutex::new(Vec::new()),
+            free: crate::sync::Mutex::new(Vec::new()),
+            next_slot: AtomicU32::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Registry {
+        Registry {
+            all: crate::sync::Mutex::new(Vec::new()),
+            free: crate::sync::Mutex::new(Vec::new()),
+            next_slot: AtomicU32::new(0),
+        }
+    }
+
+    /// A FREE record: from the global free list or newly allocated.
+    pub(crate) fn alloc(&self) -> GRef {
+        if let Some(g) = crate::sync::lock(&self.free).pop() {
+            return g;
+        }
+        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+        let g = GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))));
+        crate::sync::lock(&self.all).push(g);
+        g
+    }
+
+    /// Takes up to `n` records from the global free list into `into` (per-P refill).
+    pub(crate) fn take_free(&self, into: &mut Vec<GRef>, n: usize) {
+        let mut free = crate::sync::lock(&self.free);
+        let k = free.len().saturating_sub(n);
+        into.extend(free.drain(k..));
+    }
+
+    /// Returns FREE records to the global list (per-P overflow, or a P going away).
+    pub(crate) fn give_free(&self, records: impl IntoIterator<Item = GRef>) {
+        crate::sync::lock(&self.free).extend(records);
+    }
+
+    /// Calls `f` on every record (shutdown's cancel sweep, deadlock reports, stats).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(GRef)) {
+        let all: Vec<GRef> = crate::sync::lock(&self.all).clone();
+        for g in all {
+            f(g);
+        }
+    }
+
+    /// Number of records ever allocated.
+    pub(crate) fn allocated(&self) -> usize {
+        crate::sync::lock(&self.all).len()
+    }
+}
+
+/// Recycles a record whose last reference the caller dropped, from any thread.
+pub(crate) fn recycle_anywhere(g: GRef) {
+    match crate::worker::current_worker() {
+        Some(m) => m.recycle(g),
+        None => {
+            g.recycle();
+            registry().give_free([g]);
+        }
+    }
+}
+
+/// The process-wide registry.
+#[cfg(not(loom))]
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: Registry = Registry::new();
+    &REGISTRY
+}
+
+#[cfg(loom)]
+pub(crate) fn registry() -> &'static Registry {
+    loom::lazy_static! {
+        static ref REGISTRY: Registry = Registry::new();
+    }
+    &REGISTRY
+}
+
+// Under loom the registry is dropped at the end of each model execution; its records hold
+// loom atomics of that execution and must go with it.
+#[cfg(loom)]
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let all = core::mem::take(&mut *crate::sync::lock(&self.all));
+        for g in all {
+            // SAFETY: the execution is over: no thread of it runs, nothing dereferences the
+            // records any more; each record was leaked from a Box in `alloc`.
+            drop(unsafe { Box::from_raw(g.as_ptr()) });
+        }
+    }
+}

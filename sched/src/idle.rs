@@ -1,0 +1,185 @@
+//! Who is searching, who is parked, and whom to wake (protocol 2: Go's "delicate dance").
+//!
+//! Workers are *running* (executing green threads), *searching* (spinning: looking for work to
+//! steal) or *parked* (asleep on their P's parking lot). One word counts searching and unparked
+//! workers; a short list under a lock names the parked ones, so a waker wakes exactly one
+//! worker and tells it, by removing it from the list, that it was woken *searching* (the waker
+//! counted it as such, so other submitters see a searcher and do not wake more: no wake-up
+//! storms).
+//!
+//! The two sides of the dance:
+//!
+//! ```text
+//!   submitter (spawn, unpark, timer)       worker going idle
+//!   ─────────────────────────────────      ───────────────────────────────────────
+//!   make the G visible (queue push)        snapshot its lot's state
+//!   fence(SeqCst)                 (F1)     unparked -= 1, searching -= 1 if it was
+//!   if searching == 0 and                  searching; join the sleepers list
+//!      unparked < workers:                 fence(SeqCst)                        (F2)
+//!        pop a sleeper, count it           re-check every queue; if work: undo, go
+//!        unparked and searching,           wait on the lot with the snapshot
+//!        signal its lot
+//! ```
+//!
+//! # Memory ordering
+//!
+//! The guarantee (work conservation): a G made visible before F1 is either seen by the
+//! re-check of a worker that executes F2 after F1, or the submitter sees that worker's
+//! decrement and wakes a sleeper. F1 and F2 are SeqCst fences, so one precedes the other in
+//! the single total order: if F2 comes first, the submitter's load after F1 sees the decrement
+//! made before F2; if F1 comes first, the worker's re-check after F2 sees the push made before
+//! F1 (store-buffering / Dekker). A woken worker cannot miss the signal: it took its lot
+//! snapshot before joining the sleepers list, and a waker can only pick it from the list after
+//! that, so the lot's word has moved by the time the worker waits on the snapshot.
+//!
+//! - (I1) The sleepers list and the counters change together under `sleepers`' lock; the lock
+//!   orders a worker's registration before the waker that pops it.
+//! - (I2) F1/F2 as above.
+//!
+//! At most half of the workers search at once (`2 * searching < workers`, Go's and tokio's
+//! rule); the last searcher to find work wakes another so the ramp-up continues.
+
+use crate::sync::{AtomicU32, Mutex, Ordering, fence, lock};
+
+/// Packed counters: low 16 bits = searching workers, high 16 bits = unparked workers.
+const SEARCH_ONE: u32 = 1;
+const UNPARK_ONE: u32 = 1 << 16;
+const SEARCH_MASK: u32 = UNPARK_ONE - 1;
+
+fn searching(state: u32) -> u32 {
+    state & SEARCH_MASK
+}
+fn unparked(state: u32) -> u32 {
+    state >> 16
+}
+
+struct Sleepers {
+    /// Parked workers (P indices), most recently parked last.
+    list: Vec<usize>,
+    /// Per P: the last waker that removed it from `list` counted it as searching.
+    granted_search: Vec<bool>,
+}
+
+pub(crate) struct Idle {
+    /// `unparked << 16 | searching`.
+    state: AtomicU32,
+    /// Parked workers, and how each one that was woken was counted.
+    sleepers: Mutex<Sleepers>,
+    workers: u32,
+}
+
+impl Idle {
+    pub(crate) fn new(workers: usize) -> Idle {
+        assert!(workers > 0 && workers < SEARCH_MASK as usize, "worker count out of range");
+        Idle {
+            state: AtomicU32::new(workers as u32 * UNPARK_ONE),
+            sleepers: Mutex::new(Sleepers {
+                list: Vec::with_capacity(workers),
+                granted_search: vec![false; workers],
+            }),
+            workers: workers as u32,
+        }
+    }
+
+    /// Submit side: after making work visible, returns the P index of a parked worker that
+    /// the caller must wake (by signalling its lot), or `None` if no wake-up is needed.
+    pub(crate) fn worker_to_wake(&self) -> Option<usize> {
+        // F1: orders the caller's push before the loads below (pairs with F2).
+        fence(Ordering::SeqCst);
+        if !self.should_wake(self.state.load(Ordering::Relaxed)) {
+            return None;
+        }
+        let mut sleepers = lock(&self.sleepers);
+        // Re-check under the lock: another submitter may have woken someone already.
+        if !self.should_wake(self.state.load(Ordering::Relaxed)) {
+            return None;
+        }
+        let p = sleepers.list.pop()?;
+        sleepers.granted_search[p] = true;
+        // The woken worker starts searching; count it now so other submitters stand back.
+        self.state.fetch_add(SEARCH_ONE | UNPARK_ONE, Ordering::SeqCst);
+        Some(p)
+    }
+
+    fn should_wake(&self, state: u32) -> bool {
+        searching(state) == 0 && unparked(state) < self.workers
+    }
+
+    /// Wakes a specific parked worker (a pinned G became runnable on its P, or shutdown).
+    /// Returns true if it was parked (and is now counted unparked, not searching).
+    pub(crate) fn take_sleeper(&self, p: usize) -> bool {
+        let mut sleepers = lock(&self.sleepers);
+        if let Some(i) = sleepers.list.iter().position(|&s| s == p) {
+            sleepers.list.swap_remove(i);
+            sleepers.granted_search[p] = false;
+            self.state.fetch_add(UNPARK_ONE, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A worker asks to start searching. Refused when half of the workers already search.
+    pub(crate) fn try_start_searching(&self) -> bool {
+        let mut state = self.state.load(Ordering::Relaxed);
+        loop {
+            if 2 * searching(state) >= self.workers {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                state,
+                state + SEARCH_ONE,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// A searching worker found work. Returns true if it was the last searcher: the caller
+    /// must then wake another worker if there may be more work (Go's `resetspinning`).
+    pub(crate) fn stop_searching(&self) -> bool {
+        let prev = self.state.fetch_sub(SEARCH_ONE, Ordering::SeqCst);
+        debug_assert!(searching(prev) > 0);
+        searching(prev) == 1
+    }
+
+    /// A worker goes idle: it leaves the counts (and the searchers, if it was one) and joins
+    /// the sleepers. The caller then executes F2 through [`Idle::fence_before_recheck`],
+    /// re-checks every queue and either parks or calls [`Idle::unpark_self`].
+    pub(crate) fn transition_to_parked(&self, p: usize, was_searching: bool) {
+        let mut sleepers = lock(&self.sleepers);
+        let dec = UNPARK_ONE + if was_searching { SEARCH_ONE } else { 0 };
+        self.state.fetch_sub(dec, Ordering::SeqCst);
+        sleepers.granted_search[p] = false;
+        sleepers.list.push(p);
+    }
+
+    /// F2 (pairs with F1 in `worker_to_wake`).
+    pub(crate) fn fence_before_recheck(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    /// After waking (or after a re-check found work): leaves the sleepers list. Returns true if
+    /// a waker had already removed this worker and counted it as searching; false if the worker
+    /// removed itself (spurious return, timer, or re-check), in which case it is counted as
+    /// unparked and not searching.
+    pub(crate) fn unpark_self(&self, p: usize) -> bool {
+        let mut sleepers = lock(&self.sleepers);
+        if let Some(i) = sleepers.list.iter().position(|&s| s == p) {
+            sleepers.list.swap_remove(i);
+            self.state.fetch_add(UNPARK_ONE, Ordering::SeqCst);
+            false
+        } else {
+            core::mem::take(&mut sleepers.granted_search[p])
+        }
+    }
+
+    /// Snapshot for stats: (searching, parked).
+    pub(crate) fn counts(&self) -> (u32, u32) {
+        let s = self.state.load(Ordering::Relaxed);
+        (searching(s), self.workers - unparked(s))
+    }
+}

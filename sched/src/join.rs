@@ -1,0 +1,125 @@
+//! Joining a green thread, with join-helping: a joiner whose child has not started yet runs
+//! it inline on its own stack instead of parking (rayon's trick, for stackful threads).
+
+use std::thread::Result as ThreadResult;
+
+use crate::GreenThread;
+use crate::g::{self, GRef};
+use crate::stats::bump;
+use crate::sync::Ordering;
+use crate::task::{HasPacket, Waiter};
+use crate::worker::current_worker;
+
+/// An owned permission to join a green thread (to wait for it and take its result), like
+/// [`std::thread::JoinHandle`]. Dropping it detaches the green thread.
+pub struct JoinHandle<T> {
+    pub(crate) task: std::sync::Arc<dyn HasPacket<T>>,
+    pub(crate) thread: GreenThread,
+    /// The scheduler the green thread was spawned on (only compared, never dereferenced here).
+    pub(crate) sched: *const crate::worker::Shared,
+    /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
+    /// inline (pinned, or given its own stack at spawn).
+    pub(crate) inline_stack: Option<usize>,
+}
+
+// SAFETY: `sched` is only compared with the current worker's scheduler (never dereferenced
+// through the handle); the packet is Send + Sync for T: Send.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: as above; `&JoinHandle` only reads the packet's done flag.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the green thread to finish and returns its result: `Ok(value)`, or `Err` with
+    /// the panic payload if it panicked (or [`ForcedUnwind`](crate::ForcedUnwind) /
+    /// [`Cancelled`](crate::Cancelled) / an `io::Error` if it could not run to completion).
+    ///
+    /// From a green thread this parks only the green thread; if the child has not started
+    /// yet, the joiner runs it inline instead (join-helping). From a plain OS thread it blocks
+    /// the OS thread.
+    pub fn join(self) -> ThreadResult<T> {
+        let packet = self.task.packet();
+        if !packet.is_done() {
+            if let Some(bytes) = self.inline_stack {
+                run_inline(self.thread, self.sched, bytes);
+            }
+        }
+        if !packet.is_done() && packet.register(Waiter::current()) {
+            while !packet.is_done() {
+                crate::park();
+            }
+        }
+        packet.take()
+    }
+
+    /// Whether the green thread has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.task.packet().is_done()
+    }
+
+    /// The green thread's handle.
+    pub fn thread(&self) -> &GreenThread {
+        &self.thread
+    }
+}
+
+impl<T> core::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("JoinHandle").field("thread", &self.thread).finish_non_exhaustive()
+    }
+}
+
+/// Runs the not-yet-started `child` inline on the calling green thread, if allowed: the caller
+/// is a green thread of the same scheduler, the child is not pinned, and enough of the
+/// caller's stack remains for the stack the child asked for. Returns whether it ran.
+pub(crate) fn run_inline(
+    child: GreenThread,
+    child_sched: *const crate::worker::Shared,
+    stack_bytes: usize,
+) -> bool {
+    let Some(m) = current_worker() else { return false };
+    let Some(host) = m.current.get() else { return false };
+    if !core::ptr::eq(child_sched, &*m.shared) || !stack_room(host, stack_bytes) {
+        return false;
+    }
+    if !child.g.claim_inline(child.generation) {
+        return false;
+    }
+    // We won RUNNABLE => CLAIMED: we hold the child's scheduling reference and own its cells.
+    child.g.host.store(host.as_ptr(), Ordering::Release);
+    if m.holds_p() {
+        bump(&m.p().stats.inline_joins);
+    }
+    // SAFETY: we own the claimed child's cells.
+    let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
+    // SAFETY: the running G's own cells are touched only by itself.
+    let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
+    if let Some(task) = task {
+        task.run();
+    }
+    // SAFETY: as above (we may be on another worker now, but we are still the same G).
+    unsafe { host.inline_child.with_mut(|c| *c = prev) };
+    child.g.host.store(core::ptr::null_mut(), Ordering::Release);
+    child.g.finish_run();
+    // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
+    // live until `g_finished` below.
+    let shared = unsafe { &*child_sched };
+    if child.g.drop_ref() {
+        g::recycle_anywhere(child.g);
+    }
+    shared.g_finished();
+    true
+}
+
+/// Whether the running host's remaining stack can hold a child that asked for `want` bytes:
+/// at least three quarters of it must remain below the current stack pointer.
+fn stack_room(host: GRef, want: usize) -> bool {
+    if cfg!(loom) {
+        return true;
+    }
+    // SAFETY: the host is the running G: its own cells are touched only by itself.
+    let limit = unsafe { host.stack.with(|s| (*s).as_ref().map(|s| s.limit() as usize)) };
+    let Some(limit) = limit else { return false };
+    let marker = 0u8;
+    let sp = core::ptr::addr_of!(marker) as usize;
+    sp.saturating_sub(limit) >= want / 4 * 3
+}

@@ -1,0 +1,256 @@
+//! P: a processor, the resource a worker must hold to run green threads.
+//!
+//! Each P owns a bounded local run queue (purloin-deque's `Worker`, LIFO for the owner, half
+//! stealable in one CAS), a `runnext` slot (a G readied by the running G runs next and inherits
+//! its time slice — Go's rule for communicate-and-wait pairs), a timer heap, caches of free G
+//! records and stacks, and its counters.
+//!
+//! # Ownership
+//!
+//! The fields behind `UnsafeCell` (the deque's owner end, the caches) are touched only by the
+//! worker that holds the P. A P changes hands only through its `status` word (the blocking
+//! handoff: the monitor's CAS `SYSCALL => HANDOFF` and the new holder's Acquire of it), which
+//! orders the old holder's last use before the new holder's first.
+//!
+//! # Memory ordering
+//!
+//! - (R1) `runnext` is set by the owner with a Release swap and taken by the owner or a thief
+//!   with an AcqRel swap/CAS, so the taker sees the G's record as published by whoever made it
+//!   runnable.
+//! - (R2) `status`: the holder entering a blocking section stores `SYSCALL` with Release; the
+//!   monitor's `SYSCALL => HANDOFF` CAS (AcqRel) and the holder's `SYSCALL => RUNNING` CAS
+//!   (AcqRel) race on the same word, so exactly one wins, and whoever holds the P next sees the
+//!   previous holder's writes to the owner-only fields.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Instant;
+
+use purloin_deque::{Stealer, Worker};
+
+use crate::GreenThread;
+use crate::g::GRef;
+use crate::stats::PStats;
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock};
+use crate::worker::{M, Shared};
+
+/// Local run-queue capacity (Go and tokio use 256; loom models use 4).
+#[cfg(not(loom))]
+pub(crate) const LOCAL_QUEUE: usize = 256;
+#[cfg(loom)]
+pub(crate) const LOCAL_QUEUE: usize = 4;
+
+/// Free G records kept per P before spilling to the global list.
+pub(crate) const FREE_CACHE: usize = 64;
+
+/// P status values.
+pub(crate) const RUNNING: u32 = 0;
+/// The holder is in a blocking section (`enter_blocking`); the monitor may retake the P.
+pub(crate) const SYSCALL: u32 = 1;
+/// The monitor retook the P from a blocked holder and is handing it to another worker.
+pub(crate) const HANDOFF: u32 = 2;
+
+/// A timer: wake `g` at `at`. Ordered by deadline (earliest first), then by sequence.
+#[derive(Clone, Copy)]
+pub(crate) struct Timer {
+    pub(crate) at: Instant,
+    pub(crate) seq: u64,
+    pub(crate) g: GreenThread,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at && self.seq == other.seq
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
+        other.at.cmp(&self.at).then(other.seq.cmp(&self.seq))
+    }
+}
+
+/// A P's timers. Locked by its holder to add and fire, and by searching workers that run
+/// another P's due timers (try_lock only).
+pub(crate) struct Timers {
+    pub(crate) heap: BinaryHeap<Timer>,
+    pub(crate) seq: u64,
+}
+
+pub(crate) struct P {
+    pub(crate) index: usize,
+    /// Owner end of the local queue (holder only).
+    local: UnsafeCell<Worker<GRef>>,
+    /// Thief end of the local queue.
+    pub(crate) stealer: Stealer<GRef>,
+    /// The G to run next (null if none). Owner sets; owner or a last-pass thief takes (R1).
+    pub(crate) runnext: AtomicPtr<crate::g::G>,
+    /// RUNNING / SYSCALL / HANDOFF (R2).
+    pub(crate) status: AtomicU32,
+    /// Bumped on every blocking section entry, so the monitor can tell a long one from a new one.
+    pub(crate) syscall_tick: AtomicU64,
+    /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
+    pub(crate) schedtick: AtomicU64,
+    /// Earliest timer deadline as nanoseconds since the scheduler's epoch (u64::MAX = none),
+    /// readable without the lock.
+    pub(crate) next_timer: AtomicU64,
+    pub(crate) timers: Mutex<Timers>,
+    /// Free G records (holder only).
+    pub(crate) free_gs: UnsafeCell<Vec<GRef>>,
+    /// Number of live pinned green threads bound to the worker holding this P.
+    pub(crate) pinned: AtomicU32,
+    /// Runnable pinned G's (they may not be stolen, so they do not go in the local queue).
+    pinned_queue: Mutex<VecDeque<GRef>>,
+    /// Length of `pinned_queue`, readable without the lock.
+    pinned_len: AtomicUsize,
+    /// The G this P's worker is running (null on g0), for the monitor's long-runner report.
+    pub(crate) running: AtomicPtr<crate::g::G>,
+    pub(crate) stats: PStats,
+}
+
+// SAFETY: the UnsafeCell fields (the deque's owner end, caches) are only touched by the
+// worker holding the P; holding passes between threads through `status` (R2). Everything else
+// is atomic or locked.
+unsafe impl Sync for P {}
+// SAFETY: as above.
+unsafe impl Send for P {}
+
+impl P {
+    pub(crate) fn new(index: usize) -> P {
+        let local = Worker::bounded(LOCAL_QUEUE);
+        let stealer = local.stealer();
+        P {
+            index,
+            local: UnsafeCell::new(local),
+            stealer,
+            runnext: AtomicPtr::new(core::ptr::null_mut()),
+            status: AtomicU32::new(RUNNING),
+            syscall_tick: AtomicU64::new(0),
+            schedtick: AtomicU64::new(0),
+            next_timer: AtomicU64::new(u64::MAX),
+            timers: Mutex::new(Timers { heap: BinaryHeap::new(), seq: 0 }),
+            free_gs: UnsafeCell::new(Vec::new()),
+            pinned: AtomicU32::new(0),
+            pinned_queue: Mutex::new(VecDeque::new()),
+            pinned_len: AtomicUsize::new(0),
+            running: AtomicPtr::new(core::ptr::null_mut()),
+            stats: PStats::default(),
+        }
+    }
+
+    /// The owner end of the local queue.
+    ///
+    /// # Safety
+    /// - The caller must hold this P (be the worker it is bound to, with `status` won).
+    pub(crate) unsafe fn local(&self) -> &Worker<GRef> {
+        // SAFETY: only the holder calls this (caller's obligation), so no other thread uses
+        // the owner end concurrently; the reference does not outlive the holding.
+        self.local.with(|w| unsafe { &*w })
+    }
+
+    /// Takes the runnext G (owner or thief): AcqRel swap (R1).
+    pub(crate) fn take_runnext(&self) -> Option<GRef> {
+        if self.runnext.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let g = self.runnext.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: runnext only ever holds pointers to live G records.
+        unsafe { GRef::from_ptr(g) }
+    }
+
+    /// Puts `g` in runnext (holder only); returns the G it displaced, which the caller queues.
+    pub(crate) fn put_runnext(&self, g: GRef) -> Option<GRef> {
+        // Release publishes g's record to whoever takes it (R1).
+        let old = self.runnext.swap(g.as_ptr(), Ordering::AcqRel);
+        // SAFETY: runnext only ever holds pointers to live G records.
+        unsafe { GRef::from_ptr(old) }
+    }
+
+    /// Whether the P visibly has runnable work (racy snapshot: for the idle re-check and the
+    /// monitor).
+    pub(crate) fn has_work(&self) -> bool {
+        !self.runnext.load(Ordering::Relaxed).is_null() || !self.stealer.is_empty()
+    }
+
+    /// Queue length snapshot (stats, schedtrace).
+    pub(crate) fn queue_len(&self) -> usize {
+        self.stealer.len() + usize::from(!self.runnext.load(Ordering::Relaxed).is_null())
+    }
+}
+
+impl P {
+    /// Queues a runnable pinned G (any thread). The caller wakes the holder.
+    pub(crate) fn push_pinned(&self, g: GRef) {
+        let mut q = lock(&self.pinned_queue);
+        q.push_back(g);
+        // Under the lock; the Relaxed counter is only a hint for `has_pinned` (the idle
+        // re-check reads it after F2, and the push happened under a lock the holder takes).
+        self.pinned_len.store(q.len(), Ordering::Relaxed);
+    }
+
+    /// Takes a runnable pinned G (holder only).
+    pub(crate) fn pop_pinned(&self) -> Option<GRef> {
+        if self.pinned_len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut q = lock(&self.pinned_queue);
+        let g = q.pop_front();
+        self.pinned_len.store(q.len(), Ordering::Relaxed);
+        g
+    }
+
+    /// Whether pinned work is queued (a lock-taking check, for the idle re-check).
+    pub(crate) fn has_pinned(&self) -> bool {
+        !lock(&self.pinned_queue).is_empty()
+    }
+
+    /// Adds a timer waking `g` at `at` (holder only: a G adds timers on its own P).
+    pub(crate) fn add_timer(&self, shared: &Shared, at: Instant, g: GreenThread) {
+        let mut t = lock(&self.timers);
+        t.seq += 1;
+        let seq = t.seq;
+        t.heap.push(Timer { at, seq, g });
+        let first = t.heap.peek().map(|t| t.at).unwrap_or(at);
+        self.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
+    }
+
+    /// The earliest timer deadline, if any.
+    pub(crate) fn next_timer_deadline(&self, shared: &Shared) -> Option<Instant> {
+        let n = self.next_timer.load(Ordering::Relaxed);
+        (n != u64::MAX).then(|| shared.epoch + std::time::Duration::from_nanos(n))
+    }
+
+    /// Fires this P's due timers (the holder, or a searching worker on its last pass; never
+    /// waits for the lock). The woken G's go to the calling worker's queues. Returns how many.
+    pub(crate) fn run_timers_if_due(&self, m: &M) -> usize {
+        let next = self.next_timer.load(Ordering::Relaxed);
+        if next == u64::MAX {
+            return 0;
+        }
+        let now = Instant::now();
+        if next > m.shared.nanos_since_epoch(now) {
+            return 0;
+        }
+        let Ok(mut t) = self.timers.try_lock() else { return 0 };
+        let mut due: Vec<GreenThread> = Vec::new();
+        while let Some(top) = t.heap.peek() {
+            if top.at > now {
+                break;
+            }
+            due.push(t.heap.pop().map(|t| t.g).expect("peeked"));
+        }
+        let first = t.heap.peek().map(|t| m.shared.nanos_since_epoch(t.at)).unwrap_or(u64::MAX);
+        self.next_timer.store(first, Ordering::Relaxed);
+        drop(t);
+        let n = due.len();
+        for g in due {
+            g.unpark();
+        }
+        n
+    }
+}

@@ -1,0 +1,509 @@
+//! The scheduler handle: building it, spawning on it, observing it, shutting it down.
+//!
+//! # Shutdown
+//!
+//! Dropping a [`Scheduler`] (or calling [`Scheduler::shutdown_timeout`]) goes through these
+//! steps:
+//!
+//! 1. The phase becomes *draining*: spawns from outside the scheduler fail; green threads may
+//!    still spawn (their children are part of finishing).
+//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout.
+//! 3. Green threads still alive are parked ones (or ones that never yield): every parked one is
+//!    resumed with a forced unwind ([`ForcedUnwind`](crate::ForcedUnwind)) so its destructors
+//!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
+//! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
+//!    monitor stops. Green threads that never reached a scheduling point are reported as
+//!    unfinished and their workers are left running (detached) rather than hanging the caller.
+
+use std::io;
+use std::sync::Arc as StdArc;
+use std::time::{Duration, Instant};
+
+use purloin_stack::StackSize;
+
+use crate::g::{self, registry};
+use crate::join::JoinHandle;
+use crate::stats::{GlobalStats, ProcStats};
+use crate::sync::{Arc, Ordering, lock};
+use crate::task::TaskCell;
+use crate::worker::{
+    self, Config, PHASE_DRAINING, PHASE_STOPPED, Shared, current_worker,
+};
+
+/// Configures and builds a [`Scheduler`].
+#[derive(Clone, Debug)]
+pub struct Builder {
+    config: Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
+    /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
+    pub fn new() -> Builder {
+        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Builder {
+            config: Config {
+                workers,
+                stack_size: StackSize::default(),
+                thread_name: String::from("purloin-worker"),
+                global_queue_interval: 61,
+                max_runnext_streak: 3,
+                monitor: !cfg!(loom),
+                blocking_threshold: Duration::from_micros(20),
+                long_run_threshold: Duration::from_millis(10),
+                max_threads: 10_000,
+            },
+        }
+    }
+
+    /// Number of processors (P's), i.e. green threads running in parallel (Go's GOMAXPROCS).
+    pub fn workers(mut self, n: usize) -> Builder {
+        self.config.workers = n;
+        self
+    }
+
+    /// Default stack size of green threads spawned without an explicit one.
+    pub fn stack_size(mut self, size: StackSize) -> Builder {
+        self.config.stack_size = size;
+        self
+    }
+
+    /// Prefix of worker thread names (`<prefix>-<n>`).
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
+        self.config.thread_name = prefix.into();
+        self
+    }
+
+    /// Enables or disables the monitor thread (blocking handoff and long-runner reports).
+    pub fn monitor(mut self, on: bool) -> Builder {
+        self.config.monitor = on;
+        self
+    }
+
+    /// How long a blocking section may hold its worker's processor before the monitor hands
+    /// the processor to another thread (default 20 µs).
+    pub fn blocking_threshold(mut self, d: Duration) -> Builder {
+        self.config.blocking_threshold = d;
+        self
+    }
+
+    /// How long a green thread may run without a scheduling point before the monitor reports
+    /// it (default 10 ms).
+    pub fn long_run_threshold(mut self, d: Duration) -> Builder {
+        self.config.long_run_threshold = d;
+        self
+    }
+
+    /// How often (in scheduling ticks) a worker takes from the global queue before its local
+    /// one, for fairness (default 61, Go's value). Must be at least 1.
+    pub fn global_queue_interval(mut self, ticks: u32) -> Builder {
+        self.config.global_queue_interval = ticks;
+        self
+    }
+
+    /// Upper bound on OS threads the scheduler starts (workers plus blocking handoffs).
+    pub fn max_threads(mut self, n: usize) -> Builder {
+        self.config.max_threads = n;
+        self
+    }
+
+    /// Starts the workers (and the monitor).
+    ///
+    /// # Errors
+    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, or
+    /// `max_threads` below the worker count; the OS error if a thread cannot be started.
+    pub fn build(self) -> io::Result<Scheduler> {
+        let c = &self.config;
+        if c.workers == 0 || c.workers > 32_767 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: {} workers requested; use between 1 and 32767 (the default \
+                     is one per CPU)",
+                    c.workers
+                ),
+            ));
+        }
+        if c.global_queue_interval == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "purloin-sched: global_queue_interval must be at least 1 tick (Go uses 61)",
+            ));
+        }
+        if c.max_threads < c.workers {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: max_threads ({}) is below the worker count ({}); raise it",
+                    c.max_threads, c.workers
+                ),
+            ));
+        }
+        #[cfg(not(loom))]
+        purloin_stack::overflow::install_handler()?;
+        let shared = Arc::new(Shared::new(self.config));
+        for p in 0..shared.ps.len() {
+            if let Err(e) = worker::start_worker(&shared, p) {
+                stop_workers(&shared);
+                return Err(e);
+            }
+        }
+        let monitor = if shared.config.monitor { start_monitor(&shared)? } else { None };
+        Ok(Scheduler { shared, monitor })
+    }
+}
+
+#[cfg(not(loom))]
+fn start_monitor(shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHandle<()>>> {
+    let parker = purloin_parking::Parker::new();
+    let handle = crate::blocking::MonitorHandle {
+        deep_sleep: crate::sync::AtomicBool::new(false),
+        unparker: parker.unparker(),
+    };
+    let _ = shared.monitor.set(handle);
+    let s = shared.clone();
+    std::thread::Builder::new()
+        .name(format!("{}-monitor", shared.config.thread_name))
+        .spawn(move || crate::blocking::monitor_main(s, parker))
+        .map(Some)
+        .map_err(|e| io::Error::new(e.kind(), format!("could not start the monitor thread: {e}")))
+}
+
+#[cfg(loom)]
+fn start_monitor(_shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHandle<()>>> {
+    Ok(None)
+}
+
+/// Options for one spawn.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    /// Name for diagnostics.
+    pub name: Option<StdArc<str>>,
+    /// Stack size; `None` uses the scheduler's default (attached lazily at first run). An
+    /// explicit size is leased at spawn, so a failure is reported by the spawn.
+    pub stack_size: Option<StackSize>,
+    /// Run only on the spawning green thread's worker (never migrate, never stolen).
+    pub pinned: bool,
+    /// Switch to the new green thread at once; the spawner is re-queued (brpc's start_urgent).
+    pub urgent: bool,
+}
+
+/// A running G/M/P scheduler. Dropping it shuts it down (see the module docs of
+/// [`scheduler`](self)).
+pub struct Scheduler {
+    pub(crate) shared: Arc<Shared>,
+    monitor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl core::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Scheduler").field("workers", &self.shared.ps.len()).finish()
+    }
+}
+
+/// What shutdown did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Parked green threads that were resumed with a forced unwind.
+    pub cancelled: usize,
+    /// Green threads still alive when shutdown gave up (they never reached a scheduling
+    /// point); their workers were detached.
+    pub unfinished: usize,
+}
+
+/// A snapshot of the scheduler's counters.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Per processor.
+    pub procs: Vec<ProcStats>,
+    /// Sum over processors.
+    pub total: ProcStats,
+    /// Scheduler-wide counters.
+    pub global: GlobalStats,
+    /// Green threads alive (spawned, not finished).
+    pub live: usize,
+    /// Runnable green threads in each processor's local queue (and runnext).
+    pub queue_lens: Vec<usize>,
+    /// Green threads in the global queue.
+    pub global_queue_len: usize,
+    /// Workers searching for work right now.
+    pub searching: u32,
+    /// Workers parked right now.
+    pub parked: u32,
+    /// OS threads running as workers (including blocking-handoff spares).
+    pub threads: usize,
+    /// G records allocated in this process (all schedulers; recycled, never freed).
+    pub g_records: usize,
+}
+
+impl Scheduler {
+    /// A scheduler with the default configuration (see [`Builder::new`]).
+    pub fn new() -> io::Result<Scheduler> {
+        Builder::new().build()
+    }
+
+    /// Number of processors.
+    pub fn workers(&self) -> usize {
+        self.shared.ps.len()
+    }
+
+    /// Spawns a green thread running `f`.
+    ///
+    /// # Errors
+    /// The scheduler is shutting down (spawning from outside), or `opts` asks for an invalid
+    /// stack size or one that cannot be mapped, or for a pinned spawn from outside a green
+    /// thread of this scheduler.
+    pub fn spawn_with<F, T>(&self, opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        spawn_on(&self.shared, opts, f)
+    }
+
+    /// Spawns a green thread running `f` with default options.
+    ///
+    /// # Panics
+    /// If the scheduler is shutting down (use [`Scheduler::spawn_with`] to get the error).
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn_with(SpawnOptions::default(), f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
+    pub fn stats(&self) -> Stats {
+        stats_of(&self.shared)
+    }
+
+    /// Installs the I/O poller the workers poll (the runtime's netpoller).
+    pub fn set_poller(&self, poller: StdArc<dyn crate::Poller>) {
+        self.shared.poller.install(poller);
+    }
+
+    /// Shuts down, waiting at most `timeout` for runnable green threads to finish before
+    /// unwinding the parked ones (and as long again for those to finish).
+    ///
+    /// # Panics
+    /// If called from one of this scheduler's own green threads (it would wait for itself).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> ShutdownReport {
+        self.shutdown_inner(timeout)
+    }
+
+    fn shutdown_inner(&mut self, timeout: Duration) -> ShutdownReport {
+        let shared = self.shared.clone();
+        if shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
+            return ShutdownReport::default();
+        }
+        if current_worker().is_some_and(|m| Arc::ptr_eq(&m.shared, &shared)) {
+            panic!(
+                "purloin-sched: a scheduler cannot be shut down from one of its own green \
+                 threads (it would wait for itself); drop it from the thread that owns it"
+            );
+        }
+        shared.phase.store(PHASE_DRAINING, Ordering::Release);
+        shared.wake_all();
+        let mut report = ShutdownReport::default();
+        if !wait_all_done(&shared, timeout) {
+            let deadline = Instant::now() + timeout.max(Duration::from_millis(100));
+            loop {
+                report.cancelled += cancel_parked(&shared);
+                if wait_all_done(&shared, Duration::from_millis(10)) {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    report.unfinished = shared.live.load(Ordering::Acquire);
+                    break;
+                }
+            }
+        }
+        shared.phase.store(PHASE_STOPPED, Ordering::Release);
+        stop_workers(&shared);
+        shared.monitor_stop.store(true, Ordering::Release);
+        if let Some(mon) = shared.monitor.get() {
+            mon.unparker.unpark();
+        }
+        if let Some(h) = self.monitor.take() {
+            let _ = h.join();
+        }
+        if report.unfinished == 0 {
+            let threads = core::mem::take(&mut *lock(&shared.threads));
+            for t in threads {
+                let _ = t.join();
+            }
+            drain_queues(&shared);
+        }
+        report
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        if self.shared.phase.load(Ordering::Acquire) != PHASE_STOPPED {
+            let report = self.shutdown_inner(Duration::from_secs(5));
+            if report.unfinished > 0 {
+                eprintln!(
+                    "purloin: {} green threads did not finish at shutdown (they never reached \
+                     a scheduling point); their worker threads were detached",
+                    report.unfinished
+                );
+            }
+        }
+    }
+}
+
+/// Spawns on `shared` (the body of every spawn function).
+pub(crate) fn spawn_on<F, T>(
+    shared: &Arc<Shared>,
+    opts: SpawnOptions,
+    f: F,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let cell = StdArc::new(TaskCell::new(f));
+    let inline_stack = if opts.pinned || opts.stack_size.is_some() {
+        None
+    } else {
+        Some(shared.config.stack_size.bytes())
+    };
+    let thread = worker::spawn_g(shared, cell.clone(), &opts)?;
+    Ok(JoinHandle { task: cell, thread, sched: Arc::as_ptr(shared), inline_stack })
+}
+
+fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut guard = lock(&shared.all_done.0);
+    loop {
+        if shared.live.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        // Re-check at least every 10 ms: the notification comes from `g_finished`.
+        let wait = (deadline - now).min(Duration::from_millis(10));
+        guard = match shared.all_done.1.wait_timeout(guard, wait) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        };
+    }
+}
+
+/// Resumes every parked green thread of `shared` with a forced unwind. Returns how many.
+fn cancel_parked(shared: &Arc<Shared>) -> usize {
+    let me = Arc::as_ptr(shared);
+    let mut n = 0;
+    registry().for_each(|gref| {
+        if !gref.try_ref() {
+            return;
+        }
+        let w = gref.state.load(Ordering::Acquire);
+        // SAFETY: we hold a reference, so the record is not recycled under us; `sched` is
+        // written only at spawn, before the G is published.
+        let ours = unsafe { gref.sched.with(|s| *s) } == me;
+        if ours && g::status_of(w) == g::PARKED {
+            let generation = g::generation_of(w);
+            if gref.cancel(generation) == g::Unparked::Queue {
+                n += 1;
+                shared.push_global(gref);
+            }
+        }
+        if gref.drop_ref() {
+            g::recycle_anywhere(gref);
+        }
+    });
+    n
+}
+
+fn stop_workers(shared: &Arc<Shared>) {
+    shared.phase.store(PHASE_STOPPED, Ordering::Release);
+    shared.lots.stop();
+    for s in lock(&shared.spares).iter() {
+        s.wake();
+    }
+}
+
+/// After every worker stopped: drop queue entries left behind (stale entries of children run
+/// inline, whose records wait for them).
+fn drain_queues(shared: &Shared) {
+    let mut pending = Vec::new();
+    while let purloin_deque::Steal::Success(g) = shared.injector.steal() {
+        pending.push(g);
+    }
+    for p in shared.ps.iter() {
+        while let purloin_deque::Steal::Success(g) = p.stealer.steal() {
+            pending.push(g);
+        }
+        pending.extend(p.take_runnext());
+        // SAFETY: every worker has stopped: nobody holds the P any more.
+        let cached: Vec<_> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
+        registry().give_free(cached);
+    }
+    for g in pending {
+        if g.claim_for_run() {
+            // A runnable G that never ran (only possible if shutdown gave up on others).
+            // SAFETY: we claimed it: we own its cells.
+            if let Some(task) = unsafe { g.task.with_mut(|t| (*t).take()) } {
+                task.fail(Box::new(crate::Cancelled));
+            }
+            g.finish_run();
+            shared.live.fetch_sub(1, Ordering::AcqRel);
+        }
+        if g.drop_ref() {
+            g::recycle_anywhere(g);
+        }
+    }
+}
+
+pub(crate) fn stats_of(shared: &Shared) -> Stats {
+    let procs: Vec<ProcStats> = shared.ps.iter().map(|p| p.stats.snapshot()).collect();
+    let mut total = ProcStats::default();
+    for p in &procs {
+        total += *p;
+    }
+    let (searching, parked) = shared.idle.counts();
+    Stats {
+        total,
+        procs,
+        global: shared.stats.snapshot(),
+        live: shared.live.load(Ordering::Relaxed),
+        queue_lens: shared.ps.iter().map(|p| p.queue_len()).collect(),
+        global_queue_len: shared.injector.len(),
+        searching,
+        parked,
+        threads: shared.threads_alive.load(Ordering::Relaxed),
+        g_records: registry().allocated(),
+    }
+}
+
+/// Spawns on the scheduler running the current green thread.
+///
+/// # Errors
+/// Not on a green thread (use [`Scheduler::spawn_with`] from plain threads), or the reasons of
+/// [`Scheduler::spawn_with`].
+pub fn spawn_with<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let Some(m) = current_worker() else {
+        return Err(io::Error::other(
+            "purloin-sched: spawn() outside a green thread has no scheduler to use; call \
+             Scheduler::spawn on a Scheduler (or use the purloin facade, which starts one)",
+        ));
+    };
+    let shared = m.shared.clone();
+    spawn_on(&shared, opts, f)
+}

@@ -1,0 +1,82 @@
+//! Counters: per-P (written by the P's holder only, so a bump is a load and a store, not a
+//! read-modify-write) and scheduler-wide (read-modify-writes, on paths that are already slow).
+
+use crate::sync::{STAT, StatCounter};
+
+/// Bumps an owner-written counter.
+#[inline]
+pub(crate) fn bump(c: &StatCounter) {
+    c.store(c.load(STAT).wrapping_add(1), STAT);
+}
+
+/// Adds `n` to an owner-written counter.
+#[inline]
+pub(crate) fn add(c: &StatCounter, n: u64) {
+    c.store(c.load(STAT).wrapping_add(n), STAT);
+}
+
+macro_rules! counters {
+    ($(#[$m:meta])* $name:ident / $snap:ident { $($(#[$fm:meta])* $field:ident,)* }) => {
+        #[derive(Default)]
+        pub(crate) struct $name { $(pub(crate) $field: StatCounter,)* }
+
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub struct $snap { $($(#[$fm])* pub $field: u64,)* }
+
+        impl $name {
+            pub(crate) fn snapshot(&self) -> $snap {
+                $snap { $($field: self.$field.load(STAT),)* }
+            }
+        }
+
+        impl core::ops::AddAssign for $snap {
+            fn add_assign(&mut self, o: $snap) { $(self.$field += o.$field;)* }
+        }
+    };
+}
+
+counters! {
+    /// Counters of one processor (P), as a snapshot. All counts since the scheduler started.
+    PStats / ProcStats {
+        /// Green threads switched in (each resume of a G counts once).
+        switches,
+        /// Green threads spawned from this P (local queue or runnext).
+        spawned,
+        /// Yields.
+        yields,
+        /// Successful steals (each moved a batch).
+        steals,
+        /// Steal attempts (successful or not).
+        steal_attempts,
+        /// Green threads moved by steals.
+        stolen,
+        /// Takes from the global queue (each moved a batch).
+        global_pulls,
+        /// Times the worker holding this P parked its OS thread.
+        parks,
+        /// Search rounds spent spinning before parking.
+        spins,
+        /// Children run inline by their joiner (join-helping).
+        inline_joins,
+        /// Blocking sections entered.
+        blocking,
+    }
+}
+
+counters! {
+    /// Scheduler-wide counters, as a snapshot.
+    SharedStats / GlobalStats {
+        /// Wake-ups sent to parked workers.
+        wakes_sent,
+        /// Submissions that needed no wake-up (a worker was searching, or none was parked).
+        wakes_skipped,
+        /// Processors retaken from blocked workers and handed to another (blocking handoff).
+        handoffs,
+        /// Worker OS threads started (including ones started for handoffs).
+        threads_started,
+        /// Green threads reported for running too long without a scheduling point.
+        long_runners,
+    }
+}

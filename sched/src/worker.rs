@@ -1,0 +1,1012 @@
+//! M: the worker threads, the scheduling loop, and switching green threads in and out.
+//!
+//! Each worker (an OS thread, Go's M) holds one P and runs a loop on its own stack (Go's g0):
+//! find a runnable G, switch to it, and when the G switches back, finish what it asked for —
+//! re-queue it (yield), mark it parked (park), or release its stack (exit). That finishing work
+//! runs on g0 *after* the switch, so a G becomes visible to other workers only once its
+//! registers are saved (protocol 4): Go's `park_m` on g0, brpc's "remained" callback.
+//!
+//! # Finding work (Go's order)
+//!
+//! ```text
+//!  every 61st tick: one G from the global queue, else the oldest local G   (fairness)
+//!  pinned queue → runnext (at most 3 in a row) → local pop (LIFO) → runnext
+//!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
+//!  → steal half (random start, coprime stride, 4 passes, runnext on the last after 3 µs)
+//!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = next timer)
+//! ```
+//!
+//! # Thread-locals and migration
+//!
+//! A G may resume on another worker, so no code here keeps a thread-local *address* across a
+//! switch: the worker is found again after every resume from the `data` word the resumer
+//! passes (a pointer to its `M`), and [`current_m`] is never inlined (llvm#98479).
+
+use core::cell::Cell;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use purloin_context::{Context, Transfer};
+use purloin_deque::{Injector, Steal};
+use purloin_parking::ParkingLots;
+use purloin_stack::StackSize;
+
+use crate::GreenThread;
+use crate::g::{self, GRef, NOT_PINNED, Unparked, registry};
+use crate::idle::Idle;
+use crate::p::{self, P, Timer};
+use crate::stats::{SharedStats, add, bump};
+use crate::sync::{
+    Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, lock, thread,
+};
+use crate::task::Runnable;
+
+/// What a G asks g0 to do when it switches out (the `data` of the resume into g0).
+pub(crate) const ACT_YIELD: usize = 1;
+pub(crate) const ACT_PARK: usize = 2;
+pub(crate) const ACT_EXIT: usize = 3;
+/// Leave the P behind: the G lost its P in a blocking section; queue it globally.
+pub(crate) const ACT_REQUEUE_GLOBAL: usize = 4;
+
+/// "No P" in `M::p`.
+pub(crate) const NO_P: usize = usize::MAX;
+
+/// Scheduler lifecycle (`Shared::phase`).
+pub(crate) const PHASE_RUNNING: u32 = 0;
+/// Shutdown requested: no new work from outside; running and runnable G's finish.
+pub(crate) const PHASE_DRAINING: u32 = 1;
+/// Workers exit once they see this.
+pub(crate) const PHASE_STOPPED: u32 = 2;
+
+/// Scheduler configuration (built by `Builder`).
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) stack_size: StackSize,
+    pub(crate) thread_name: String,
+    pub(crate) global_queue_interval: u32,
+    pub(crate) max_runnext_streak: u32,
+    pub(crate) monitor: bool,
+    pub(crate) blocking_threshold: Duration,
+    pub(crate) long_run_threshold: Duration,
+    pub(crate) max_threads: usize,
+}
+
+/// Everything the workers of one scheduler share.
+pub(crate) struct Shared {
+    pub(crate) ps: Box<[P]>,
+    pub(crate) injector: Injector<GRef>,
+    pub(crate) idle: Idle,
+    pub(crate) lots: ParkingLots,
+    /// Green threads spawned and not yet finished.
+    pub(crate) live: AtomicUsize,
+    pub(crate) phase: AtomicU32,
+    /// Signalled when `live` drops to zero during shutdown.
+    pub(crate) all_done: (Mutex<()>, Condvar),
+    pub(crate) config: Config,
+    pub(crate) stats: SharedStats,
+    pub(crate) epoch: Instant,
+    /// Strides coprime with the number of P's (steal order).
+    strides: Vec<usize>,
+    pub(crate) threads: Mutex<Vec<thread::JoinHandle<()>>>,
+    /// Workers without a P (after a blocking section lost theirs), waiting for one.
+    pub(crate) spares: Mutex<Vec<Arc<crate::blocking::Spare>>>,
+    pub(crate) threads_alive: AtomicUsize,
+    pub(crate) monitor_stop: AtomicBool,
+    pub(crate) poller: crate::poll::PollerSlot,
+    /// The monitor's wake-up handle (set once, when the monitor starts).
+    pub(crate) monitor: std::sync::OnceLock<crate::blocking::MonitorHandle>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Shared {
+        let n = config.workers;
+        let strides = (1..=n).filter(|&s| gcd(s, n) == 1).collect();
+        Shared {
+            ps: (0..n).map(P::new).collect(),
+            injector: Injector::new(),
+            idle: Idle::new(n),
+            lots: ParkingLots::new(n),
+            live: AtomicUsize::new(0),
+            phase: AtomicU32::new(PHASE_RUNNING),
+            all_done: (Mutex::new(()), Condvar::new()),
+            config,
+            stats: SharedStats::default(),
+            epoch: Instant::now(),
+            strides,
+            threads: Mutex::new(Vec::new()),
+            spares: Mutex::new(Vec::new()),
+            threads_alive: AtomicUsize::new(0),
+            monitor_stop: AtomicBool::new(false),
+            poller: crate::poll::PollerSlot::default(),
+            monitor: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn nanos_since_epoch(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos().min(u64::MAX as u128 - 1) as u64
+    }
+
+    /// Submit side of the idle protocol: after work became visible, wake a parked worker if
+    /// nobody is searching (see `idle`).
+    pub(crate) fn notify_work(&self) {
+        match self.idle.worker_to_wake() {
+            Some(p) => {
+                self.lots.lot(p).signal(1);
+                self.poller.wake_if_blocked(p);
+                self.stats.wakes_sent.fetch_add(1, STAT);
+            }
+            None => {
+                self.stats.wakes_skipped.fetch_add(1, STAT);
+            }
+        }
+    }
+
+    /// Wakes the worker holding P `p` specifically (pinned work, shutdown).
+    pub(crate) fn wake_worker(&self, p: usize) {
+        if self.idle.take_sleeper(p) {
+            self.lots.lot(p).signal(1);
+            self.poller.wake_if_blocked(p);
+            self.stats.wakes_sent.fetch_add(1, STAT);
+        }
+    }
+
+    /// Wakes every parked worker.
+    pub(crate) fn wake_all(&self) {
+        for p in 0..self.ps.len() {
+            self.wake_worker(p);
+        }
+    }
+
+    /// Queues a runnable G from outside any worker of this scheduler.
+    pub(crate) fn push_global(&self, g: GRef) {
+        self.injector.push(g);
+        self.notify_work();
+    }
+
+    /// Queues a pinned G on its P and wakes that P's worker.
+    pub(crate) fn push_pinned(&self, p: usize, g: GRef) {
+        self.ps[p].push_pinned(g);
+        self.wake_worker(p);
+    }
+
+    /// Whether any queue visibly holds work (the idle re-check).
+    pub(crate) fn any_work(&self, my_p: usize) -> bool {
+        if !self.injector.is_empty() {
+            return true;
+        }
+        if my_p != NO_P && self.ps[my_p].has_pinned() {
+            return true;
+        }
+        self.ps.iter().any(|p| p.has_work())
+    }
+
+    /// A green thread of this scheduler finished.
+    pub(crate) fn g_finished(&self) {
+        if self.live.fetch_sub(1, Ordering::AcqRel) == 1
+            && self.phase.load(Ordering::Acquire) != PHASE_RUNNING
+        {
+            let _guard = lock(&self.all_done.0);
+            self.all_done.1.notify_all();
+        }
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == PHASE_RUNNING
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// A worker's own state. Lives on the worker thread's stack (g0) for the thread's lifetime;
+/// green threads running on this worker reach it through the `data` word of each resume.
+/// Only code running on this OS thread touches it (g0, or the G it is running).
+pub(crate) struct M {
+    pub(crate) shared: Arc<Shared>,
+    /// The P this worker holds, or `NO_P`.
+    pub(crate) p: Cell<usize>,
+    /// The scheduling context, while a G runs.
+    pub(crate) g0: Cell<Option<Context>>,
+    /// The G being run.
+    pub(crate) current: Cell<Option<GRef>>,
+    /// Inside a blocking section (the P may be retaken: do not touch its owner-only parts).
+    pub(crate) in_blocking: Cell<bool>,
+    tick: Cell<u32>,
+    runnext_streak: Cell<u32>,
+    /// The last G yielded: the next pick takes the oldest local G instead of the newest.
+    after_yield: Cell<bool>,
+    rng: Cell<u64>,
+    pub(crate) searching: Cell<bool>,
+    /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
+    spare_stack: Cell<Option<purloin_stack::Stack>>,
+    /// Index of this worker (for thread names and stats), stable for its lifetime.
+    pub(crate) id: usize,
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static CURRENT_M: Cell<*const M> = const { Cell::new(core::ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static CURRENT_M: Cell<*const M> = Cell::new(core::ptr::null());
+}
+
+/// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
+/// and an inlined thread-local access could reuse a thread-pointer computed before a switch.
+#[inline(never)]
+pub(crate) fn current_m() -> *const M {
+    CURRENT_M.with(|c| c.get())
+}
+
+/// The worker this thread runs, if it runs one of `shared`'s (or any scheduler's, if `None`).
+pub(crate) fn current_worker<'a>() -> Option<&'a M> {
+    let m = current_m();
+    // SAFETY: CURRENT_M is set by `worker_main` to an M that lives on that thread's stack for
+    // as long as the pointer is set, and only this thread reads it; the returned reference is
+    // used by the caller before it can switch threads (callers re-fetch after switches).
+    unsafe { m.as_ref() }
+}
+
+impl M {
+    fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
+        M {
+            shared,
+            p: Cell::new(p),
+            g0: Cell::new(None),
+            current: Cell::new(None),
+            in_blocking: Cell::new(false),
+            tick: Cell::new(0),
+            runnext_streak: Cell::new(0),
+            after_yield: Cell::new(false),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)),
+            searching: Cell::new(false),
+            spare_stack: Cell::new(None),
+            id,
+        }
+    }
+
+    /// The P this worker holds. Panics (a broken invariant) if it holds none.
+    pub(crate) fn p(&self) -> &P {
+        &self.shared.ps[self.p.get()]
+    }
+
+    /// Whether this worker may use its P's owner-only parts right now.
+    pub(crate) fn holds_p(&self) -> bool {
+        self.p.get() != NO_P && !self.in_blocking.get()
+    }
+
+    fn next_rand(&self) -> u64 {
+        // xorshift64*: cheap and good enough for victim selection.
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// The scheduling loop. Returns when the scheduler stops (or this worker loses its P and
+    /// must become a spare: then the caller decides).
+    pub(crate) fn run(&self) {
+        let mut next: Option<GRef> = None;
+        loop {
+            if self.p.get() == NO_P {
+                return;
+            }
+            let g = match next.take() {
+                Some(g) => g,
+                None => match self.find_runnable() {
+                    Some(g) => g,
+                    None => return,
+                },
+            };
+            next = self.execute(g);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Finding work
+
+    /// Accepts a dequeued G: claims it (`RUNNABLE => RUNNING`) or, for a stale entry of a G
+    /// its joiner ran inline, drops the entry's reference.
+    fn accept(&self, g: GRef) -> Option<GRef> {
+        if g.claim_for_run() {
+            return Some(g);
+        }
+        if g.drop_ref() {
+            self.recycle(g);
+        }
+        None
+    }
+
+    /// One pass over this worker's own sources (no stealing). Returns a claimed G.
+    fn find_local(&self) -> Option<GRef> {
+        let pi = self.p.get();
+        let p = &self.shared.ps[pi];
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        // SAFETY: this worker holds P `pi` (find_local runs on g0 of the holder).
+        let local = unsafe { p.local() };
+
+        if let Some(g) = p.pop_pinned() {
+            return self.accept(g).or_else(|| self.find_local());
+        }
+        if tick % self.shared.config.global_queue_interval == 0 {
+            // Fairness: a G in the global queue, or the oldest local G, runs at least this often.
+            if let Some(g) = self.take_global(1) {
+                return Some(g);
+            }
+            if let Some(g) = steal_success(p.stealer.steal()).and_then(|g| self.accept(g)) {
+                return Some(g);
+            }
+        }
+        if self.after_yield.replace(false) {
+            // The yielded G sits at the newest end; run the oldest first.
+            if let Some(g) = steal_success(p.stealer.steal()).and_then(|g| self.accept(g)) {
+                return Some(g);
+            }
+        }
+        if self.runnext_streak.get() < self.shared.config.max_runnext_streak {
+            if let Some(g) = p.take_runnext() {
+                self.runnext_streak.set(self.runnext_streak.get() + 1);
+                if let Some(g) = self.accept(g) {
+                    return Some(g);
+                }
+            }
+        }
+        self.runnext_streak.set(0);
+        while let Some(g) = local.pop() {
+            if let Some(g) = self.accept(g) {
+                return Some(g);
+            }
+        }
+        if let Some(g) = p.take_runnext().and_then(|g| self.accept(g)) {
+            return Some(g);
+        }
+        let n = (self.shared.injector.len() / self.shared.ps.len() + 1).min(16);
+        if let Some(g) = self.take_global(n) {
+            return Some(g);
+        }
+        if self.run_timers(p) > 0 {
+            return self.find_local();
+        }
+        if self.poll_ready(false) > 0 {
+            return self.find_local();
+        }
+        None
+    }
+
+    /// Takes one G from the global queue and moves up to `n - 1` more into the local queue.
+    fn take_global(&self, n: usize) -> Option<GRef> {
+        if self.shared.injector.is_empty() {
+            return None;
+        }
+        let p = self.p();
+        // SAFETY: this worker holds its P.
+        let local = unsafe { p.local() };
+        for _ in 0..4 {
+            match self.shared.injector.steal_batch_and_pop(local, n.saturating_sub(1)) {
+                Steal::Success(g) => {
+                    bump(&p.stats.global_pulls);
+                    if let Some(g) = self.accept(g) {
+                        return Some(g);
+                    }
+                    // A stale entry: the batch (if any) is now local.
+                    return local.pop().and_then(|g| self.accept(g));
+                }
+                Steal::Empty => return None,
+                Steal::Retry => crate::sync::spin_hint(),
+            }
+        }
+        None
+    }
+
+    /// Steals from other P's: random start, coprime stride, 4 passes; the victim's runnext
+    /// only on the last pass, after a short back-off if the victim is running (Go's rule).
+    fn steal_work(&self) -> Option<GRef> {
+        let shared = &*self.shared;
+        let n = shared.ps.len();
+        if n == 1 {
+            return None;
+        }
+        let me = self.p.get();
+        let p = &shared.ps[me];
+        // SAFETY: this worker holds its P.
+        let local = unsafe { p.local() };
+        for pass in 0..4 {
+            let last = pass == 3;
+            let r = self.next_rand() as usize;
+            let stride = shared.strides[r % shared.strides.len()];
+            let mut victim = r % n;
+            for _ in 0..n {
+                victim = (victim + stride) % n;
+                if victim == me {
+                    continue;
+                }
+                let v = &shared.ps[victim];
+                if last && v.run_timers_if_due(self) > 0 {
+                    if let Some(g) = local.pop().and_then(|g| self.accept(g)) {
+                        return Some(g);
+                    }
+                }
+                if !v.stealer.is_empty() {
+                    bump(&p.stats.steal_attempts);
+                    let before = local.len();
+                    if let Steal::Success(g) = v.stealer.steal_half_into(local) {
+                        bump(&p.stats.steals);
+                        add(&p.stats.stolen, (local.len() - before) as u64 + 1);
+                        if let Some(g) = self.accept(g) {
+                            return Some(g);
+                        }
+                        if let Some(g) = local.pop().and_then(|g| self.accept(g)) {
+                            return Some(g);
+                        }
+                    }
+                }
+                if last && !v.runnext.load(Ordering::Relaxed).is_null() {
+                    // The victim's running G probably just readied it and is about to block;
+                    // give it ~3 µs to run it itself (a channel hand-off costs ~50 ns).
+                    if v.status.load(Ordering::Relaxed) == p::RUNNING {
+                        backoff_spin(Duration::from_micros(3));
+                    }
+                    bump(&p.stats.steal_attempts);
+                    if let Some(g) = v.take_runnext() {
+                        bump(&p.stats.steals);
+                        bump(&p.stats.stolen);
+                        if let Some(g) = self.accept(g) {
+                            return Some(g);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The whole search: local sources, then stealing with adaptive spinning, then parking.
+    /// Returns `None` when the scheduler stops (or this worker lost its P).
+    fn find_runnable(&self) -> Option<GRef> {
+        let mut round: u32 = 0;
+        loop {
+            if let Some(g) = self.find_local() {
+                self.found_work();
+                return Some(g);
+            }
+            if self.shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
+                self.leave_searching();
+                return None;
+            }
+            if self.searching.get() || self.shared.idle.try_start_searching() {
+                self.searching.set(true);
+                if let Some(g) = self.steal_work() {
+                    self.found_work();
+                    return Some(g);
+                }
+            }
+            round += 1;
+            bump(&self.p().stats.spins);
+            if round < 4 {
+                for _ in 0..(1 << round) {
+                    crate::sync::spin_hint();
+                }
+            } else if round < 16 {
+                thread::yield_now();
+            } else {
+                self.park();
+                round = 0;
+                if self.p.get() == NO_P {
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Found work while (possibly) searching: stop searching; the last searcher wakes another
+    /// so a burst keeps ramping up (Go's resetspinning).
+    fn found_work(&self) {
+        if self.searching.replace(false) && self.shared.idle.stop_searching() {
+            self.shared.notify_work();
+        }
+    }
+
+    fn leave_searching(&self) {
+        if self.searching.replace(false) {
+            self.shared.idle.stop_searching();
+        }
+    }
+
+    /// Parks this worker's OS thread until woken, a timer is due, or the scheduler stops.
+    fn park(&self) {
+        let shared = &*self.shared;
+        let pi = self.p.get();
+        let lot = shared.lots.lot(pi);
+        // The snapshot comes before joining the sleepers: a waker can only pick us after it.
+        let snapshot = lot.state();
+        shared.idle.transition_to_parked(pi, self.searching.replace(false));
+        shared.idle.fence_before_recheck();
+        let p = &shared.ps[pi];
+        let due = p.next_timer_deadline(shared);
+        let recheck = shared.any_work(pi)
+            || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
+            || due.is_some_and(|d| d <= Instant::now())
+            || self.poll_ready(false) > 0;
+        if !recheck {
+            bump(&p.stats.parks);
+            let poll_deadline = due;
+            if !self.poll_blocking(poll_deadline, &snapshot) {
+                match due {
+                    Some(d) => {
+                        lot.wait_deadline(snapshot, d);
+                    }
+                    None => lot.wait(snapshot),
+                }
+            }
+        }
+        self.searching.set(shared.idle.unpark_self(pi));
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Timers and the poller
+
+    /// Fires this P's due timers (holder only). Returns how many G's were woken.
+    fn run_timers(&self, p: &P) -> usize {
+        p.run_timers_if_due(self)
+    }
+
+    fn poll_ready(&self, _block: bool) -> usize {
+        crate::poll::poll_nonblocking(self)
+    }
+
+    fn poll_blocking(&self, deadline: Option<Instant>, snapshot: &purloin_parking::State) -> bool {
+        crate::poll::poll_blocking(self, deadline, snapshot)
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Running a G
+
+    /// Switches to `g` (claimed, RUNNING) and, when it switches back, finishes what it asked.
+    /// Returns a G to run immediately (a parked G whose unpark raced its park).
+    fn execute(&self, g: GRef) -> Option<GRef> {
+        let pi = self.p.get();
+        let p = &self.shared.ps[pi];
+        bump(&p.stats.switches);
+        p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        g.switches.store(g.switches.load(STAT) + 1, STAT);
+
+        // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
+        let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
+        if !has_context {
+            if let Err(e) = self.attach_stack(g) {
+                self.fail_start(g, e);
+                return None;
+            }
+        }
+        self.current.set(Some(g));
+        p.running.store(g.as_ptr(), Ordering::Relaxed);
+        // SAFETY: as above; the context was saved by the G's last switch out (or just made).
+        let ctx = unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
+        // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to it); it
+        // switches back to us with `switch_out`, passing an ACT_* code.
+        let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
+        self.current.set(None);
+        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
+        let action = t.data;
+        match action {
+            ACT_YIELD => {
+                // SAFETY: we still own the record until the push below publishes it.
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.publish_runnable();
+                self.after_yield.set(true);
+                self.push_local(g);
+                None
+            }
+            ACT_PARK => {
+                // SAFETY: we own the record until PARKED is published (G1).
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                if g.publish_parked() {
+                    None
+                } else {
+                    // An unpark raced the park: run it again at once (token consumed).
+                    g.claim_for_run().then_some(g)
+                }
+            }
+            ACT_EXIT => {
+                drop(t.context);
+                self.finish(g);
+                None
+            }
+            ACT_REQUEUE_GLOBAL => {
+                // SAFETY: we own the record until the push publishes it.
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.publish_runnable();
+                self.shared.push_global(g);
+                None
+            }
+            other => unreachable!("unknown switch-out action {other}"),
+        }
+    }
+
+    /// Gives `g` a stack and a fresh context before its first run.
+    fn attach_stack(&self, g: GRef) -> io::Result<()> {
+        #[cfg(not(loom))]
+        {
+            // SAFETY: this worker owns the claimed G's cells.
+            let (size, has_stack) =
+                unsafe { (g.stack_size.with(|s| *s), g.stack.with(|s| (*s).is_some())) };
+            if !has_stack {
+                let reuse = self.spare_stack.take();
+                let stack = match reuse {
+                    Some(s) if s.size_class() == size => s,
+                    other => {
+                        drop(other);
+                        purloin_stack::lease(size)?
+                    }
+                };
+                // SAFETY: as above.
+                unsafe { g.stack.with_mut(|s| *s = Some(stack)) };
+            }
+            // SAFETY: as above; the stack is attached to `g` and outlives its context (the
+            // context is dropped on g0 before the stack is detached in `finish`).
+            let ctx = unsafe {
+                g.stack.with(|s| {
+                    let s = (*s).as_ref().expect("stack attached above");
+                    s.set_label(g.id_with(g.generation()), g.name().as_deref().unwrap_or(""));
+                    Context::new(s.top(), s.limit(), g_entry)
+                })
+            };
+            // SAFETY: as above.
+            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
+        }
+        #[cfg(loom)]
+        {
+            // The loom backend of purloin-context runs each context on a loom thread; the
+            // stack pointers are not used.
+            // SAFETY: the loom backend ignores the pointers; g is owned by this worker.
+            let ctx = unsafe {
+                Context::new(core::ptr::null_mut(), core::ptr::null_mut(), g_entry)
+            };
+            // SAFETY: as above.
+            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
+        }
+        Ok(())
+    }
+
+    /// A G could not get a stack: its joiner receives the error; the G is finished.
+    fn fail_start(&self, g: GRef, e: io::Error) {
+        // SAFETY: this worker owns the claimed G's cells.
+        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        if let Some(task) = task {
+            task.fail(Box::new(e));
+        }
+        self.finish(g);
+    }
+
+    /// On g0 after a G exited: release its stack, account for it, recycle the record.
+    fn finish(&self, g: GRef) {
+        // SAFETY: the G exited: this worker owns its cells and its stack is no longer in use
+        // (we are on g0).
+        let stack = unsafe { g.stack.with_mut(|s| (*s).take()) };
+        if let Some(s) = stack {
+            s.clear_label();
+            // Keep it for the next G that has none; the previous spare goes back to the pool.
+            drop(self.spare_stack.replace(Some(s)));
+        }
+        let pin = g.pinned_to.load(Ordering::Relaxed);
+        if pin != NOT_PINNED {
+            self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
+        }
+        g.finish_run();
+        let shared = self.shared.clone();
+        if g.drop_ref() {
+            self.recycle(g);
+        }
+        shared.g_finished();
+    }
+
+    /// Returns a record whose last reference was dropped to the free lists.
+    pub(crate) fn recycle(&self, g: GRef) {
+        g.recycle();
+        if self.holds_p() {
+            // SAFETY: this worker holds its P (holds_p), so it owns the P's caches.
+            let full = self.p().free_gs.with_mut(|v| unsafe {
+                (*v).push(g);
+                (*v).len() > 2 * p::FREE_CACHE
+            });
+            if full {
+                // SAFETY: as above.
+                let spill: Vec<GRef> =
+                    self.p().free_gs.with_mut(|v| unsafe { (*v).drain(p::FREE_CACHE..).collect() });
+                registry().give_free(spill);
+            }
+        } else {
+            registry().give_free([g]);
+        }
+    }
+
+    /// A free record for a new G: the P's cache, else the global list, else a new one.
+    pub(crate) fn alloc_g(&self) -> GRef {
+        if self.holds_p() {
+            // SAFETY: this worker holds its P, so it owns the P's caches.
+            let cached = self.p().free_gs.with_mut(|v| unsafe {
+                if (*v).is_empty() {
+                    registry().take_free(&mut *v, p::FREE_CACHE);
+                }
+                (*v).pop()
+            });
+            if let Some(g) = cached {
+                return g;
+            }
+        }
+        registry().alloc()
+    }
+
+    /// Pushes a runnable G on this worker's local queue (overflowing half to the global queue).
+    pub(crate) fn push_local(&self, g: GRef) {
+        // SAFETY: callers hold the P (g0, or a G running on this worker outside a blocking
+        // section).
+        unsafe { self.p().local() }.push_or_overflow(g, &self.shared.injector);
+    }
+}
+
+fn steal_success<T>(s: Steal<T>) -> Option<T> {
+    match s {
+        Steal::Success(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn backoff_spin(d: Duration) {
+    #[cfg(not(loom))]
+    {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            core::hint::spin_loop();
+        }
+    }
+    #[cfg(loom)]
+    {
+        let _ = d;
+        crate::sync::spin_hint();
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// The green-thread side of switching
+
+/// First code on a new G's stack. Never returns and never unwinds (an unwind across the
+/// context switch would be undefined behaviour): panics of the G's closure are caught by its
+/// task; anything else aborts.
+extern "C-unwind" fn g_entry(t: Transfer) -> ! {
+    let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the resumer passes a pointer to its live M (see `execute`).
+        let m = unsafe { &*(t.data as *const M) };
+        m.g0.set(Some(t.context));
+        let g = m.current.get().expect("a G runs with current set");
+        // SAFETY: this G is RUNNING on this worker: it owns its cells.
+        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        if let Some(task) = task {
+            task.run();
+        }
+    }));
+    if ran.is_err() {
+        abort_with("purloin: a panic escaped a green thread's entry; aborting");
+    }
+    switch_out(ACT_EXIT);
+    abort_with("purloin: a finished green thread was resumed; aborting")
+}
+
+pub(crate) fn abort_with(msg: &str) -> ! {
+    eprintln!("{msg}");
+    std::process::abort()
+}
+
+/// Switches from the running G back to its worker's g0 with `action`, and returns when some
+/// worker resumes the G. Must be called on a G's stack.
+#[inline(never)]
+pub(crate) fn switch_out(action: usize) {
+    // SAFETY: only called from a G's stack, where CURRENT_M is the worker running it.
+    let m = unsafe { &*current_m() };
+    let g0 = m.g0.take().expect("switch_out called outside a green thread");
+    if std::thread::panicking() {
+        // An unwinding G must not migrate: std's panic count is per OS thread.
+        pin_current(m);
+    }
+    // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
+    // own stack which outlives the G's run.
+    let t = unsafe { g0.resume(action) };
+    // SAFETY: the resumer passes a pointer to its live M.
+    let m = unsafe { &*(t.data as *const M) };
+    m.g0.set(Some(t.context));
+}
+
+/// Pins the running G to the P of the worker running it (no-op if already pinned).
+fn pin_current(m: &M) {
+    let Some(g) = m.current.get() else { return };
+    let pi = m.p.get();
+    if pi != NO_P
+        && g.pinned_to
+            .compare_exchange(NOT_PINNED, pi, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Making G's runnable
+
+/// Queues a G that just became RUNNABLE (unpark, timer, spawn): on its pinned P, else in the
+/// current worker's runnext (when a G readies another: they run as a unit), else its local
+/// queue (on g0), else the global queue.
+pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
+    let pin = g.pinned_to.load(Ordering::Relaxed);
+    if pin != NOT_PINNED {
+        shared.push_pinned(pin, g);
+        return;
+    }
+    if let Some(m) = current_worker() {
+        if core::ptr::eq(&*m.shared, shared) && m.holds_p() {
+            let p = m.p();
+            if use_runnext && m.current.get().is_some() {
+                if let Some(old) = p.put_runnext(g) {
+                    m.push_local(old);
+                }
+            } else {
+                m.push_local(g);
+            }
+            shared.notify_work();
+            return;
+        }
+    }
+    shared.push_global(g);
+}
+
+/// Wakes a green thread (the body of `GreenThread::unpark`).
+pub(crate) fn unpark(t: &GreenThread) -> bool {
+    let mut t = *t;
+    loop {
+        match t.g.unpark(t.generation) {
+            Unparked::Queue => {
+                // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
+                // (shutdown waits for every live G).
+                let shared = unsafe { &*t.g.sched.with(|s| *s) };
+                schedule(t.g, shared, true);
+                return true;
+            }
+            Unparked::Noted => return true,
+            Unparked::Stale => return false,
+            Unparked::Forward => {
+                let host = t.g.host.load(Ordering::Acquire);
+                // SAFETY: host pointers always name live records.
+                match unsafe { GRef::from_ptr(host) } {
+                    Some(h) => t = GreenThread { g: h, generation: h.generation() },
+                    None => return true,
+                }
+            }
+        }
+    }
+}
+
+/// Spawns a G on `shared` (the body of the public spawn functions). `task` must be fresh.
+pub(crate) fn spawn_g(
+    shared: &Arc<Shared>,
+    task: std::sync::Arc<dyn Runnable>,
+    opts: &crate::SpawnOptions,
+) -> io::Result<GreenThread> {
+    let here = current_worker().filter(|m| Arc::ptr_eq(&m.shared, shared));
+    if !shared.is_running() && here.is_none() {
+        return Err(io::Error::other(
+            "cannot spawn: the runtime is shutting down (spawn before dropping the runtime, \
+             or from one of its green threads)",
+        ));
+    }
+    let stack = match opts.stack_size {
+        Some(size) if !cfg!(loom) => Some(purloin_stack::lease(size)?),
+        _ => None,
+    };
+    let g = match here {
+        Some(m) => m.alloc_g(),
+        None => registry().alloc(),
+    };
+    let size = opts.stack_size.unwrap_or(shared.config.stack_size);
+    // SAFETY: the record is FREE and not yet published: we own it.
+    unsafe {
+        g.task.with_mut(|t| *t = Some(task));
+        g.name.with_mut(|n| *n = opts.name.clone());
+        g.stack_size.with_mut(|s| *s = size);
+        g.stack.with_mut(|s| *s = stack);
+        g.sched.with_mut(|s| *s = Arc::as_ptr(shared));
+    }
+    let generation = g.prepare_spawn();
+    shared.live.fetch_add(1, Ordering::Relaxed);
+    let handle = GreenThread { g, generation };
+    if opts.pinned {
+        let Some(m) = here.filter(|m| m.holds_p()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a pinned green thread can only be spawned from a green thread of the same \
+                 runtime (it is pinned to the spawner's worker)",
+            ));
+        };
+        let pi = m.p.get();
+        g.pinned_to.store(pi, Ordering::Relaxed);
+        m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
+        shared.push_pinned(pi, g);
+        return Ok(handle);
+    }
+    match here {
+        Some(m) if m.holds_p() => {
+            bump(&m.p().stats.spawned);
+            if opts.urgent && m.current.get().is_some() {
+                if let Some(old) = m.p().put_runnext(g) {
+                    m.push_local(old);
+                }
+                shared.notify_work();
+                crate::yield_now();
+            } else {
+                m.push_local(g);
+                shared.notify_work();
+            }
+        }
+        _ => shared.push_global(g),
+    }
+    Ok(handle)
+}
+
+// -------------------------------------------------------------------------------------------
+// Worker threads
+
+/// Starts the worker thread that holds P `p` first.
+pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
+    let shared2 = shared.clone();
+    let id = shared.stats.threads_started.fetch_add(1, STAT) as usize;
+    shared.threads_alive.fetch_add(1, Ordering::Relaxed);
+    let name = format!("{}-{}", shared.config.thread_name, id);
+    let spawn = thread_builder(name).spawn(move || worker_main(shared2, p, id));
+    match spawn {
+        Ok(h) => {
+            lock(&shared.threads).push(h);
+            Ok(())
+        }
+        Err(e) => {
+            shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
+            Err(io::Error::new(e.kind(), format!("could not start a worker thread: {e}")))
+        }
+    }
+}
+
+#[cfg(not(loom))]
+fn thread_builder(name: String) -> std::thread::Builder {
+    std::thread::Builder::new().name(name)
+}
+#[cfg(loom)]
+fn thread_builder(name: String) -> loom::thread::Builder {
+    loom::thread::Builder::new().name(name)
+}
+
+fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
+    #[cfg(not(loom))]
+    let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
+    let m = M::new(shared, p, id);
+    CURRENT_M.with(|c| c.set(&m));
+    loop {
+        m.run();
+        if m.shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
+            break;
+        }
+        if m.p.get() == NO_P {
+            // Lost the P in a blocking section: wait as a spare until handed one.
+            if !crate::blocking::wait_as_spare(&m) {
+                break;
+            }
+        }
+    }
+    m.leave_searching();
+    CURRENT_M.with(|c| c.set(core::ptr::null()));
+    drop(m.spare_stack.take());
+    m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
+}
