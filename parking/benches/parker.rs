@@ -1,0 +1,2 @@
+//! Parker ping-pong benchmark (being written).
+fn main() {}

@@ -1,0 +1,2 @@
+//! signal() benchmark (being written).
+fn main() {}
