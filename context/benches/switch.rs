@@ -1,1 +1,257 @@
-fn main() {}
+//! Switch costs, side by side with corosensei 0.3, context 3 (boost fcontext) and generator 0.8.
+//!
+//! - `round_trip/depth=N`: resume a context that suspends again after `N` nested non-inlined
+//!   calls below its loop (`N = 0`: it suspends right in its loop), then continues. One
+//!   iteration = one resume + one suspend.
+//! - `symmetric_ring/3 contexts`: the bench thread and three contexts switch to each other in a
+//!   ring without returning to a scheduler; one iteration = one lap = 4 switches.
+//!
+//! Built with `--features fpu-env`, our benchmark ids read `purloin+fpu-env`: compare them
+//! with a default run to get the cost of saving MXCSR and the x87 control word (context 3
+//! always saves both).
+#![cfg(not(loom))]
+#![allow(missing_docs)] // criterion_main! generates an undocumented `main`
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::time::Duration;
+
+use common::TestStack;
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+const OURS: &str = if cfg!(feature = "fpu-env") { "purloin+fpu-env" } else { "purloin" };
+const DEPTHS: [usize; 3] = [0, 3, 8];
+const STACK: usize = 256 * 1024;
+
+/// Calls `f` from `depth` nested non-inlined frames (`depth = 0`: calls it directly).
+#[inline(always)]
+fn at_depth<F: FnMut()>(depth: usize, f: &mut F) {
+    if depth == 0 { f() } else { nest(depth, f) }
+}
+
+#[inline(never)]
+fn nest<F: FnMut()>(depth: usize, f: &mut F) {
+    if depth <= 1 {
+        f();
+    } else {
+        nest(depth - 1, f);
+    }
+    // Keeps the recursive call a real call (no tail call).
+    black_box(());
+}
+
+// ---------------------------------------------------------------------------------------------
+// purloin
+
+mod ours {
+    use super::*;
+    use purloin_context::{Context, Transfer};
+
+    pub extern "C-unwind" fn suspender(t: Transfer) -> ! {
+        let depth = t.data;
+        let mut parent = Some(t.context);
+        loop {
+            at_depth(depth, &mut || {
+                // SAFETY: `parent` is the bench thread, suspended in `resume`.
+                let t = unsafe { parent.take().unwrap().resume(0) };
+                parent = Some(t.context);
+            });
+        }
+    }
+
+    pub fn round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+        let stack = TestStack::new(STACK);
+        // SAFETY: the stack outlives the context (the context is abandoned, suspended, before
+        // the stack is dropped).
+        let ctx = unsafe { Context::new(stack.top(), stack.limit(), suspender) };
+        // SAFETY: fresh context: it starts and suspends at once.
+        let mut ctx = Some(unsafe { ctx.resume(depth) }.context);
+        c.bench_function(BenchmarkId::new(OURS, format!("depth={depth}")), |b| {
+            b.iter(|| {
+                // SAFETY: `ctx` is suspended in `resume`.
+                let t = unsafe { ctx.take().unwrap().resume(black_box(0)) };
+                ctx = Some(t.context);
+            })
+        });
+        drop(ctx);
+        drop(stack);
+    }
+
+    pub struct Ring {
+        pub slots: [Cell<Option<Context>>; 4],
+        pub current: Cell<usize>,
+    }
+
+    pub extern "C-unwind" fn member(mut t: Transfer) -> ! {
+        loop {
+            // SAFETY: `data` is the address of the bench's `Ring`, alive while it runs.
+            let ring = unsafe { &*(t.data as *const Ring) };
+            let me = ring.current.get();
+            ring.slots[(me + 3) % 4].set(Some(t.context));
+            let next = (me + 1) % 4;
+            ring.current.set(next);
+            let ctx = ring.slots[next].take().unwrap();
+            // SAFETY: `ctx` is suspended.
+            t = unsafe { ctx.resume(t.data) };
+        }
+    }
+
+    pub fn ring(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+        let stacks: Vec<TestStack> = (0..3).map(|_| TestStack::new(STACK)).collect();
+        // SAFETY: the stacks outlive the ring.
+        let mk = |s: &TestStack| Cell::new(Some(unsafe { Context::new(s.top(), s.limit(), member) }));
+        let ring = Ring {
+            slots: [Cell::new(None), mk(&stacks[0]), mk(&stacks[1]), mk(&stacks[2])],
+            current: Cell::new(1),
+        };
+        let data = &ring as *const Ring as usize;
+        c.bench_function(BenchmarkId::new(OURS, "3 contexts"), |b| {
+            b.iter(|| {
+                ring.current.set(1);
+                let next = ring.slots[1].take().unwrap();
+                // SAFETY: member 1 is suspended.
+                let t = unsafe { next.resume(data) };
+                ring.slots[3].set(Some(t.context));
+            })
+        });
+        drop(ring);
+        drop(stacks);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// context 3 (boost fcontext)
+
+mod fcontext {
+    use super::*;
+    use context::stack::ProtectedFixedSizeStack;
+    use context::{Context, Transfer};
+
+    extern "C" fn suspender(t: Transfer) -> ! {
+        let depth = t.data;
+        let mut parent = Some(t.context);
+        loop {
+            at_depth(depth, &mut || {
+                // SAFETY: `parent` is the bench thread, suspended in `resume`.
+                let t = unsafe { parent.take().unwrap().resume(0) };
+                parent = Some(t.context);
+            });
+        }
+    }
+
+    pub fn round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+        let stack = ProtectedFixedSizeStack::new(STACK).unwrap();
+        // SAFETY: the stack outlives the context.
+        let ctx = unsafe { Context::new(&stack, suspender) };
+        // SAFETY: fresh context.
+        let mut ctx = Some(unsafe { ctx.resume(depth) }.context);
+        c.bench_function(BenchmarkId::new("context", format!("depth={depth}")), |b| {
+            b.iter(|| {
+                // SAFETY: `ctx` is suspended in `resume`.
+                let t = unsafe { ctx.take().unwrap().resume(black_box(0)) };
+                ctx = Some(t.context);
+            })
+        });
+    }
+
+    struct Ring {
+        slots: [Cell<Option<Context>>; 4],
+        current: Cell<usize>,
+    }
+
+    extern "C" fn member(mut t: Transfer) -> ! {
+        loop {
+            // SAFETY: `data` is the address of the bench's `Ring`.
+            let ring = unsafe { &*(t.data as *const Ring) };
+            let me = ring.current.get();
+            ring.slots[(me + 3) % 4].set(Some(t.context));
+            let next = (me + 1) % 4;
+            ring.current.set(next);
+            let ctx = ring.slots[next].take().unwrap();
+            // SAFETY: `ctx` is suspended.
+            t = unsafe { ctx.resume(t.data) };
+        }
+    }
+
+    pub fn ring(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+        let stacks: Vec<ProtectedFixedSizeStack> =
+            (0..3).map(|_| ProtectedFixedSizeStack::new(STACK).unwrap()).collect();
+        // SAFETY: the stacks outlive the ring.
+        let mk = |s: &ProtectedFixedSizeStack| Cell::new(Some(unsafe { Context::new(s, member) }));
+        let ring = Ring {
+            slots: [Cell::new(None), mk(&stacks[0]), mk(&stacks[1]), mk(&stacks[2])],
+            current: Cell::new(1),
+        };
+        let data = &ring as *const Ring as usize;
+        c.bench_function(BenchmarkId::new("context", "3 contexts"), |b| {
+            b.iter(|| {
+                ring.current.set(1);
+                let next = ring.slots[1].take().unwrap();
+                // SAFETY: member 1 is suspended.
+                let t = unsafe { next.resume(data) };
+                ring.slots[3].set(Some(t.context));
+            })
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// corosensei 0.3 and generator 0.8 (asymmetric only)
+
+fn corosensei_round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+    use corosensei::stack::DefaultStack;
+    use corosensei::{Coroutine, Yielder};
+    let stack = DefaultStack::new(STACK).unwrap();
+    let mut co = Coroutine::with_stack(stack, move |y: &Yielder<usize, usize>, _: usize| loop {
+        at_depth(depth, &mut || {
+            y.suspend(0);
+        });
+    });
+    c.bench_function(BenchmarkId::new("corosensei", format!("depth={depth}")), |b| {
+        b.iter(|| co.resume(black_box(0)))
+    });
+    // SAFETY: the coroutine holds nothing that needs dropping (as in corosensei's own bench).
+    unsafe { co.force_reset() };
+}
+
+fn generator_round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+    let mut g = generator::Gn::<usize>::new_scoped_opt(STACK, move |mut s| loop {
+        at_depth(depth, &mut || {
+            s.yield_with(0usize);
+        });
+    });
+    c.bench_function(BenchmarkId::new("generator", format!("depth={depth}")), |b| {
+        b.iter(|| g.send(black_box(0)))
+    });
+}
+
+fn round_trip(c: &mut Criterion) {
+    let mut group = c.benchmark_group("round_trip");
+    for depth in DEPTHS {
+        ours::round_trip(&mut group, depth);
+        corosensei_round_trip(&mut group, depth);
+        fcontext::round_trip(&mut group, depth);
+        generator_round_trip(&mut group, depth);
+    }
+    group.finish();
+}
+
+fn symmetric_ring(c: &mut Criterion) {
+    let mut group = c.benchmark_group("symmetric_ring");
+    ours::ring(&mut group);
+    fcontext::ring(&mut group);
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = round_trip, symmetric_ring
+}
+criterion_main!(benches);
