@@ -1,0 +1,140 @@
+//! The floating-point environment across switches, as documented in the crate docs:
+//!
+//! - default build: MXCSR and the x87 control word belong to the OS thread, not to a
+//!   context; a context that changes them and switches away leaks the change to the resumed
+//!   code (Rust code cannot change them without `asm!`, and must restore them before any
+//!   switch);
+//! - `fpu-env` feature: each context keeps its own, a fresh context starts with the values of
+//!   the thread that called `Context::new`.
+//!
+//! The tests only read and write the control registers with `asm!` and do no floating-point
+//! arithmetic while a non-default mode is active.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::arch::asm;
+
+use common::TestStack;
+use purloin_context::{Context, Transfer};
+
+const MXCSR_DEFAULT: u32 = 0x1F80;
+/// Rounding control = toward zero (bits 13-14), all exceptions masked.
+const MXCSR_ROUND_TO_ZERO: u32 = MXCSR_DEFAULT | 0x6000;
+const X87_CW_DEFAULT: u16 = 0x037F;
+/// Precision control = 24 bits (bits 8-9 = 00), all exceptions masked.
+const X87_CW_SINGLE: u16 = 0x007F;
+
+fn read_env() -> (u32, u16) {
+    let mut mxcsr = 0u32;
+    let mut cw = 0u16;
+    // SAFETY: stores into our two locals only.
+    unsafe {
+        asm!(
+            "stmxcsr [{m}]",
+            "fnstcw [{c}]",
+            m = in(reg) &raw mut mxcsr,
+            c = in(reg) &raw mut cw,
+            options(nostack, preserves_flags),
+        );
+    }
+    (mxcsr & !0x3F, cw) // ignore the sticky exception flags
+}
+
+fn write_env(mxcsr: u32, cw: u16) {
+    // SAFETY: loads valid control values (all exceptions masked); the callers do no
+    // floating-point arithmetic until they restore the defaults.
+    unsafe {
+        asm!(
+            "ldmxcsr [{m}]",
+            "fldcw [{c}]",
+            m = in(reg) &raw const mxcsr,
+            c = in(reg) &raw const cw,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+fn pack(env: (u32, u16)) -> usize {
+    (env.0 as usize) << 16 | env.1 as usize
+}
+
+/// Reports its environment, sets a non-default one, switches away, and reports what it finds
+/// when resumed; finally restores the defaults.
+extern "C-unwind" fn changes_mode(t: Transfer) -> ! {
+    let at_start = read_env();
+    write_env(MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE);
+    // SAFETY: `t.context` is the test thread, suspended in `resume`.
+    let t = unsafe { t.context.resume(pack(at_start)) };
+    let after_resume = read_env();
+    write_env(MXCSR_DEFAULT, X87_CW_DEFAULT);
+    // SAFETY: as above; never resumed again.
+    unsafe { t.context.resume(pack(after_resume)) };
+    unreachable!();
+}
+
+#[test]
+fn rounding_mode_and_precision_follow_the_documented_contract() {
+    let stack = TestStack::new(64 * 1024);
+    assert_eq!(read_env(), (MXCSR_DEFAULT, X87_CW_DEFAULT), "the test thread starts at defaults");
+    // SAFETY: the stack outlives the context.
+    let ctx = unsafe { Context::new(stack.top(), stack.limit(), changes_mode) };
+    // SAFETY: fresh context.
+    let t = unsafe { ctx.resume(0) };
+    let seen_by_main = read_env();
+    // Restore before anything else runs here (a no-op with fpu-env).
+    write_env(MXCSR_DEFAULT, X87_CW_DEFAULT);
+    assert_eq!(t.data, pack((MXCSR_DEFAULT, X87_CW_DEFAULT)), "the context started at defaults");
+    // SAFETY: the context is suspended in `resume`.
+    let t = unsafe { t.context.resume(0) };
+    let seen_by_context = t.data;
+    drop(t);
+    if cfg!(feature = "fpu-env") {
+        assert_eq!(seen_by_main, (MXCSR_DEFAULT, X87_CW_DEFAULT), "fpu-env isolates the resumer");
+        assert_eq!(
+            seen_by_context,
+            pack((MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE)),
+            "fpu-env keeps the context's own mode across the switch"
+        );
+    } else {
+        assert_eq!(
+            seen_by_main,
+            (MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE),
+            "without fpu-env the mode belongs to the thread and leaks to the resumer"
+        );
+        assert_eq!(
+            seen_by_context,
+            pack((MXCSR_DEFAULT, X87_CW_DEFAULT)),
+            "without fpu-env the context sees whatever the resumer had"
+        );
+    }
+    assert_eq!(read_env(), (MXCSR_DEFAULT, X87_CW_DEFAULT));
+}
+
+extern "C-unwind" fn reports_mode(t: Transfer) -> ! {
+    let env = read_env();
+    // SAFETY: `t.context` is the test thread, suspended in `resume`.
+    unsafe { t.context.resume(pack(env)) };
+    unreachable!();
+}
+
+#[test]
+fn a_fresh_context_starts_with_the_mode_documented_for_the_build() {
+    let stack = TestStack::new(64 * 1024);
+    // Create while a non-default mode is active, resume after restoring the defaults.
+    write_env(MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE);
+    // SAFETY: the stack outlives the context.
+    let ctx = unsafe { Context::new(stack.top(), stack.limit(), reports_mode) };
+    write_env(MXCSR_DEFAULT, X87_CW_DEFAULT);
+    // SAFETY: fresh context.
+    let t = unsafe { ctx.resume(0) };
+    let seen = t.data;
+    let after = read_env();
+    write_env(MXCSR_DEFAULT, X87_CW_DEFAULT);
+    if cfg!(feature = "fpu-env") {
+        assert_eq!(seen, pack((MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE)), "captured by Context::new");
+        assert_eq!(after, (MXCSR_DEFAULT, X87_CW_DEFAULT), "the resumer keeps its own");
+    } else {
+        assert_eq!(seen, pack((MXCSR_DEFAULT, X87_CW_DEFAULT)), "inherited from the resumer");
+    }
+}
