@@ -1,0 +1,394 @@
+//! The process-wide pool: the table of size classes, the options, and the free functions
+//! [`lease`], [`trim`], [`stats`], [`configure`] and [`guard_backend`].
+
+use std::io;
+
+use crate::options::Options;
+use crate::os::{self, GuardBackend};
+use crate::pool::{ClassPool, RawSlot};
+use crate::size::StackSize;
+use crate::stack::Stack;
+use crate::stats::{ClassStats, StackStats};
+use crate::sync::real::{self, AtomicBool as RealAtomicBool, Mutex as RealMutex};
+use crate::sync::{AtomicPtr, Mutex, Ordering, lock, process_global};
+
+/// Class-table indices of the named classes.
+const SMALL: usize = 0;
+const NORMAL: usize = 1;
+const LARGE: usize = 2;
+
+/// The options `configure` set (read once, when the pool is first used).
+static CONFIG: RealMutex<Option<Options>> = RealMutex::new(None);
+/// Set when the pool has read `CONFIG`; later `configure` calls can only confirm it.
+static FROZEN: RealAtomicBool = RealAtomicBool::new(false);
+
+/// The process-wide pool.
+pub(crate) struct Global {
+    options: Options,
+    /// Size classes: the named ones at `SMALL`, `NORMAL`, `LARGE`, custom sizes after them.
+    /// Each entry is published once, with Release, by `create_class` (under `class_lock`) and
+    /// read with Acquire; classes are never removed (outside loom, never freed).
+    classes: Box<[AtomicPtr<ClassPool>]>,
+    class_lock: Mutex<()>,
+}
+
+process_global! {
+    /// The process-wide pool, created on first use with the options `configure` set.
+    pub(crate) fn global() -> &'static Global = Global::new();
+}
+
+impl Global {
+    fn new() -> Global {
+        let mut config = real::lock(&CONFIG);
+        // Relaxed: CONFIG's mutex orders it with `configure`.
+        FROZEN.store(true, real::Ordering::Relaxed);
+        let options = config.get_or_insert_with(Options::new).clone();
+        Global {
+            options,
+            classes: (0..StackSize::MAX_CLASSES)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            class_lock: Mutex::new(()),
+        }
+    }
+
+    /// The class for `size`, created on first use.
+    pub(crate) fn class_for(&self, size: StackSize) -> io::Result<&'static ClassPool> {
+        let usable = size.usable_bytes()?;
+        let index = match StackSize::from_usable(usable) {
+            StackSize::Small => SMALL,
+            StackSize::Normal => NORMAL,
+            StackSize::Large => LARGE,
+            StackSize::Bytes(_) => {
+                for i in LARGE + 1..self.classes.len() {
+                    match self.class(i) {
+                        Some(c) if c.geo.usable == usable => return Ok(c),
+                        Some(_) => {}
+                        // Classes fill the table in order: the first gap ends the search.
+                        None => break,
+                    }
+                }
+                return self.create_class(usable, None);
+            }
+        };
+        match self.class(index) {
+            Some(c) => Ok(c),
+            None => self.create_class(usable, Some(index)),
+        }
+    }
+
+    /// The named class at `index`, if created.
+    pub(crate) fn class(&self, index: usize) -> Option<&'static ClassPool> {
+        // Acquire: pairs with the Release store in `create_class`.
+        let p = self.classes[index].load(Ordering::Acquire);
+        // SAFETY: non-null entries are leaked boxes (`create_class`) that live as long as
+        // `self`, which is process-wide (outside loom, forever; under loom, for the model
+        // execution, whose stacks the model drops before it ends).
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// Creates the class of `usable` bytes at `index` (a named class) or at the first free
+    /// custom index.
+    #[cold]
+    fn create_class(&self, usable: usize, index: Option<usize>) -> io::Result<&'static ClassPool> {
+        let _guard = lock(&self.class_lock);
+        let index = match index {
+            Some(i) => {
+                if let Some(c) = self.class(i) {
+                    return Ok(c);
+                }
+                i
+            }
+            None => {
+                let mut free = None;
+                for i in LARGE + 1..self.classes.len() {
+                    match self.class(i) {
+                        Some(c) if c.geo.usable == usable => return Ok(c),
+                        Some(_) => {}
+                        None => {
+                            free = Some(i);
+                            break;
+                        }
+                    }
+                }
+                free.ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "purloin-stack: {} distinct stack sizes are already in use, the \
+                             most one process may use; use StackSize::Small, Normal or Large, \
+                             or round custom sizes to a few values",
+                            StackSize::MAX_CLASSES
+                        ),
+                    )
+                })?
+            }
+        };
+        let backend = self.backend()?;
+        let class = ClassPool::new(index, usable, backend, &self.options, cfg!(not(loom)));
+        let p = Box::into_raw(Box::new(class));
+        // Release: pairs with the Acquire load in `class`.
+        self.classes[index].store(p, Ordering::Release);
+        // SAFETY: just leaked; see `class`.
+        Ok(unsafe { &*p })
+    }
+
+    fn backend(&self) -> io::Result<GuardBackend> {
+        if self.options.get_force_mprotect_guards() {
+            Ok(GuardBackend::Mprotect)
+        } else {
+            os::probe_backend()
+        }
+    }
+
+    /// Every created class.
+    pub(crate) fn classes(&self) -> impl Iterator<Item = &'static ClassPool> + '_ {
+        (0..self.classes.len()).filter_map(|i| self.class(i))
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+}
+
+#[cfg(loom)]
+impl Drop for Global {
+    fn drop(&mut self) {
+        for c in self.classes.iter() {
+            // Acquire: pairs with the Release store in `create_class`.
+            let p = c.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: leaked by `create_class`, freed once, at the end of the model
+                // execution, after the model dropped its stacks.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// The class-table index of a named size, without touching the pool (the per-thread
+/// cache's fast path).
+#[cfg(not(loom))]
+fn named_index(size: StackSize) -> Option<usize> {
+    match size {
+        StackSize::Small => Some(SMALL),
+        StackSize::Normal => Some(NORMAL),
+        StackSize::Large => Some(LARGE),
+        StackSize::Bytes(_) => None,
+    }
+}
+
+/// Leases a guard-paged stack of `size` from the process-wide pool.
+///
+/// Order of supply: this thread's cache (no atomic read-modify-write, no system call), the
+/// shared pool of the size class, a never-used slot of the class's arena (installing its
+/// guard: one `madvise`, or one `mprotect` on the fallback), a new arena chunk (one `mmap`).
+///
+/// The stack is not zeroed: a reused stack holds whatever its previous user left there.
+///
+/// # Errors
+///
+/// - [`InvalidInput`](io::ErrorKind::InvalidInput): `size` is `Bytes(0)`, not a multiple of
+///   the page size, above [`StackSize::MAX_BYTES`], or a 65th distinct size.
+/// - [`OutOfMemory`](io::ErrorKind::OutOfMemory) and others: the kernel refused to map an
+///   arena or install a guard. The message names the cause (for example the process
+///   reached `vm.max_map_count`, an `RLIMIT_AS` limit, or strict overcommit) and the fix.
+///   There is no silent fallback to an unguarded or smaller stack.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_stack::{lease, StackSize};
+///
+/// let stack = lease(StackSize::Small)?;
+/// assert_eq!(stack.usable_size(), 32 * 1024);
+/// assert_eq!(stack.top() as usize % 16, 0);
+/// assert!(stack.guard().end == stack.limit() as usize);
+/// drop(stack); // back to this thread's cache
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn lease(size: StackSize) -> io::Result<Stack> {
+    #[cfg(not(loom))]
+    if let Some(index) = named_index(size)
+        && let Some((class, raw)) = crate::cache::take(index)
+    {
+        return Ok(Stack::from_raw(class, raw));
+    }
+    let class = global().class_for(size)?;
+    #[cfg(not(loom))]
+    if named_index(size).is_none()
+        && let Some((class, raw)) = crate::cache::take(class.index)
+    {
+        return Ok(Stack::from_raw(class, raw));
+    }
+    let raw = class.lease()?;
+    Ok(Stack::from_raw(class, raw))
+}
+
+/// Gives a stack back: to this thread's cache if it has room, else to the shared pool.
+pub(crate) fn give_back(class: &'static ClassPool, raw: RawSlot) {
+    #[cfg(not(loom))]
+    let raw = match crate::cache::put(class, raw) {
+        Ok(()) => return,
+        Err(raw) => raw,
+    };
+    class.give_back(raw);
+}
+
+/// Gives memory back to the kernel after a burst: every stack in the shared pools and in
+/// the calling thread's cache is `MADV_DONTNEED`ed entirely (including the `keep_resident`
+/// top pages), so the next lease of each starts from zero-filled pages.
+///
+/// Other threads' caches are not touched (at most [`Options::thread_cache`] stacks per class
+/// each; a thread's cache is flushed to the shared pool when the thread exits): a scheduler
+/// should call `trim` on each worker when it goes idle, or from a monitor thread for the
+/// shared pools. Address space stays reserved (arenas are never unmapped): only memory is
+/// returned.
+///
+/// # Examples
+///
+/// ```
+/// let stacks: Vec<_> = (0..100)
+///     .map(|_| purloin_stack::lease(purloin_stack::StackSize::Small))
+///     .collect::<Result<_, _>>()?;
+/// drop(stacks);
+/// purloin_stack::trim();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn trim() {
+    let g = global();
+    #[cfg(not(loom))]
+    crate::cache::flush(|class, raw| class.release(raw));
+    for class in g.classes() {
+        class.trim();
+    }
+}
+
+/// A snapshot of the process-wide pool: how many stacks are leased, pooled and cached, and
+/// how much memory the arenas map.
+///
+/// The counters are read without stopping other threads: exact when no thread is leasing or
+/// returning, approximate (but never negative) otherwise.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_stack::{lease, stats, StackSize};
+///
+/// let stack = lease(StackSize::Small)?;
+/// let s = stats();
+/// assert!(s.leased >= 1);
+/// assert_eq!(s.leased + s.pooled + s.cached, s.slots);
+/// drop(stack);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn stats() -> StackStats {
+    let g = global();
+    let mut out = StackStats::default();
+    for class in g.classes() {
+        let c = class.counters();
+        #[cfg(not(loom))]
+        let cached = crate::cache::cached(class.index);
+        #[cfg(loom)]
+        let cached = 0;
+        let cs = ClassStats {
+            size: StackSize::from_usable(class.geo.usable),
+            usable: class.geo.usable,
+            leased: c.carved.saturating_sub(c.pooled + cached),
+            pooled: c.pooled,
+            cached,
+            slots: c.carved,
+            chunks: c.chunks,
+            mapped_bytes: c.mapped,
+            backend: class.backend,
+        };
+        out.leased += cs.leased;
+        out.pooled += cs.pooled;
+        out.cached += cs.cached;
+        out.slots += cs.slots;
+        out.chunks += cs.chunks;
+        out.mapped_bytes += cs.mapped_bytes;
+        out.classes.push(cs);
+    }
+    out
+}
+
+/// Sets the process-wide pool's options. Call it once at start-up, before the first
+/// [`lease`]; the pool reads its options when first used.
+///
+/// # Errors
+///
+/// - [`InvalidInput`](io::ErrorKind::InvalidInput): an option is out of range.
+/// - [`AlreadyExists`](io::ErrorKind::AlreadyExists): the pool is already in use with
+///   different options (calling again with the options in force is fine).
+///
+/// # Examples
+///
+/// ```
+/// use purloin_stack::{configure, Options};
+///
+/// // Usually the first thing `main` does; here other doctests may have used the pool, so
+/// // only the options in force are accepted.
+/// match configure(Options::new()) {
+///     Ok(()) => {}
+///     Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists),
+/// }
+/// ```
+pub fn configure(options: Options) -> io::Result<()> {
+    options.validate()?;
+    let mut config = real::lock(&CONFIG);
+    // Relaxed: CONFIG's mutex orders it with `Global::new`.
+    if FROZEN.load(real::Ordering::Relaxed) {
+        if config.as_ref() == Some(&options) {
+            return Ok(());
+        }
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "purloin-stack: configure() was called after the stack pool was first used, \
+                 with options that differ from those in force ({:?}); call configure once at \
+                 start-up, before the first lease",
+                config.as_ref().unwrap_or(&Options::new())
+            ),
+        ));
+    }
+    *config = Some(options);
+    Ok(())
+}
+
+/// The guard backend the process-wide pool uses: guard markers where the kernel supports
+/// them (probed once with a scratch page), else `mprotect`, or `mprotect` when forced by
+/// [`Options::force_mprotect_guards`].
+///
+/// # Errors
+///
+/// The probe's scratch mapping failed (the message names the cause and the fix).
+pub fn guard_backend() -> io::Result<GuardBackend> {
+    global().backend()
+}
+
+/// The system page size: custom [`StackSize::Bytes`] sizes must be a multiple of it, and
+/// every guard is one page.
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_stack::page_size().is_power_of_two());
+/// ```
+pub fn page_size() -> usize {
+    os::page_size()
+}
+
+/// Registers every stack slot handed out so far with `f` (the valgrind hook).
+pub(crate) fn for_each_guarded_slot(mut f: impl FnMut(*mut u8, usize)) {
+    for class in global().classes() {
+        let usable = class.geo.usable;
+        class.for_each_guarded_slot(|limit| f(limit, usable));
+    }
+}
+
+/// The options in force (for tests and `Debug` output).
+#[allow(dead_code)]
+pub(crate) fn options() -> Options {
+    global().options().clone()
+}

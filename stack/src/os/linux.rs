@@ -1,0 +1,264 @@
+//! Linux: `mmap` arenas, guard markers (`MADV_GUARD_INSTALL`) probed once with an `mprotect`
+//! fallback, `MADV_DONTNEED`, and failure diagnosis from `/proc`.
+
+use std::io;
+use std::ptr;
+
+use super::GuardBackend;
+use crate::size::DisplaySize;
+use crate::sync::real::{AtomicU8, Ordering};
+
+/// `madvise` advice installing guard markers (Linux 6.13+; not yet in the `libc` crate).
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// The page size (from the auxiliary vector: no system call).
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is always supported on Linux.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or(4096)
+}
+
+/// Maps `len` bytes of private anonymous read/write memory for stacks: `MAP_NORESERVE` (so
+/// untouched stack space is not charged to the commit limit under the default overcommit
+/// policy), `MAP_STACK`, and `MADV_NOHUGEPAGE` (with transparent huge pages a single touch
+/// could make 2 MiB resident).
+///
+/// `what` describes the mapping for the error message.
+pub(crate) fn map_stack_memory(len: usize, what: &dyn Fn() -> String) -> io::Result<*mut u8> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing has no
+    // preconditions and cannot alias any existing Rust object.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let err = io::Error::last_os_error();
+        return Err(explain("mmap", &what(), len, err));
+    }
+    // Best effort: EINVAL when the kernel has no THP support, which is what we want anyway.
+    // SAFETY: [p, p + len) is the mapping just created; advice changes no memory contents.
+    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+    Ok(p.cast())
+}
+
+/// Unmaps memory mapped by [`map_stack_memory`].
+///
+/// # Safety
+///
+/// - `[p, p + len)` is a whole mapping returned by [`map_stack_memory`] (or another `mmap`).
+/// - Nothing accesses it afterwards.
+pub(crate) unsafe fn unmap(p: *mut u8, len: usize) {
+    // SAFETY: the caller passes a whole mapping that nothing uses any more.
+    let rc = unsafe { libc::munmap(p.cast(), len) };
+    debug_assert_eq!(rc, 0, "munmap of our own mapping failed: {}", io::Error::last_os_error());
+}
+
+/// Installs a guard over `[p, p + len)` (page-aligned) with `backend`.
+///
+/// # Safety
+///
+/// - `[p, p + len)` lies inside a mapping from [`map_stack_memory`] and nothing accesses it
+///   afterwards (any access faults from now on; guard markers also discard its contents).
+pub(crate) unsafe fn install_guard(
+    backend: GuardBackend,
+    p: *mut u8,
+    len: usize,
+    what: &dyn Fn() -> String,
+) -> io::Result<()> {
+    let rc = match backend {
+        // SAFETY: the range is ours and unused (caller); guard markers only need a private
+        // anonymous writable mapping, which `map_stack_memory` made.
+        GuardBackend::GuardMarkers => unsafe { libc::madvise(p.cast(), len, MADV_GUARD_INSTALL) },
+        // SAFETY: as above; PROT_NONE on an unused range of our own mapping.
+        GuardBackend::Mprotect => unsafe { libc::mprotect(p.cast(), len, libc::PROT_NONE) },
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    let op = match backend {
+        GuardBackend::GuardMarkers => "madvise(MADV_GUARD_INSTALL)",
+        GuardBackend::Mprotect => "mprotect(PROT_NONE) of a guard page",
+    };
+    Err(explain(op, &what(), len, err))
+}
+
+/// Gives the pages of `[p, p + len)` back to the kernel (`MADV_DONTNEED`): they read as zero
+/// on the next touch. Guard markers in or next to the range survive.
+///
+/// # Safety
+///
+/// - `[p, p + len)` lies inside a mapping from [`map_stack_memory`], and its contents are
+///   dead (no live reference or frame points into it).
+pub(crate) unsafe fn discard(p: *mut u8, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the range is ours and its contents are dead (caller).
+    let rc = unsafe { libc::madvise(p.cast(), len, libc::MADV_DONTNEED) };
+    // MADV_DONTNEED on a private anonymous range of our own cannot fail (EINVAL would mean a
+    // bug in the range arithmetic). Failing to give memory back is not fatal either way.
+    debug_assert_eq!(rc, 0, "MADV_DONTNEED failed: {}", io::Error::last_os_error());
+}
+
+const BACKEND_UNKNOWN: u8 = 0;
+const BACKEND_MARKERS: u8 = 1;
+const BACKEND_MPROTECT: u8 = 2;
+
+/// The probed guard backend (a process-wide constant once set).
+static PROBED: AtomicU8 = AtomicU8::new(BACKEND_UNKNOWN);
+
+/// Probes once whether the kernel installs guard markers: `MADV_GUARD_INSTALL` on a scratch
+/// page. `EINVAL` (kernels before 6.13, or an mlocked address space), `EPERM` and `ENOSYS`
+/// (a seccomp filter) select the `mprotect` fallback; any other failure is returned.
+pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
+    match PROBED.load(Ordering::Relaxed) {
+        BACKEND_MARKERS => return Ok(GuardBackend::GuardMarkers),
+        BACKEND_MPROTECT => return Ok(GuardBackend::Mprotect),
+        _ => {}
+    }
+    let page = page_size();
+    let scratch = map_stack_memory(2 * page, &|| "the guard-marker probe".into())?;
+    // SAFETY: the first page of the scratch mapping just made; nothing uses it.
+    let rc = unsafe { libc::madvise(scratch.cast(), page, MADV_GUARD_INSTALL) };
+    let err = io::Error::last_os_error();
+    // SAFETY: the whole scratch mapping, unused from here on.
+    unsafe { unmap(scratch, 2 * page) };
+    let backend = if rc == 0 {
+        GuardBackend::GuardMarkers
+    } else {
+        match err.raw_os_error() {
+            Some(libc::EINVAL | libc::EPERM | libc::ENOSYS) => GuardBackend::Mprotect,
+            _ => return Err(explain("madvise(MADV_GUARD_INSTALL)", "the probe", page, err)),
+        }
+    };
+    let code = match backend {
+        GuardBackend::GuardMarkers => BACKEND_MARKERS,
+        GuardBackend::Mprotect => BACKEND_MPROTECT,
+    };
+    // Relaxed: a plain process-wide constant; racing probes compute the same value.
+    PROBED.store(code, Ordering::Relaxed);
+    Ok(backend)
+}
+
+/// Builds the error for a failed memory call: names the call, what it was for, the cause
+/// (diagnosed from `/proc` on this cold path only) and the fix.
+pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::Error {
+    let kind = err.kind();
+    let cause_and_fix = match err.raw_os_error() {
+        Some(libc::ENOMEM) => diagnose_enomem(op, len),
+        Some(libc::EPERM | libc::EACCES) => "the call was denied, most likely by a seccomp \
+             filter or a security module; allow mmap, mprotect and madvise for this process, or \
+             use Options::force_mprotect_guards(true) if only madvise is filtered"
+            .to_string(),
+        _ => "this is unexpected for private anonymous memory; please report it with the \
+              kernel version (uname -r)"
+            .to_string(),
+    };
+    io::Error::new(
+        kind,
+        format!(
+            "purloin-stack: {op} for {what} ({}) failed: {err}: {cause_and_fix}",
+            DisplaySize(len)
+        ),
+    )
+}
+
+/// Why a memory call returned ENOMEM, and what to do about it.
+fn diagnose_enomem(op: &str, len: usize) -> String {
+    let maps = count_mappings();
+    let max = read_number("/proc/sys/vm/max_map_count");
+    if let (Some(maps), Some(max)) = (maps, max)
+        && maps + 8 >= max as usize
+    {
+        let per_stack = if op.starts_with("mprotect") {
+            " (each mprotect guard page costs two mappings: it splits the arena)"
+        } else {
+            ""
+        };
+        return format!(
+            "the process has {maps} memory mappings and reached vm.max_map_count ({max}){per_stack}; \
+             raise the limit (sysctl -w vm.max_map_count=1048576), use a kernel with guard \
+             markers (Linux 6.13+, which need no mapping per stack) instead of forcing mprotect \
+             guards, or keep fewer stacks alive"
+        );
+    }
+    if op.starts_with("mmap") {
+        if let Some(limit) = address_space_limit() {
+            return format!(
+                "the address-space limit (RLIMIT_AS, `ulimit -v`) of {} is exhausted (this \
+                 request: {}); raise it (ulimit -v unlimited) or use smaller stacks \
+                 (StackSize::Small) or fewer of them",
+                DisplaySize(limit),
+                DisplaySize(len)
+            );
+        }
+        if read_number("/proc/sys/vm/overcommit_memory") == Some(2) {
+            return "vm.overcommit_memory is 2 (strict accounting), which ignores MAP_NORESERVE, \
+                    so whole stack arenas count against CommitLimit (see /proc/meminfo); use \
+                    smaller stacks (StackSize::Small) or fewer of them, or allow overcommit \
+                    (sysctl -w vm.overcommit_memory=0)"
+                .to_string();
+        }
+        return "the kernel could not find room for the mapping (virtual address space \
+                exhausted); use smaller stacks (StackSize::Small) or fewer of them"
+            .to_string();
+    }
+    "the kernel is out of memory for page tables; free memory or keep fewer stacks alive"
+        .to_string()
+}
+
+/// Lines of `/proc/self/maps`: the process's memory mappings (cold path only).
+pub(crate) fn count_mappings() -> Option<usize> {
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    Some(maps.iter().filter(|&&b| b == b'\n').count())
+}
+
+fn read_number(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The soft RLIMIT_AS, if finite.
+fn address_space_limit() -> Option<usize> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit through a valid pointer.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) };
+    if rc != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    usize::try_from(lim.rlim_cur).ok()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_is_stable() {
+        let a = probe_backend().unwrap();
+        let b = probe_backend().unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn enomem_message_names_a_cause_and_a_fix() {
+        let err = explain(
+            "mprotect(PROT_NONE) of a guard page",
+            "a 32 KiB stack",
+            4096,
+            io::Error::from_raw_os_error(libc::ENOMEM),
+        );
+        let msg = err.to_string();
+        assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+        assert!(msg.starts_with("purloin-stack: mprotect"), "{msg}");
+        assert!(msg.contains("4 KiB"), "{msg}");
+        // Far below the map-count limit here, so the page-table diagnosis applies.
+        assert!(msg.contains("; ") || msg.contains("free memory"), "{msg}");
+    }
+}

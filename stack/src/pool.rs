@@ -1,0 +1,718 @@
+//! One size class's shared pool: its arena chunks, the slots never handed out yet, and two
+//! lock-free lists of returned slots.
+//!
+//! - `warm`: returned slots whose pages may still be resident (`RES_DIRTY`: returned as they
+//!   were, at most `pool_cap` of them; `RES_KEPT`: only the top `keep_resident` bytes left).
+//! - `clean`: slots with nothing resident (given back with `MADV_DONTNEED` by `trim` or
+//!   [`Stack::release`](crate::Stack::release), or a fresh slot whose guard could not be
+//!   installed).
+//! - Fresh slots are carved from the newest chunk under the `growth` mutex; a full class maps
+//!   a new chunk, twice as big as the last (up to 1 GiB), so a million 32 KiB stacks take a
+//!   few dozen mappings.
+//!
+//! A lease takes from `warm`, then `clean`, then carves. Each list is a Treiber stack of
+//! [`SlotRef`]s linked through the slots' metadata, with a 32-bit tag in the head word.
+//!
+//! # Memory ordering
+//!
+//! The guarantee: a thread that takes slot S from a list sees everything the thread that put
+//! S there did before putting it: S's metadata (link, residency, label) and the contents of
+//! S's stack memory. So a stack handed from one thread to another through the pool is never
+//! used by two at once, and no write to it made before its return races with one made after
+//! its next lease.
+//!
+//! - (P1) `push` publishes S with a Release CAS on the list head; `pop` reads the head with
+//!   Acquire (its first load, and the reload on a failed CAS, which becomes the next
+//!   snapshot). A head written by other pops in between still carries the push's release
+//!   (the CASes are read-modify-writes, so they continue its release sequence).
+//! - (P2) `carve` publishes a new chunk's pointer with a Release store after mapping (and,
+//!   for the process-wide pool, registering) it; `chunk` loads it with Acquire. Every
+//!   `SlotRef` reaching `chunk` was obtained through P1 or the growth mutex, which already
+//!   order it; the explicit pair keeps `chunk` sound on its own.
+//! - The tag: every successful CAS on a head adds one to its high 32 bits, so a `pop` whose
+//!   snapshot (S, tag t) went stale (S popped, others popped or pushed, S pushed back) fails
+//!   its CAS instead of installing S's stale `next` (the ABA problem). A false success needs
+//!   exactly 2^32 successful operations on one list while a popper sits between its load and
+//!   its CAS.
+//! - `pop` reads `S.next` with Relaxed: the Acquire of the head snapshot makes the push's
+//!   `next` write visible, and if S was taken and its `next` rewritten since, the head
+//!   changed, so the CAS (tag) fails and the value is discarded.
+//! - The counters (`carved`, `pooled`, `dirty`, `mapped`, `chunk_count`) are Relaxed
+//!   statistics and a policy heuristic. `dirty` is incremented before the push that
+//!   publishes a dirty slot and decremented after the pop that takes it; read-modify-writes of
+//!   one atomic follow happens-before, so it never wraps below zero. The bound check in
+//!   `give_back` is a load followed by an add, so concurrent returns may overshoot
+//!   `pool_cap` by the number of returning threads.
+
+use std::io;
+use std::ptr::NonNull;
+
+use crate::arena::{
+    Chunk, GUARDED, Geometry, MAX_SLOTS_PER_CHUNK, RES_CLEAN, RES_DIRTY, RES_KEPT, RES_MASK,
+    SlotMeta, SlotRef,
+};
+use crate::options::Options;
+use crate::os::{self, GuardBackend};
+use crate::size::DisplaySize;
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
+
+/// The most chunks one size class may map (a [`SlotRef`] has 10 bits for the chunk).
+#[cfg(not(loom))]
+pub(crate) const MAX_CHUNKS: usize = 1024;
+/// Under loom, classes stay tiny so the models explore growth quickly.
+#[cfg(loom)]
+pub(crate) const MAX_CHUNKS: usize = 4;
+
+/// Virtual size of a class's first chunk; each next chunk doubles it.
+const FIRST_CHUNK_BYTES: usize = 4 << 20;
+/// Virtual size at which chunk growth stops doubling.
+const MAX_CHUNK_BYTES: usize = 1 << 30;
+
+/// One tag increment in a list head (`tag << 32 | SlotRef`).
+const TAG_ONE: u64 = 1 << 32;
+const EMPTY_LIST: u64 = SlotRef::NIL.0 as u64;
+
+/// How many slots chunk number `k` of a class holds.
+fn chunk_slots(geo: &Geometry, k: usize) -> usize {
+    if cfg!(loom) {
+        // 1, then 2 per chunk: two leases already need a second chunk.
+        return if k == 0 { 1 } else { 2 };
+    }
+    let bytes = FIRST_CHUNK_BYTES.checked_shl(k.min(16) as u32).unwrap_or(MAX_CHUNK_BYTES);
+    (bytes.min(MAX_CHUNK_BYTES) / geo.slot_size).clamp(1, MAX_SLOTS_PER_CHUNK)
+}
+
+/// A leased slot as the pool and the per-thread caches pass it around: its identity and the
+/// lowest usable address.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawSlot {
+    pub(crate) slot: SlotRef,
+    pub(crate) limit: NonNull<u8>,
+}
+
+/// Growth state, under `ClassPool::growth`.
+struct Growth {
+    /// Chunks mapped so far.
+    chunks: usize,
+    /// Slots of the newest chunk handed out so far.
+    next_slot: usize,
+    /// Slots of the newest chunk.
+    cur_slots: usize,
+}
+
+/// Statistics of one class (Relaxed snapshots).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ClassCounters {
+    pub(crate) carved: usize,
+    pub(crate) pooled: usize,
+    pub(crate) chunks: usize,
+    pub(crate) mapped: usize,
+}
+
+/// The shared pool of one size class.
+///
+/// The process-wide pools are leaked, so the `&'static ClassPool` every [`Stack`] holds
+/// stays valid. Pools built in tests and loom models are dropped, which unmaps their chunks:
+/// they must outlive every slot leased from them.
+///
+/// [`Stack`]: crate::Stack
+pub(crate) struct ClassPool {
+    /// Index in the process-wide class table (the per-thread caches are indexed by it).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) index: usize,
+    pub(crate) geo: Geometry,
+    pub(crate) backend: GuardBackend,
+    /// Bytes (whole pages) at the top of a slot kept by `give_back` over the bound.
+    keep_resident: usize,
+    /// Most `RES_DIRTY` slots in `warm`.
+    pool_cap: usize,
+    /// Per-thread cache capacity for this class.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) cache_cap: usize,
+    /// Whether chunks are entered in the overflow registry (the process-wide pool only; such
+    /// a pool must never be dropped).
+    registered: bool,
+    /// Published chunks (P2); `MAX_CHUNKS` entries, null until mapped.
+    chunks: Box<[AtomicPtr<Chunk>]>,
+    growth: Mutex<Growth>,
+    /// `tag << 32 | SlotRef` of the top of each list.
+    warm: AtomicU64,
+    clean: AtomicU64,
+    /// Slots ever carved.
+    carved: AtomicUsize,
+    /// Slots in `warm` or `clean` (or being moved between them by `trim`).
+    pooled: AtomicUsize,
+    /// `RES_DIRTY` slots in `warm`.
+    dirty: AtomicUsize,
+    /// Bytes mapped by the chunks.
+    mapped: AtomicUsize,
+    chunk_count: AtomicUsize,
+}
+
+impl ClassPool {
+    /// A pool for stacks of `usable` bytes (a page multiple).
+    pub(crate) fn new(
+        index: usize,
+        usable: usize,
+        backend: GuardBackend,
+        options: &Options,
+        registered: bool,
+    ) -> ClassPool {
+        let geo = Geometry::new(usable);
+        ClassPool {
+            index,
+            geo,
+            backend,
+            keep_resident: options.keep_resident_pages().min(usable),
+            pool_cap: options.pool_capacity_for(usable),
+            cache_cap: options.thread_cache_for(usable),
+            registered,
+            chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0 }),
+            warm: AtomicU64::new(EMPTY_LIST),
+            clean: AtomicU64::new(EMPTY_LIST),
+            carved: AtomicUsize::new(0),
+            pooled: AtomicUsize::new(0),
+            dirty: AtomicUsize::new(0),
+            mapped: AtomicUsize::new(0),
+            chunk_count: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes a slot: a returned one if any, else a fresh one (mapping a chunk if needed), with
+    /// its guard installed.
+    pub(crate) fn lease(&self) -> io::Result<RawSlot> {
+        let r = match self.pop(&self.warm).or_else(|| self.pop(&self.clean)) {
+            Some(r) => {
+                // Relaxed: statistics and the pool-bound heuristic (module docs).
+                self.pooled.fetch_sub(1, Ordering::Relaxed);
+                if self.meta(r).state.load(Ordering::Relaxed) & RES_MASK == RES_DIRTY {
+                    self.dirty.fetch_sub(1, Ordering::Relaxed);
+                }
+                r
+            }
+            None => self.carve()?,
+        };
+        if let Err(e) = self.ensure_guard(r) {
+            // The slot stays unguarded and clean; a later lease retries its guard.
+            self.pooled.fetch_add(1, Ordering::Relaxed);
+            self.push(&self.clean, r);
+            return Err(e);
+        }
+        Ok(self.raw(r))
+    }
+
+    /// Returns a slot to the shared pool: as it is while fewer than `pool_cap` returned slots
+    /// are untrimmed, else after giving back all but its top `keep_resident` bytes.
+    pub(crate) fn give_back(&self, s: RawSlot) {
+        let meta = self.meta(s.slot);
+        meta.clear_label();
+        let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
+        // Relaxed: a heuristic bound (module docs).
+        let residency = if self.dirty.load(Ordering::Relaxed) >= self.pool_cap {
+            let discard = self.geo.usable - self.keep_resident;
+            // SAFETY: the low `usable - keep_resident` bytes of the slot's usable range; the
+            // caller gave the slot back, so nothing uses its stack any more.
+            unsafe { os::discard(s.limit.as_ptr(), discard) };
+            RES_KEPT
+        } else {
+            self.dirty.fetch_add(1, Ordering::Relaxed);
+            RES_DIRTY
+        };
+        meta.state.store(guarded | residency, Ordering::Relaxed);
+        self.pooled.fetch_add(1, Ordering::Relaxed);
+        self.push(&self.warm, s.slot);
+    }
+
+    /// Returns a slot after giving all of its memory back.
+    pub(crate) fn release(&self, s: RawSlot) {
+        let meta = self.meta(s.slot);
+        meta.clear_label();
+        // SAFETY: the slot's whole usable range; the caller gave the slot back.
+        unsafe { os::discard(s.limit.as_ptr(), self.geo.usable) };
+        let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
+        meta.state.store(guarded | RES_CLEAN, Ordering::Relaxed);
+        self.pooled.fetch_add(1, Ordering::Relaxed);
+        self.push(&self.clean, s.slot);
+    }
+
+    /// Gives back the memory of every slot in `warm` (at most as many as were pooled when it
+    /// started, so concurrent returns cannot keep it running), moving them to `clean`.
+    /// Returns how many slots it trimmed.
+    pub(crate) fn trim(&self) -> usize {
+        let budget = self.pooled.load(Ordering::Relaxed);
+        let mut trimmed = 0;
+        while trimmed < budget {
+            let Some(r) = self.pop(&self.warm) else { break };
+            let meta = self.meta(r);
+            let state = meta.state.load(Ordering::Relaxed);
+            if state & RES_MASK == RES_DIRTY {
+                self.dirty.fetch_sub(1, Ordering::Relaxed);
+            }
+            let raw = self.raw(r);
+            // SAFETY: the slot's whole usable range; it was in the pool, so nobody uses it,
+            // and we popped it, so nobody else can lease it until we push it.
+            unsafe { os::discard(raw.limit.as_ptr(), self.geo.usable) };
+            meta.state.store((state & GUARDED) | RES_CLEAN, Ordering::Relaxed);
+            self.push(&self.clean, r);
+            trimmed += 1;
+        }
+        trimmed
+    }
+
+    /// Takes a never-used slot, mapping a new chunk when the newest is full.
+    fn carve(&self) -> io::Result<SlotRef> {
+        let mut g = lock(&self.growth);
+        if g.next_slot == g.cur_slots {
+            let k = g.chunks;
+            if k == self.chunks.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "purloin-stack: the {} stack class already has {k} arena chunks, the \
+                         most one class may have; keep fewer stacks of this size alive, or \
+                         spread them over other sizes",
+                        DisplaySize(self.geo.usable)
+                    ),
+                ));
+            }
+            let slots = chunk_slots(&self.geo, k);
+            let chunk = Chunk::map(&self.geo, slots)?;
+            if self.registered {
+                // On error the chunk is dropped (unmapped) and its record never becomes ready.
+                crate::registry::register(&chunk, &self.geo)?;
+            }
+            self.mapped.fetch_add(chunk.mapped_bytes(), Ordering::Relaxed);
+            let p = Box::into_raw(Box::new(chunk));
+            // Release (P2): pairs with the Acquire load in `chunk`.
+            self.chunks[k].store(p, Ordering::Release);
+            self.chunk_count.store(k + 1, Ordering::Relaxed);
+            *g = Growth { chunks: k + 1, next_slot: 0, cur_slots: slots };
+        }
+        let r = SlotRef::new(g.chunks - 1, g.next_slot);
+        g.next_slot += 1;
+        self.carved.fetch_add(1, Ordering::Relaxed);
+        Ok(r)
+    }
+
+    /// Installs `r`'s guard if it has none yet. The caller owns `r`.
+    fn ensure_guard(&self, r: SlotRef) -> io::Result<()> {
+        let meta = self.meta(r);
+        let state = meta.state.load(Ordering::Relaxed);
+        if state & GUARDED != 0 {
+            return Ok(());
+        }
+        let chunk = self.chunk(r.chunk());
+        // SAFETY: the caller owns `r` (popped or carved, not yet handed out).
+        unsafe { chunk.install_guard(&self.geo, r.slot(), self.backend) }?;
+        meta.state.store(state | GUARDED, Ordering::Relaxed);
+        if self.registered {
+            let raw = self.raw(r);
+            crate::valgrind::new_stack(raw.limit.as_ptr(), self.geo.usable);
+        }
+        Ok(())
+    }
+
+    /// Calls `f(limit)` for every slot whose guard is installed (`valgrind` registers them).
+    pub(crate) fn for_each_guarded_slot(&self, mut f: impl FnMut(*mut u8)) {
+        let g = lock(&self.growth);
+        for k in 0..g.chunks {
+            let chunk = self.chunk(k);
+            let used = if k + 1 == g.chunks { g.next_slot } else { chunk.slots };
+            for slot in 0..used {
+                if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 {
+                    f(chunk.slot_start(&self.geo, slot).wrapping_add(self.geo.guard));
+                }
+            }
+        }
+    }
+
+    /// The published chunk `k`.
+    ///
+    /// # Panics
+    ///
+    /// If chunk `k` was never published (a broken `SlotRef`).
+    fn chunk(&self, k: usize) -> &Chunk {
+        // Acquire (P2): pairs with the Release store in `carve`.
+        let p = self.chunks[k].load(Ordering::Acquire);
+        assert!(!p.is_null(), "purloin-stack: slot of unmapped chunk {k} (a broken SlotRef)");
+        // SAFETY: non-null entries point at chunks leaked by `carve` with `Box::into_raw`,
+        // freed only in `Drop` (which has `&mut self`, so no `&Chunk` from `self` is alive).
+        unsafe { &*p }
+    }
+
+    pub(crate) fn meta(&self, r: SlotRef) -> &SlotMeta {
+        self.chunk(r.chunk()).meta(r.slot())
+    }
+
+    /// The leasable form of `r`.
+    pub(crate) fn raw(&self, r: SlotRef) -> RawSlot {
+        let start = self.chunk(r.chunk()).slot_start(&self.geo, r.slot());
+        let limit = start.wrapping_add(self.geo.guard);
+        RawSlot { slot: r, limit: NonNull::new(limit).expect("a slot inside a mapping") }
+    }
+
+    fn push(&self, list: &AtomicU64, r: SlotRef) {
+        let meta = self.meta(r);
+        // Relaxed: only a snapshot to link to; the CAS validates it.
+        let mut head = list.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below (P1).
+            meta.next.store(head as u32, Ordering::Relaxed);
+            let new = (head & !u64::from(u32::MAX)).wrapping_add(TAG_ONE) | u64::from(r.0);
+            // Release (P1): pairs with the Acquire loads in `pop`.
+            match list.compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    fn pop(&self, list: &AtomicU64) -> Option<SlotRef> {
+        // Acquire (P1): pairs with the Release CAS in `push`.
+        let mut head = list.load(Ordering::Acquire);
+        loop {
+            let r = SlotRef(head as u32);
+            if r == SlotRef::NIL {
+                return None;
+            }
+            // Relaxed: validated by the tag in the CAS below (module docs).
+            let next = self.meta(r).next.load(Ordering::Relaxed);
+            let new = (head & !u64::from(u32::MAX)).wrapping_add(TAG_ONE) | u64::from(next);
+            // Acquire on failure (P1): the reloaded head is the next snapshot whose slot we
+            // read. On success the snapshot's Acquire load already synchronised.
+            match list.compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return Some(r),
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    pub(crate) fn counters(&self) -> ClassCounters {
+        ClassCounters {
+            carved: self.carved.load(Ordering::Relaxed),
+            pooled: self.pooled.load(Ordering::Relaxed),
+            chunks: self.chunk_count.load(Ordering::Relaxed),
+            mapped: self.mapped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for ClassPool {
+    fn drop(&mut self) {
+        if self.registered {
+            // The overflow registry points into these chunks: keep them mapped. (The
+            // process-wide pools are leaked, so this is only reached by mistake.)
+            return;
+        }
+        for c in self.chunks.iter() {
+            // Acquire (P2): pairs with the Release store in `carve` (`&mut self` makes it
+            // unnecessary, but it is not a hot path).
+            let p = c.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: leaked by `carve` with `Box::into_raw`, freed exactly once here.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn pool(opts: &Options) -> ClassPool {
+        let backend = if opts.get_force_mprotect_guards() {
+            GuardBackend::Mprotect
+        } else {
+            os::probe_backend().unwrap()
+        };
+        ClassPool::new(0, 4 * os::page_size(), backend, opts, false)
+    }
+
+    #[test]
+    fn lease_carves_distinct_slots_across_chunks() {
+        let p = pool(&Options::new());
+        let first = chunk_slots(&p.geo, 0);
+        let n = first + 5;
+        let slots: Vec<RawSlot> = (0..n).map(|_| p.lease().unwrap()).collect();
+        let distinct: HashSet<usize> = slots.iter().map(|s| s.limit.as_ptr() as usize).collect();
+        assert_eq!(distinct.len(), n);
+        assert_eq!(p.counters().chunks, 2);
+        for s in &slots {
+            // The stack is usable from limit to top.
+            // SAFETY: leased slots are ours; [limit, limit + usable) is read/write memory.
+            unsafe {
+                s.limit.as_ptr().write(1);
+                s.limit.as_ptr().add(p.geo.usable - 1).write(2);
+            }
+        }
+        for s in slots {
+            p.give_back(s);
+        }
+        let c = p.counters();
+        assert_eq!((c.carved, c.pooled), (n, n));
+        // LIFO reuse, no new slot carved.
+        let again = p.lease().unwrap();
+        assert_eq!(p.counters().carved, n);
+        p.give_back(again);
+    }
+
+    #[test]
+    fn over_the_bound_returns_keep_only_the_top() {
+        let page = os::page_size();
+        let p = pool(&Options::new().pool_capacity(1).keep_resident(page));
+        let a = p.lease().unwrap();
+        let b = p.lease().unwrap();
+        for s in [a, b] {
+            // SAFETY: leased slots are ours; the whole usable range is read/write.
+            unsafe { std::ptr::write_bytes(s.limit.as_ptr(), 0xAB, p.geo.usable) };
+        }
+        p.give_back(a); // under the bound: kept as is
+        p.give_back(b); // over it: all but the top page given back
+        let b2 = p.lease().unwrap();
+        assert_eq!(b2.slot, b.slot, "LIFO");
+        // SAFETY: leased; reads inside the usable range.
+        let (low, top) = unsafe {
+            (*b2.limit.as_ptr(), *b2.limit.as_ptr().add(p.geo.usable - 1))
+        };
+        assert_eq!((low, top), (0, 0xAB), "low pages discarded, top page kept");
+        let a2 = p.lease().unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { *a2.limit.as_ptr() }, 0xAB, "untrimmed under the bound");
+        p.give_back(a2);
+        p.give_back(b2);
+        assert_eq!(p.trim(), 2);
+        let c = p.lease().unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { *c.limit.as_ptr().add(p.geo.usable - 1) }, 0, "trim discards all");
+        p.release(c);
+        assert_eq!(p.counters().pooled, 2);
+    }
+
+    #[test]
+    fn threads_share_the_pool_exactly_once() {
+        let p = std::sync::Arc::new(pool(&Options::new()));
+        let owners: std::sync::Arc<Vec<crate::sync::AtomicBool>> =
+            std::sync::Arc::new((0..8 * 32768).map(|_| crate::sync::AtomicBool::new(false)).collect());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (p, owners) = (p.clone(), owners.clone());
+                crate::sync::thread::spawn(move || {
+                    let mut held = Vec::new();
+                    for i in 0..20_000usize {
+                        if i % 3 == t % 3 || held.is_empty() {
+                            let s = p.lease().unwrap();
+                            let key = s.slot.chunk() * 32768 + s.slot.slot();
+                            assert!(!owners[key].swap(true, Ordering::Relaxed), "leased twice");
+                            held.push((s, key));
+                        } else {
+                            let (s, key) = held.swap_remove(i % held.len());
+                            owners[key].store(false, Ordering::Relaxed);
+                            if i % 7 == 0 { p.release(s) } else { p.give_back(s) }
+                        }
+                        if i % 5000 == 0 {
+                            p.trim();
+                        }
+                    }
+                    for (s, key) in held {
+                        owners[key].store(false, Ordering::Relaxed);
+                        p.give_back(s);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let c = p.counters();
+        assert_eq!(c.carved, c.pooled, "every carved slot is back in the pool");
+        let mut seen = HashSet::new();
+        while let Some(s) = p.pop(&p.warm).or_else(|| p.pop(&p.clean)) {
+            assert!(seen.insert(s), "slot {s:?} pooled twice");
+        }
+        assert_eq!(seen.len(), c.carved, "no slot lost");
+    }
+}
+
+/// Loom models of the shared pool: leases and returns racing across threads, `trim` racing
+/// with them, two threads growing the arena at once, and the ABA case the tag exists for.
+///
+/// Each slot has a loom `UnsafeCell` standing for its stack memory, written by every lessee:
+/// loom reports a causality violation if two lessees of one slot are not ordered by
+/// happens-before, and an `owned` flag catches a slot handed to two lessees at once. At the
+/// end every carved slot must be in exactly one list, once.
+///
+/// Mutations checked (see the crate's report): `push`'s CAS Release -> Relaxed, `pop`'s
+/// head load Acquire -> Relaxed (both: causality violation in `return_on_another_thread`),
+/// no tag increment in `pop` and `push` (`aba_is_caught`: "slot leased twice").
+#[cfg(all(test, loom))]
+mod models {
+    use super::*;
+    use crate::sync::{Arc, AtomicBool, UnsafeCell, model, thread};
+
+    /// Slots a model can carve: chunks of 1, 2, 2, 2 slots.
+    const KEYS: usize = MAX_CHUNKS * 2;
+
+    struct Harness {
+        pool: ClassPool,
+        owned: Vec<AtomicBool>,
+        memory: Vec<UnsafeCell<usize>>,
+    }
+
+    impl Harness {
+        fn new() -> Arc<Harness> {
+            let page = os::page_size();
+            let opts = Options::new().pool_capacity(1).keep_resident(0);
+            let backend = os::probe_backend().unwrap();
+            Arc::new(Harness {
+                pool: ClassPool::new(0, page, backend, &opts, false),
+                owned: (0..KEYS).map(|_| AtomicBool::new(false)).collect(),
+                memory: (0..KEYS).map(|_| UnsafeCell::new(0)).collect(),
+            })
+        }
+
+        fn key(s: SlotRef) -> usize {
+            s.chunk() * 2 + s.slot()
+        }
+
+        fn lease(&self, who: usize) -> RawSlot {
+            let s = self.pool.lease().unwrap();
+            let k = Self::key(s.slot);
+            assert!(!self.owned[k].swap(true, Ordering::Relaxed), "slot {k} leased twice");
+            // SAFETY: loom checks this access; exclusive if the pool is right.
+            self.memory[k].with_mut(|m| unsafe { *m = who });
+            s
+        }
+
+        fn give_back(&self, s: RawSlot, who: usize) {
+            let k = Self::key(s.slot);
+            // SAFETY: loom checks this access; we are the lessee.
+            self.memory[k].with(|m| assert_eq!(unsafe { *m }, who, "stack overwritten"));
+            self.owned[k].store(false, Ordering::Relaxed);
+            self.pool.give_back(s);
+        }
+
+        /// Every carved slot is pooled exactly once; the dirty count matches the lists.
+        fn check_drained(&self) {
+            let c = self.pool.counters();
+            assert_eq!(c.carved, c.pooled, "a slot was lost");
+            let mut seen = [false; KEYS];
+            let mut dirty = 0;
+            while let Some(r) = self.pool.pop(&self.pool.warm).or_else(|| self.pool.pop(&self.pool.clean))
+            {
+                assert!(!std::mem::replace(&mut seen[Self::key(r)], true), "pooled twice");
+                if self.pool.meta(r).state.load(Ordering::Relaxed) & RES_MASK == RES_DIRTY {
+                    dirty += 1;
+                }
+            }
+            assert_eq!(seen.iter().filter(|&&s| s).count(), c.carved, "a slot was lost");
+            assert_eq!(self.pool.dirty.load(Ordering::Relaxed), dirty, "dirty count drifted");
+        }
+    }
+
+    /// A stack leased on one thread is returned on another while a third leases and returns.
+    #[test]
+    fn return_on_another_thread() {
+        model(|| {
+            let h = Harness::new();
+            let handoff = Arc::new(crate::sync::Mutex::new(None::<RawSlotSend>));
+            let h1 = h.clone();
+            let hand1 = handoff.clone();
+            let t1 = thread::spawn(move || {
+                let s = h1.lease(1);
+                *lock(&hand1) = Some(RawSlotSend(s));
+            });
+            let h2 = h.clone();
+            let t2 = thread::spawn(move || {
+                let s = h2.lease(2);
+                h2.give_back(s, 2);
+            });
+            t1.join().unwrap();
+            let s = lock(&handoff).take().unwrap().0;
+            // Main takes over the stack leased by t1 (ordered by the mutex and the join).
+            h.give_back(s, 1);
+            let again = h.lease(3);
+            h.give_back(again, 3);
+            t2.join().unwrap();
+            h.check_drained();
+        });
+    }
+
+    /// Two threads lease and return concurrently, growing the class from nothing.
+    #[test]
+    fn concurrent_growth_and_reuse() {
+        model(|| {
+            let h = Harness::new();
+            let threads: Vec<_> = (1..=2)
+                .map(|who| {
+                    let h = h.clone();
+                    thread::spawn(move || {
+                        let a = h.lease(who);
+                        h.give_back(a, who);
+                        let b = h.lease(who);
+                        h.give_back(b, who);
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            h.check_drained();
+        });
+    }
+
+    /// `trim` moves slots from `warm` to `clean` while another thread leases and returns.
+    #[test]
+    fn trim_against_lease_and_return() {
+        model(|| {
+            let h = Harness::new();
+            let a = h.lease(9);
+            let b = h.lease(9);
+            h.give_back(a, 9);
+            h.give_back(b, 9);
+            let h1 = h.clone();
+            let t = thread::spawn(move || {
+                let s = h1.lease(1);
+                h1.give_back(s, 1);
+            });
+            h.pool.trim();
+            t.join().unwrap();
+            h.check_drained();
+        });
+    }
+
+    /// The ABA case: while t1 sits between reading the top slot's `next` and its CAS, t2 pops
+    /// both slots and pushes the first back. Without the tag t1's CAS would succeed and put
+    /// t2's second slot back on the list while t2 still holds it.
+    #[test]
+    fn aba_is_caught() {
+        model(|| {
+            let h = Harness::new();
+            let a = h.lease(9);
+            let b = h.lease(9);
+            h.give_back(b, 9);
+            h.give_back(a, 9); // list: a -> b
+            let h1 = h.clone();
+            let t1 = thread::spawn(move || {
+                let x = h1.lease(1);
+                let y = h1.lease(1);
+                h1.give_back(x, 1);
+                h1.give_back(y, 1);
+            });
+            let x = h.lease(2);
+            let y = h.lease(2);
+            h.give_back(x, 2);
+            h.give_back(y, 2);
+            t1.join().unwrap();
+            h.check_drained();
+        });
+    }
+
+    /// `RawSlot` holds a `NonNull`; the models move one between threads on purpose.
+    struct RawSlotSend(RawSlot);
+    // SAFETY: the slot is exclusively owned by whoever holds the wrapper; `NonNull` is only
+    // an address here.
+    unsafe impl Send for RawSlotSend {}
+}
