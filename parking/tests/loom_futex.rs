@@ -1,8 +1,8 @@
 //! loom models of the futex emulation itself: compare-and-enqueue against store-then-wake,
 //! exact wake counts, timed waits. `cargo xtask loom -p purloin-parking`.
 //!
-//! Mutation check: taking the emulation's compare outside its mutex (compare, unlock, relock,
-//! enqueue) makes `store_then_wake_never_loses_a_waiter` deadlock.
+//! Mutation check M8: the emulation's compare moved outside its mutex (unlock, compare,
+//! relock, enqueue) makes `store_then_wake_never_loses_a_waiter` report `deadlock`.
 #![cfg(loom)]
 
 use loom::sync::Arc;

@@ -1,12 +1,12 @@
 //! loom models of `Parker` / `Unparker` on the futex emulation.
 //! `cargo xtask loom -p purloin-parking`.
 //!
-//! Mutation checks (scratch edits, each made, seen failing, reverted; see the crate README):
-//! - `unpark`'s swap weakened from Release to Relaxed: `an_unpark_is_never_lost_and_publishes`
-//!   reports a causality violation on the cell.
-//! - `unpark` not waking when it replaces PARKED: loom reports a deadlock.
-//! - the timed-out `swap(EMPTY)` replaced by `store(EMPTY)` (dropping a racing token):
-//!   `a_token_racing_a_timeout_is_not_lost` reports a deadlock.
+//! Mutation checks (scratch edits to the real code, each run, seen failing, reverted):
+//! - M5 `unpark`'s swap weakened from Release to Relaxed: `an_unpark_is_never_lost_and_publishes`
+//!   reports "Causality violation: Concurrent read and write accesses" on the cell.
+//! - M6 `unpark` not waking when it replaces PARKED: `deadlock`.
+//! - M7 the timed-out `swap(EMPTY)` replaced by `store(EMPTY)` (dropping a racing token):
+//!   `a_token_racing_a_timeout_is_not_lost` reports `deadlock`.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
