@@ -10,5 +10,6 @@ mod context;
 #[cfg(loom)]
 mod loom;
 mod sync;
+pub mod valgrind;
 
 pub use crate::context::{Context, Entry, MIN_STACK_SIZE, Transfer};

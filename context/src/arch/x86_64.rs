@@ -289,3 +289,30 @@ unsafe extern "C" fn start(context: Context, data: usize, ontop: usize, entry: E
     let transfer = unsafe { crate::context::run_ontop(Transfer { context, data }, ontop) };
     entry(transfer)
 }
+
+/// Issues a valgrind client request (`valgrind.h`'s `VALGRIND_DO_CLIENT_REQUEST_EXPR` for
+/// amd64): returns `default` when the program does not run under valgrind.
+///
+/// The "special instruction preamble" rotates RDI by 3 + 13 + 61 + 51 = 128 bits (a no-op on
+/// the real CPU, a marker for valgrind's JIT), then `xchg rbx, rbx` (also a no-op) asks
+/// valgrind to serve the request whose arguments RAX points to; the answer arrives in RDX.
+pub(crate) fn valgrind_request(default: usize, args: &[usize; 6]) -> usize {
+    let result: usize;
+    // SAFETY: outside valgrind the sequence changes no register (RDI is rotated by a full
+    // 128 bits, RBX is exchanged with itself) except the flags, which are not preserved here;
+    // RDX gets `default` back. Under valgrind the tool reads the six words at RAX (a valid
+    // array we borrow) and writes the result to RDX.
+    unsafe {
+        asm!(
+            "rol rdi, 3",
+            "rol rdi, 13",
+            "rol rdi, 61",
+            "rol rdi, 51",
+            "xchg rbx, rbx",
+            in("rax") args.as_ptr(),
+            inlateout("rdx") default => result,
+            options(nostack, readonly),
+        );
+    }
+    result
+}

@@ -5,9 +5,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// A stack mapped with `mmap`, with one `PROT_NONE` guard page below it.
+/// Registered with valgrind (a no-op otherwise), so `valgrind` runs of the tests stay quiet.
 pub struct TestStack {
     base: *mut u8,
     len: usize,
+    registration: Option<purloin_context::valgrind::StackRegistration>,
 }
 
 // SAFETY: `base` is a private mapping owned by this value; it is only unmapped in `drop`.
@@ -39,7 +41,10 @@ impl TestStack {
         // SAFETY: the first page of our own mapping.
         let rc = unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
         assert_eq!(rc, 0, "mprotect failed: {}", std::io::Error::last_os_error());
-        TestStack { base: base.cast(), len }
+        let mut stack = TestStack { base: base.cast(), len, registration: None };
+        stack.registration =
+            Some(purloin_context::valgrind::StackRegistration::new(stack.limit(), stack.top()));
+        stack
     }
 
     /// One past the highest usable address.
@@ -62,6 +67,7 @@ impl TestStack {
 
 impl Drop for TestStack {
     fn drop(&mut self) {
+        drop(self.registration.take());
         // SAFETY: our own mapping, unmapped once.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
