@@ -62,7 +62,10 @@ mod ours {
         }
     }
 
-    pub fn round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+    pub fn round_trip(
+        c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+        depth: usize,
+    ) {
         let stack = TestStack::new(STACK);
         // SAFETY: the stack outlives the context (the context is abandoned, suspended, before
         // the stack is dropped).
@@ -76,7 +79,7 @@ mod ours {
                 ctx = Some(t.context);
             })
         });
-        drop(ctx);
+        // `ctx` (suspended for good) is abandoned here; the stack goes next.
         drop(stack);
     }
 
@@ -102,7 +105,8 @@ mod ours {
     pub fn ring(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
         let stacks: Vec<TestStack> = (0..3).map(|_| TestStack::new(STACK)).collect();
         // SAFETY: the stacks outlive the ring.
-        let mk = |s: &TestStack| Cell::new(Some(unsafe { Context::new(s.top(), s.limit(), member) }));
+        let mk =
+            |s: &TestStack| Cell::new(Some(unsafe { Context::new(s.top(), s.limit(), member) }));
         let ring = Ring {
             slots: [Cell::new(None), mk(&stacks[0]), mk(&stacks[1]), mk(&stacks[2])],
             current: Cell::new(1),
@@ -117,7 +121,7 @@ mod ours {
                 ring.slots[3].set(Some(t.context));
             })
         });
-        drop(ring);
+        // The ring members stay suspended for good; their stacks go next.
         drop(stacks);
     }
 }
@@ -142,7 +146,10 @@ mod fcontext {
         }
     }
 
-    pub fn round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+    pub fn round_trip(
+        c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+        depth: usize,
+    ) {
         let stack = ProtectedFixedSizeStack::new(STACK).unwrap();
         // SAFETY: the stack outlives the context.
         let ctx = unsafe { Context::new(&stack, suspender) };
@@ -201,14 +208,19 @@ mod fcontext {
 // ---------------------------------------------------------------------------------------------
 // corosensei 0.3 and generator 0.8 (asymmetric only)
 
-fn corosensei_round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
+fn corosensei_round_trip(
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    depth: usize,
+) {
     use corosensei::stack::DefaultStack;
     use corosensei::{Coroutine, Yielder};
     let stack = DefaultStack::new(STACK).unwrap();
-    let mut co = Coroutine::with_stack(stack, move |y: &Yielder<usize, usize>, _: usize| loop {
-        at_depth(depth, &mut || {
-            y.suspend(0);
-        });
+    let mut co = Coroutine::with_stack(stack, move |y: &Yielder<usize, usize>, _: usize| {
+        loop {
+            at_depth(depth, &mut || {
+                y.suspend(0);
+            });
+        }
     });
     c.bench_function(BenchmarkId::new("corosensei", format!("depth={depth}")), |b| {
         b.iter(|| co.resume(black_box(0)))
@@ -217,11 +229,16 @@ fn corosensei_round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measur
     unsafe { co.force_reset() };
 }
 
-fn generator_round_trip(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, depth: usize) {
-    let mut g = generator::Gn::<usize>::new_scoped_opt(STACK, move |mut s| loop {
-        at_depth(depth, &mut || {
-            s.yield_with(0usize);
-        });
+fn generator_round_trip(
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    depth: usize,
+) {
+    let mut g = generator::Gn::<usize>::new_scoped_opt(STACK, move |mut s| {
+        loop {
+            at_depth(depth, &mut || {
+                s.yield_with(0usize);
+            });
+        }
     });
     c.bench_function(BenchmarkId::new("generator", format!("depth={depth}")), |b| {
         b.iter(|| g.send(black_box(0)))

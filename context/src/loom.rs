@@ -38,6 +38,7 @@ use std::boxed::Box;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 use crate::context::{Context, Entry, Transfer, run_ontop};
 use crate::sync::{Arc, Condvar, Mutex, spawn, thread_local};
@@ -58,8 +59,18 @@ enum State {
 }
 
 /// The loom representation of a [`Context`](crate::Context): the baton of a blocked loom
-/// thread. `None` is [`Context::placeholder`](crate::Context::placeholder).
-pub(crate) struct Handle(Option<Arc<Baton>>);
+/// thread, as a pointer obtained from [`Arc::into_raw`] (one strong reference, owned by the
+/// handle). `None` is [`Context::placeholder`](crate::Context::placeholder).
+///
+/// A pointer rather than an `Arc` so that `Context` stays FFI-safe under loom too: [`Entry`]
+/// functions take a [`Transfer`] by value in an `extern "C-unwind"` signature.
+#[repr(transparent)]
+pub(crate) struct Handle(Option<NonNull<Baton>>);
+
+// SAFETY: the pointer is an owned strong reference to a `Baton`, whose fields (a loom `Mutex`
+// and `Condvar`) are `Send + Sync`; moving the reference to another thread is what `Arc<Baton>:
+// Send` allows.
+unsafe impl Send for Handle {}
 
 /// The private payload an abandoned context thread unwinds with.
 struct Abandon;
@@ -141,7 +152,7 @@ pub(crate) unsafe fn init(_stack_top: *mut u8, _stack_limit: *mut u8, entry: Ent
             }
         }
     });
-    Handle(Some(baton))
+    Handle::new(baton)
 }
 
 /// Posts `(our new handle, data, ontop)` to `target` and blocks until this execution is
@@ -167,7 +178,7 @@ pub(crate) unsafe fn switch(target: Handle, data: usize, ontop: usize) -> (Handl
             matches!(*state, State::Waiting),
             "purloin-context (loom): resumed a context that is not suspended"
         );
-        *state = State::Resumed { from: Handle(Some(me.clone())), data, ontop };
+        *state = State::Resumed { from: Handle::new(me.clone()), data, ontop };
         target.wake.notify_one();
     }
     drop(target);
@@ -181,15 +192,25 @@ impl Handle {
         Handle(None)
     }
 
+    fn new(baton: Arc<Baton>) -> Handle {
+        // SAFETY: `Arc::into_raw` never returns null.
+        Handle(Some(unsafe { NonNull::new_unchecked(Arc::into_raw(baton).cast_mut()) }))
+    }
+
     /// Takes the baton out without abandoning it.
     fn into_baton(mut self) -> Option<Arc<Baton>> {
-        self.0.take()
+        // SAFETY: the pointer came from `Arc::into_raw` and its reference is owned by this
+        // handle, which gives it up here (`take` leaves `None` for `drop`).
+        self.0.take().map(|p| unsafe { Arc::from_raw(p.as_ptr().cast_const()) })
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        if let Some(baton) = self.0.take() {
+        // SAFETY: as in `into_baton`.
+        if let Some(baton) =
+            self.0.take().map(|p| unsafe { Arc::from_raw(p.as_ptr().cast_const()) })
+        {
             let mut state = baton.state.lock().unwrap();
             if matches!(*state, State::Waiting) {
                 *state = State::Abandoned;
@@ -201,8 +222,8 @@ impl Drop for Handle {
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Some(baton) => write!(f, "loom thread baton {:p}", Arc::as_ptr(baton)),
+        match self.0 {
+            Some(baton) => write!(f, "loom thread baton {baton:p}"),
             None => f.write_str("placeholder"),
         }
     }

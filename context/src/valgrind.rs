@@ -23,6 +23,7 @@
 #[derive(Debug)]
 pub struct StackRegistration {
     /// Valgrind's stack id; 0 when not running under valgrind (or under loom).
+    #[cfg_attr(loom, allow(dead_code))]
     id: usize,
 }
 

@@ -37,7 +37,8 @@ fn abort_child() {
                 Context::new(stack.top(), stack.limit(), escaping_panic).resume(0);
             }
             "ontop" => {
-                Context::new(stack.top(), stack.limit(), never_runs).resume_ontop(0, panicking_ontop);
+                Context::new(stack.top(), stack.limit(), never_runs)
+                    .resume_ontop(0, panicking_ontop);
             }
             other => panic!("unknown case {other}"),
         }

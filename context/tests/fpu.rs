@@ -83,7 +83,11 @@ extern "C-unwind" fn changes_mode(t: Transfer) -> ! {
 #[test]
 fn rounding_mode_and_precision_follow_the_documented_contract() {
     let stack = TestStack::new(64 * 1024);
-    assert_eq!(read_env(), env(MXCSR_DEFAULT, X87_CW_DEFAULT), "the test thread starts at defaults");
+    assert_eq!(
+        read_env(),
+        env(MXCSR_DEFAULT, X87_CW_DEFAULT),
+        "the test thread starts at defaults"
+    );
     // SAFETY: the stack outlives the context.
     let ctx = unsafe { Context::new(stack.top(), stack.limit(), changes_mode) };
     // SAFETY: fresh context.
@@ -95,9 +99,13 @@ fn rounding_mode_and_precision_follow_the_documented_contract() {
     // SAFETY: the context is suspended in `resume`.
     let t = unsafe { t.context.resume(0) };
     let seen_by_context = t.data;
-    drop(t);
+    let _ = t;
     if cfg!(feature = "fpu-env") {
-        assert_eq!(seen_by_main, env(MXCSR_DEFAULT, X87_CW_DEFAULT), "fpu-env isolates the resumer");
+        assert_eq!(
+            seen_by_main,
+            env(MXCSR_DEFAULT, X87_CW_DEFAULT),
+            "fpu-env isolates the resumer"
+        );
         assert_eq!(
             seen_by_context,
             pack(env(MXCSR_ROUND_TO_ZERO, X87_CW_SINGLE)),

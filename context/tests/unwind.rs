@@ -60,10 +60,8 @@ fn run_caught(t: Transfer, body: fn(&Cell<Option<Context>>, usize)) -> ! {
     };
     // After a forced unwind the context to return to was handed over by `force_unwind`
     // (the unwinding started before `park_at_depth` could put it back in the cell).
-    let parent = parent
-        .take()
-        .or_else(|| RETURN_TO.with(Cell::take))
-        .expect("a context to return to");
+    let parent =
+        parent.take().or_else(|| RETURN_TO.with(Cell::take)).expect("a context to return to");
     // SAFETY: `parent` is suspended in `resume`/`resume_ontop`; we are never resumed again.
     unsafe { parent.resume(code) };
     unreachable!("a finished context was resumed");

@@ -209,7 +209,11 @@ fn initial_fpu_word() -> usize {
 ///   this function) whose stack is still valid, and no other switch may use it.
 /// - `ontop` is 0 or the address of a `fn(Transfer) -> Transfer`.
 #[inline(always)]
-pub(crate) unsafe fn switch(target: NonNull<u8>, data: usize, ontop: usize) -> (NonNull<u8>, usize, usize) {
+pub(crate) unsafe fn switch(
+    target: NonNull<u8>,
+    data: usize,
+    ontop: usize,
+) -> (NonNull<u8>, usize, usize) {
     let from: usize;
     let data_out: usize;
     let ontop_out: usize;

@@ -81,7 +81,8 @@ impl Watchdog {
     pub fn new(what: &'static str, secs: u64) -> Watchdog {
         let (tx, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_secs(secs)) {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_secs(secs))
+            {
                 eprintln!("watchdog: '{what}' did not finish within {secs} s; aborting");
                 std::process::abort();
             }
