@@ -81,11 +81,7 @@ impl Geometry {
 
     /// Bytes of metadata pages in front of `slots` slots.
     fn meta_bytes(&self, slots: usize) -> usize {
-        if cfg!(loom) {
-            0
-        } else {
-            (slots * size_of::<SlotMeta>()).div_ceil(self.page) * self.page
-        }
+        if cfg!(loom) { 0 } else { (slots * size_of::<SlotMeta>()).div_ceil(self.page) * self.page }
     }
 }
 
@@ -272,7 +268,7 @@ impl Chunk {
         // SAFETY: the guard page of a slot inside our mapping; the caller owns the slot.
         unsafe {
             os::install_guard(backend, start, geo.guard, &|| {
-                format!("a guard page of a {} stack", DisplaySize(geo.usable))
+                format!("the guard page of a {} stack", DisplaySize(geo.usable))
             })
         }
     }

@@ -16,6 +16,7 @@ use crate::os;
 /// | [`keep_resident`](Options::keep_resident) | 8 KiB | bytes at the top of a stack kept resident when it is returned to a pool that is above its bound |
 /// | [`thread_cache`](Options::thread_cache) | 16 | stacks per size class kept in each thread's cache (fewer for big stacks: at most 16 MiB per class) |
 /// | [`pool_capacity`](Options::pool_capacity) | 256 | returned stacks per size class kept as they are in the shared pool (fewer for big stacks: at most 256 MiB per class); beyond it, returns trim to `keep_resident` |
+/// | [`resident_capacity`](Options::resident_capacity) | 4096 | returned stacks per size class that keep their top `keep_resident` bytes; beyond it, returns give back all of their memory |
 ///
 /// # Examples
 ///
@@ -32,6 +33,7 @@ pub struct Options {
     keep_resident: usize,
     thread_cache: usize,
     pool_capacity: usize,
+    resident_capacity: usize,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Options {
             keep_resident: 8 * 1024,
             thread_cache: 16,
             pool_capacity: 256,
+            resident_capacity: 4096,
         }
     }
 
@@ -95,6 +98,17 @@ impl Options {
         self
     }
 
+    /// Returned stacks per size class that keep their top
+    /// [`keep_resident`](Options::keep_resident) bytes once the pool is above
+    /// [`pool_capacity`](Options::pool_capacity). Stacks returned beyond both bounds give
+    /// back all of their memory, so a burst of a million green threads does not leave a
+    /// million resident top pages behind (the same one `madvise` call, over the whole
+    /// stack). [`trim`](crate::trim) gives back the kept bytes too.
+    pub const fn resident_capacity(mut self, stacks: usize) -> Options {
+        self.resident_capacity = stacks;
+        self
+    }
+
     /// Whether guard markers are bypassed for `mprotect` guards.
     pub const fn get_force_mprotect_guards(&self) -> bool {
         self.force_mprotect_guards
@@ -113,6 +127,11 @@ impl Options {
     /// The configured shared pool bound, in stacks per class (before the byte cap).
     pub const fn get_pool_capacity(&self) -> usize {
         self.pool_capacity
+    }
+
+    /// The configured bound on stacks keeping their top pages, per class.
+    pub const fn get_resident_capacity(&self) -> usize {
+        self.resident_capacity
     }
 
     /// Checks the options; errors name the option and the accepted range.

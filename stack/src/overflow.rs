@@ -24,7 +24,9 @@
 //! calling thread one (a scheduler calls it at the start of each worker).
 //!
 //! Both guard backends are recognised: guard markers report `SEGV_MAPERR`, `mprotect`
-//! guards `SEGV_ACCERR`. Signals sent with `kill` (no fault address) are never classified.
+//! guards `SEGV_ACCERR`. Signals sent with `kill` (no fault address) are never classified;
+//! they are passed on, and re-sent if the previous handler only restored the default action
+//! (as Rust's does), so `kill -SEGV` still kills.
 //!
 //! A frame bigger than the guard page that skips it entirely (C code without
 //! `-fstack-clash-protection`) lands in the neighbouring slot and is not detected; Rust code
@@ -217,6 +219,22 @@ fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void, c
         };
         f(sig);
     }
+    if sent && disposition_is_default(sig) {
+        // The previous handler gave up by restoring the default action and returning, which
+        // only ends a fault (it re-faults); a sent signal must be re-sent (Rust's own handler
+        // does this, rust-lang/rust#140662).
+        // SAFETY: raise is async-signal-safe.
+        unsafe { libc::raise(sig) };
+    }
+}
+
+/// Whether `sig`'s action is now `SIG_DFL` (async-signal-safe).
+fn disposition_is_default(sig: libc::c_int) -> bool {
+    let mut cur = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: querying writes one sigaction through a valid pointer; async-signal-safe.
+    let rc = unsafe { libc::sigaction(sig, ptr::null(), cur.as_mut_ptr()) };
+    // SAFETY: written by sigaction on success (and zeroed otherwise).
+    rc == 0 && unsafe { cur.assume_init() }.sa_sigaction == libc::SIG_DFL
 }
 
 fn reset_to_default(sig: libc::c_int) {
@@ -381,7 +399,8 @@ impl AltStack {
             unsafe { os::unmap(mapping, len) };
             return Err(e);
         }
-        let new = libc::stack_t { ss_sp: mapping.wrapping_add(page).cast(), ss_flags: 0, ss_size: size };
+        let new =
+            libc::stack_t { ss_sp: mapping.wrapping_add(page).cast(), ss_flags: 0, ss_size: size };
         let mut prev = MaybeUninit::<libc::stack_t>::zeroed();
         // SAFETY: `new` describes mapped read/write memory that lives until `Drop` restores
         // the previous stack; `prev` is a valid out-pointer.

@@ -2,10 +2,11 @@
 //! lock-free lists of returned slots.
 //!
 //! - `warm`: returned slots whose pages may still be resident (`RES_DIRTY`: returned as they
-//!   were, at most `pool_cap` of them; `RES_KEPT`: only the top `keep_resident` bytes left).
-//! - `clean`: slots with nothing resident (given back with `MADV_DONTNEED` by `trim` or
-//!   [`Stack::release`](crate::Stack::release), or a fresh slot whose guard could not be
-//!   installed).
+//!   were, at most `pool_cap` of them; `RES_KEPT`: only the top `keep_resident` bytes left,
+//!   at most `kept_cap` of them).
+//! - `clean`: slots with nothing resident (returned beyond both bounds, or given back with
+//!   `MADV_DONTNEED` by `trim` or [`Stack::release`](crate::Stack::release), or a fresh slot
+//!   whose guard could not be installed).
 //! - Fresh slots are carved from the newest chunk under the `growth` mutex; a full class maps
 //!   a new chunk, twice as big as the last (up to 1 GiB), so a million 32 KiB stacks take a
 //!   few dozen mappings.
@@ -37,12 +38,12 @@
 //! - `pop` reads `S.next` with Relaxed: the Acquire of the head snapshot makes the push's
 //!   `next` write visible, and if S was taken and its `next` rewritten since, the head
 //!   changed, so the CAS (tag) fails and the value is discarded.
-//! - The counters (`carved`, `pooled`, `dirty`, `mapped`, `chunk_count`) are Relaxed
-//!   statistics and a policy heuristic. `dirty` is incremented before the push that
-//!   publishes a dirty slot and decremented after the pop that takes it; read-modify-writes of
-//!   one atomic follow happens-before, so it never wraps below zero. The bound check in
-//!   `give_back` is a load followed by an add, so concurrent returns may overshoot
-//!   `pool_cap` by the number of returning threads.
+//! - The counters (`carved`, `pooled`, `dirty`, `kept`, `mapped`, `chunk_count`) are Relaxed
+//!   statistics and policy heuristics. `dirty` (`kept`) is incremented before the push that
+//!   publishes a dirty (kept) slot and decremented after the pop that takes it;
+//!   read-modify-writes of one atomic follow happens-before, so it never wraps below zero.
+//!   The bound checks in `give_back` are a load followed by an add, so concurrent returns may
+//!   overshoot `pool_cap` or `kept_cap` by the number of returning threads.
 
 use std::io;
 use std::ptr::NonNull;
@@ -126,6 +127,8 @@ pub(crate) struct ClassPool {
     keep_resident: usize,
     /// Most `RES_DIRTY` slots in `warm`.
     pool_cap: usize,
+    /// Most `RES_KEPT` slots in `warm`.
+    kept_cap: usize,
     /// Per-thread cache capacity for this class.
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) cache_cap: usize,
@@ -144,6 +147,8 @@ pub(crate) struct ClassPool {
     pooled: AtomicUsize,
     /// `RES_DIRTY` slots in `warm`.
     dirty: AtomicUsize,
+    /// `RES_KEPT` slots in `warm`.
+    kept: AtomicUsize,
     /// Bytes mapped by the chunks.
     mapped: AtomicUsize,
     chunk_count: AtomicUsize,
@@ -165,6 +170,7 @@ impl ClassPool {
             backend,
             keep_resident: options.keep_resident_pages().min(usable),
             pool_cap: options.pool_capacity_for(usable),
+            kept_cap: options.get_resident_capacity(),
             cache_cap: options.thread_cache_for(usable),
             registered,
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
@@ -174,6 +180,7 @@ impl ClassPool {
             carved: AtomicUsize::new(0),
             pooled: AtomicUsize::new(0),
             dirty: AtomicUsize::new(0),
+            kept: AtomicUsize::new(0),
             mapped: AtomicUsize::new(0),
             chunk_count: AtomicUsize::new(0),
         }
@@ -186,9 +193,7 @@ impl ClassPool {
             Some(r) => {
                 // Relaxed: statistics and the pool-bound heuristic (module docs).
                 self.pooled.fetch_sub(1, Ordering::Relaxed);
-                if self.meta(r).state.load(Ordering::Relaxed) & RES_MASK == RES_DIRTY {
-                    self.dirty.fetch_sub(1, Ordering::Relaxed);
-                }
+                self.uncount(self.meta(r).state.load(Ordering::Relaxed));
                 r
             }
             None => self.carve()?,
@@ -203,25 +208,39 @@ impl ClassPool {
     }
 
     /// Returns a slot to the shared pool: as it is while fewer than `pool_cap` returned slots
-    /// are untrimmed, else after giving back all but its top `keep_resident` bytes.
+    /// are untrimmed; else, while fewer than `kept_cap` are, after giving back all but its top
+    /// `keep_resident` bytes; else after giving back all of its memory.
     pub(crate) fn give_back(&self, s: RawSlot) {
         let meta = self.meta(s.slot);
         meta.clear_label();
         let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
-        // Relaxed: a heuristic bound (module docs).
-        let residency = if self.dirty.load(Ordering::Relaxed) >= self.pool_cap {
+        // Relaxed: heuristic bounds (module docs).
+        if self.dirty.load(Ordering::Relaxed) < self.pool_cap {
+            self.dirty.fetch_add(1, Ordering::Relaxed);
+            meta.state.store(guarded | RES_DIRTY, Ordering::Relaxed);
+        } else if self.kept.load(Ordering::Relaxed) < self.kept_cap {
             let discard = self.geo.usable - self.keep_resident;
             // SAFETY: the low `usable - keep_resident` bytes of the slot's usable range; the
             // caller gave the slot back, so nothing uses its stack any more.
             unsafe { os::discard(s.limit.as_ptr(), discard) };
-            RES_KEPT
+            self.kept.fetch_add(1, Ordering::Relaxed);
+            meta.state.store(guarded | RES_KEPT, Ordering::Relaxed);
         } else {
-            self.dirty.fetch_add(1, Ordering::Relaxed);
-            RES_DIRTY
-        };
-        meta.state.store(guarded | residency, Ordering::Relaxed);
+            self.release(s);
+            return;
+        }
         self.pooled.fetch_add(1, Ordering::Relaxed);
         self.push(&self.warm, s.slot);
+    }
+
+    /// Un-counts a slot of residency `state` taken from `warm`.
+    fn uncount(&self, state: u32) {
+        // Relaxed: heuristic bounds (module docs).
+        match state & RES_MASK {
+            RES_DIRTY => self.dirty.fetch_sub(1, Ordering::Relaxed),
+            RES_KEPT => self.kept.fetch_sub(1, Ordering::Relaxed),
+            _ => 0,
+        };
     }
 
     /// Returns a slot after giving all of its memory back.
@@ -246,9 +265,7 @@ impl ClassPool {
             let Some(r) = self.pop(&self.warm) else { break };
             let meta = self.meta(r);
             let state = meta.state.load(Ordering::Relaxed);
-            if state & RES_MASK == RES_DIRTY {
-                self.dirty.fetch_sub(1, Ordering::Relaxed);
-            }
+            self.uncount(state);
             let raw = self.raw(r);
             // SAFETY: the slot's whole usable range; it was in the pool, so nobody uses it,
             // and we popped it, so nobody else can lease it until we push it.
@@ -460,42 +477,46 @@ mod tests {
     }
 
     #[test]
-    fn over_the_bound_returns_keep_only_the_top() {
+    fn returns_over_the_bounds_give_memory_back() {
         let page = os::page_size();
-        let p = pool(&Options::new().pool_capacity(1).keep_resident(page));
-        let a = p.lease().unwrap();
-        let b = p.lease().unwrap();
-        for s in [a, b] {
+        let p = pool(&Options::new().pool_capacity(1).resident_capacity(1).keep_resident(page));
+        let [a, b, c] = [(); 3].map(|_| p.lease().unwrap());
+        for s in [a, b, c] {
             // SAFETY: leased slots are ours; the whole usable range is read/write.
             unsafe { std::ptr::write_bytes(s.limit.as_ptr(), 0xAB, p.geo.usable) };
         }
-        p.give_back(a); // under the bound: kept as is
-        p.give_back(b); // over it: all but the top page given back
-        let b2 = p.lease().unwrap();
-        assert_eq!(b2.slot, b.slot, "LIFO");
-        // SAFETY: leased; reads inside the usable range.
-        let (low, top) = unsafe {
-            (*b2.limit.as_ptr(), *b2.limit.as_ptr().add(p.geo.usable - 1))
+        let low_top = |s: RawSlot| {
+            // SAFETY: called on leased slots only; both reads are inside the usable range.
+            unsafe { (*s.limit.as_ptr(), *s.limit.as_ptr().add(p.geo.usable - 1)) }
         };
-        assert_eq!((low, top), (0, 0xAB), "low pages discarded, top page kept");
+        p.give_back(a); // under pool_capacity: kept as is
+        p.give_back(b); // over it, under resident_capacity: all but the top page given back
+        p.give_back(c); // over both: everything given back, to the clean list
+        let b2 = p.lease().unwrap();
+        assert_eq!(b2.slot, b.slot, "LIFO over warm");
+        assert_eq!(low_top(b2), (0, 0xAB), "low pages discarded, top page kept");
         let a2 = p.lease().unwrap();
-        // SAFETY: as above.
-        assert_eq!(unsafe { *a2.limit.as_ptr() }, 0xAB, "untrimmed under the bound");
-        p.give_back(a2);
-        p.give_back(b2);
-        assert_eq!(p.trim(), 2);
-        let c = p.lease().unwrap();
-        // SAFETY: as above.
-        assert_eq!(unsafe { *c.limit.as_ptr().add(p.geo.usable - 1) }, 0, "trim discards all");
-        p.release(c);
-        assert_eq!(p.counters().pooled, 2);
+        assert_eq!(low_top(a2), (0xAB, 0xAB), "untouched under the bound");
+        let c2 = p.lease().unwrap();
+        assert_eq!(c2.slot, c.slot, "clean after warm");
+        assert_eq!(low_top(c2), (0, 0), "all given back");
+        for s in [a2, b2, c2] {
+            p.give_back(s);
+        }
+        assert_eq!(p.trim(), 2, "trim empties warm");
+        let d = p.lease().unwrap();
+        assert_eq!(low_top(d), (0, 0), "trim gives back everything");
+        p.release(d);
+        assert_eq!(p.counters().pooled, 3);
+        assert_eq!(p.counters().carved, 3);
     }
 
     #[test]
     fn threads_share_the_pool_exactly_once() {
         let p = std::sync::Arc::new(pool(&Options::new()));
-        let owners: std::sync::Arc<Vec<crate::sync::AtomicBool>> =
-            std::sync::Arc::new((0..8 * 32768).map(|_| crate::sync::AtomicBool::new(false)).collect());
+        let owners: std::sync::Arc<Vec<crate::sync::AtomicBool>> = std::sync::Arc::new(
+            (0..8 * 32768).map(|_| crate::sync::AtomicBool::new(false)).collect(),
+        );
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let (p, owners) = (p.clone(), owners.clone());
@@ -564,7 +585,7 @@ mod models {
     impl Harness {
         fn new() -> Arc<Harness> {
             let page = os::page_size();
-            let opts = Options::new().pool_capacity(1).keep_resident(0);
+            let opts = Options::new().pool_capacity(1).resident_capacity(1).keep_resident(0);
             let backend = os::probe_backend().unwrap();
             Arc::new(Harness {
                 pool: ClassPool::new(0, page, backend, &opts, false),
@@ -599,16 +620,20 @@ mod models {
             let c = self.pool.counters();
             assert_eq!(c.carved, c.pooled, "a slot was lost");
             let mut seen = [false; KEYS];
-            let mut dirty = 0;
-            while let Some(r) = self.pool.pop(&self.pool.warm).or_else(|| self.pool.pop(&self.pool.clean))
+            let (mut dirty, mut kept) = (0, 0);
+            while let Some(r) =
+                self.pool.pop(&self.pool.warm).or_else(|| self.pool.pop(&self.pool.clean))
             {
                 assert!(!std::mem::replace(&mut seen[Self::key(r)], true), "pooled twice");
-                if self.pool.meta(r).state.load(Ordering::Relaxed) & RES_MASK == RES_DIRTY {
-                    dirty += 1;
+                match self.pool.meta(r).state.load(Ordering::Relaxed) & RES_MASK {
+                    RES_DIRTY => dirty += 1,
+                    RES_KEPT => kept += 1,
+                    _ => {}
                 }
             }
             assert_eq!(seen.iter().filter(|&&s| s).count(), c.carved, "a slot was lost");
             assert_eq!(self.pool.dirty.load(Ordering::Relaxed), dirty, "dirty count drifted");
+            assert_eq!(self.pool.kept.load(Ordering::Relaxed), kept, "kept count drifted");
         }
     }
 

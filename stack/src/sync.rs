@@ -24,11 +24,11 @@ pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
 /// A mutex for the rare slow paths (growing an arena, registering a size class).
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
-#[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
 
 /// Locks `m`, ignoring poisoning: every critical section in this crate leaves the protected
 /// state consistent before anything that can panic.
@@ -78,8 +78,8 @@ macro_rules! process_global {
 }
 pub(crate) use process_global;
 
+#[cfg(all(test, loom))]
+pub(crate) use loom::{cell::UnsafeCell, model, sync::Arc, thread};
 /// Threads for the unit tests and models.
 #[cfg(all(test, not(loom)))]
 pub(crate) use std::thread;
-#[cfg(all(test, loom))]
-pub(crate) use loom::{cell::UnsafeCell, model, sync::Arc, thread};

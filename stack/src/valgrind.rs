@@ -14,7 +14,7 @@
 
 use std::io;
 
-use crate::sync::real::{AtomicPtr, Ordering, fence, lock, Mutex};
+use crate::sync::real::{AtomicPtr, Mutex, Ordering, fence, lock};
 
 /// A function that registers the stack `[start, end)` with valgrind
 /// (`VALGRIND_STACK_REGISTER(start, end)`); its id is not needed, stacks are never
@@ -74,7 +74,8 @@ pub(crate) fn new_stack(limit: *mut u8, usable: usize) {
     if !hook.is_null() {
         // SAFETY: non-null values of HOOK are `StackRegisterFn`s stored by
         // `set_stack_register_hook`; fn pointers round-trip through `*mut ()`.
-        let hook: StackRegisterFn = unsafe { std::mem::transmute::<*mut (), StackRegisterFn>(hook) };
+        let hook: StackRegisterFn =
+            unsafe { std::mem::transmute::<*mut (), StackRegisterFn>(hook) };
         hook(limit, limit.wrapping_add(usable));
     }
 }

@@ -84,7 +84,7 @@ pub(crate) unsafe fn install_guard(
     let err = io::Error::last_os_error();
     let op = match backend {
         GuardBackend::GuardMarkers => "madvise(MADV_GUARD_INSTALL)",
-        GuardBackend::Mprotect => "mprotect(PROT_NONE) of a guard page",
+        GuardBackend::Mprotect => "mprotect(PROT_NONE)",
     };
     Err(explain(op, &what(), len, err))
 }
@@ -164,7 +164,7 @@ pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::E
     io::Error::new(
         kind,
         format!(
-            "purloin-stack: {op} for {what} ({}) failed: {err}: {cause_and_fix}",
+            "purloin-stack: {op} of {} for {what} failed: {err}: {cause_and_fix}",
             DisplaySize(len)
         ),
     )
@@ -249,15 +249,17 @@ mod tests {
     #[test]
     fn enomem_message_names_a_cause_and_a_fix() {
         let err = explain(
-            "mprotect(PROT_NONE) of a guard page",
-            "a 32 KiB stack",
+            "mprotect(PROT_NONE)",
+            "the guard page of a 32 KiB stack",
             4096,
             io::Error::from_raw_os_error(libc::ENOMEM),
         );
         let msg = err.to_string();
         assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
-        assert!(msg.starts_with("purloin-stack: mprotect"), "{msg}");
-        assert!(msg.contains("4 KiB"), "{msg}");
+        assert!(
+            msg.starts_with("purloin-stack: mprotect(PROT_NONE) of 4 KiB for the guard page"),
+            "{msg}"
+        );
         // Far below the map-count limit here, so the page-table diagnosis applies.
         assert!(msg.contains("; ") || msg.contains("free memory"), "{msg}");
     }
