@@ -88,7 +88,6 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 pub(crate) struct Spare {
     /// The P handed over (B2), or `NO_P`.
     p: AtomicUsize,
-    parker: purloin_parking::Parker,
     unparker: purloin_parking::Unparker,
 }
 
@@ -105,7 +104,7 @@ pub(crate) fn wait_as_spare(m: &M) -> bool {
     let shared = &*m.shared;
     let parker = purloin_parking::Parker::new();
     let unparker = parker.unparker();
-    let spare = Arc::new(Spare { p: AtomicUsize::new(NO_P), parker, unparker });
+    let spare = Arc::new(Spare { p: AtomicUsize::new(NO_P), unparker });
     {
         let mut spares = lock(&shared.spares);
         if spares.len() >= shared.ps.len() {
@@ -125,7 +124,7 @@ pub(crate) fn wait_as_spare(m: &M) -> bool {
             spares.retain(|s| !Arc::ptr_eq(s, &spare));
             return false;
         }
-        spare.parker.park();
+        parker.park();
     }
 }
 

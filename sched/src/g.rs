@@ -65,6 +65,8 @@ const STATUS_MASK: u32 = 0xF;
 pub(crate) const NOTIFIED: u32 = 1 << 4;
 /// Shutdown asked this G to unwind the next time it resumes from a park or yield.
 pub(crate) const CANCEL: u32 = 1 << 5;
+/// Spawned and never run yet: only such a G may be run inline by its joiner.
+pub(crate) const FRESH: u32 = 1 << 6;
 
 /// Builds a state word.
 #[inline]
@@ -177,7 +179,7 @@ impl G {
         let gen_now = self.generation();
         self.refs.store(1, Ordering::Relaxed);
         // Relaxed: the record is published to others through the run queue (Release push).
-        self.state.store(word(gen_now, RUNNABLE), Ordering::Relaxed);
+        self.state.store(word(gen_now, RUNNABLE | FRESH), Ordering::Relaxed);
         gen_now
     }
 
@@ -189,7 +191,7 @@ impl G {
             if status_of(cur) != RUNNABLE {
                 return false;
             }
-            let next = (cur & !(STATUS_MASK as u64)) | RUNNING as u64;
+            let next = (cur & !((STATUS_MASK | FRESH) as u64)) | RUNNING as u64;
             // AcqRel pairs with the Release that made it RUNNABLE (G2).
             match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
             {
@@ -203,7 +205,7 @@ impl G {
     /// `RUNNABLE => CLAIMED` (G2). The queue entry stays and becomes stale: it keeps its
     /// reference, and the joiner holds the scheduling reference.
     pub(crate) fn claim_inline(&self, generation: u32) -> bool {
-        let cur = word(generation, RUNNABLE);
+        let cur = word(generation, RUNNABLE | FRESH);
         let next = word(generation, CLAIMED);
         if self
             .state

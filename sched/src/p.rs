@@ -83,7 +83,6 @@ pub(crate) struct Timers {
 }
 
 pub(crate) struct P {
-    pub(crate) index: usize,
     /// Owner end of the local queue (holder only).
     local: UnsafeCell<Worker<GRef>>,
     /// Thief end of the local queue.
@@ -121,11 +120,10 @@ unsafe impl Sync for P {}
 unsafe impl Send for P {}
 
 impl P {
-    pub(crate) fn new(index: usize) -> P {
+    pub(crate) fn new(_index: usize) -> P {
         let local = Worker::bounded(LOCAL_QUEUE);
         let stealer = local.stealer();
         P {
-            index,
             local: UnsafeCell::new(local),
             stealer,
             runnext: AtomicPtr::new(core::ptr::null_mut()),

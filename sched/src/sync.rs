@@ -32,10 +32,6 @@ mod imp {
         core::hint::spin_loop();
     }
 
-    macro_rules! shim_thread_local {
-        ($($t:tt)*) => { std::thread_local!($($t)*); };
-    }
-    pub(crate) use shim_thread_local as thread_local;
 }
 
 #[cfg(loom)]
@@ -51,13 +47,29 @@ mod imp {
         loom::thread::yield_now();
     }
 
-    macro_rules! shim_thread_local {
-        ($($t:tt)*) => { loom::thread_local!($($t)*); };
-    }
-    pub(crate) use shim_thread_local as thread_local;
 }
 
 pub(crate) use imp::*;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static CURRENT_WORKER: core::cell::Cell<*const ()> = const { core::cell::Cell::new(core::ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static CURRENT_WORKER: core::cell::Cell<*const ()> = core::cell::Cell::new(core::ptr::null());
+}
+
+/// The worker (`M`) running on this OS thread, type-erased, or null. The scheduler's
+/// `current_m` wraps it in a never-inlined accessor.
+pub(crate) fn current_worker_ptr() -> *const () {
+    CURRENT_WORKER.with(|c| c.get())
+}
+
+/// Sets (or clears, with null) the worker running on this OS thread.
+pub(crate) fn set_current_worker_ptr(m: *const ()) {
+    CURRENT_WORKER.with(|c| c.set(m));
+}
 
 /// A statistics counter. Always a plain `core` atomic, also under loom: counters are not part
 /// of any protocol, and modelling them would only multiply the explored interleavings.

@@ -4,7 +4,7 @@
 use core::fmt;
 use std::time::{Duration, Instant};
 
-use crate::g::{self, GRef, NOT_PINNED};
+use crate::g::{self, GRef};
 use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker, switch_out};
 
 /// A handle to a green thread: its identity, and the means to unpark it.
@@ -212,9 +212,4 @@ impl fmt::Display for ForcedUnwind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the green thread was unwound because its runtime shut down while it waited")
     }
-}
-
-/// Whether a G is pinned (for join-helping decisions).
-pub(crate) fn is_pinned(g: GRef) -> bool {
-    g.pinned_to.load(crate::sync::Ordering::Relaxed) != NOT_PINNED
 }

@@ -33,9 +33,9 @@ use purloin_parking::ParkingLots;
 use purloin_stack::StackSize;
 
 use crate::GreenThread;
-use crate::g::{self, GRef, NOT_PINNED, Unparked, registry};
+use crate::g::{GRef, NOT_PINNED, Unparked, registry};
 use crate::idle::Idle;
-use crate::p::{self, P, Timer};
+use crate::p::{self, P};
 use crate::stats::{SharedStats, add, bump};
 use crate::sync::{
     Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, lock, thread,
@@ -222,30 +222,19 @@ pub(crate) struct M {
     pub(crate) searching: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     spare_stack: Cell<Option<purloin_stack::Stack>>,
-    /// Index of this worker (for thread names and stats), stable for its lifetime.
-    pub(crate) id: usize,
-}
-
-#[cfg(not(loom))]
-std::thread_local! {
-    static CURRENT_M: Cell<*const M> = const { Cell::new(core::ptr::null()) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static CURRENT_M: Cell<*const M> = Cell::new(core::ptr::null());
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
 /// and an inlined thread-local access could reuse a thread-pointer computed before a switch.
 #[inline(never)]
 pub(crate) fn current_m() -> *const M {
-    CURRENT_M.with(|c| c.get())
+    crate::sync::current_worker_ptr().cast()
 }
 
 /// The worker this thread runs, if it runs one of `shared`'s (or any scheduler's, if `None`).
 pub(crate) fn current_worker<'a>() -> Option<&'a M> {
     let m = current_m();
-    // SAFETY: CURRENT_M is set by `worker_main` to an M that lives on that thread's stack for
+    // SAFETY: the current-worker slot is set by `worker_main` to an M that lives on that thread's stack for
     // as long as the pointer is set, and only this thread reads it; the returned reference is
     // used by the caller before it can switch threads (callers re-fetch after switches).
     unsafe { m.as_ref() }
@@ -265,7 +254,6 @@ impl M {
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)),
             searching: Cell::new(false),
             spare_stack: Cell::new(None),
-            id,
         }
     }
 
@@ -600,8 +588,13 @@ impl M {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
                 g.publish_runnable();
-                self.after_yield.set(true);
-                self.push_local(g);
+                let pin = g.pinned_to.load(Ordering::Relaxed);
+                if pin != NOT_PINNED {
+                    self.shared.ps[pin].push_pinned(g);
+                } else {
+                    self.after_yield.set(true);
+                    self.push_local(g);
+                }
                 None
             }
             ACT_PARK => {
@@ -640,7 +633,7 @@ impl M {
             if !has_stack {
                 let reuse = self.spare_stack.take();
                 let stack = match reuse {
-                    Some(s) if s.size_class() == size => s,
+                    Some(s) if s.size() == size => s,
                     other => {
                         drop(other);
                         purloin_stack::lease(size)?
@@ -808,7 +801,8 @@ pub(crate) fn abort_with(msg: &str) -> ! {
 /// worker resumes the G. Must be called on a G's stack.
 #[inline(never)]
 pub(crate) fn switch_out(action: usize) {
-    // SAFETY: only called from a G's stack, where CURRENT_M is the worker running it.
+    // SAFETY: only called from a G's stack, where the current-worker slot names the worker
+    // running it.
     let m = unsafe { &*current_m() };
     let g0 = m.g0.take().expect("switch_out called outside a green thread");
     if std::thread::panicking() {
@@ -904,6 +898,14 @@ pub(crate) fn spawn_g(
              or from one of its green threads)",
         ));
     }
+    let pinned_home = here.filter(|m| m.holds_p());
+    if opts.pinned && pinned_home.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a pinned green thread can only be spawned from a green thread of the same \
+             runtime (it is pinned to the spawner's worker)",
+        ));
+    }
     let stack = match opts.stack_size {
         Some(size) if !cfg!(loom) => Some(purloin_stack::lease(size)?),
         _ => None,
@@ -925,13 +927,7 @@ pub(crate) fn spawn_g(
     shared.live.fetch_add(1, Ordering::Relaxed);
     let handle = GreenThread { g, generation };
     if opts.pinned {
-        let Some(m) = here.filter(|m| m.holds_p()) else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a pinned green thread can only be spawned from a green thread of the same \
-                 runtime (it is pinned to the spawner's worker)",
-            ));
-        };
+        let m = pinned_home.expect("checked above");
         let pi = m.p.get();
         g.pinned_to.store(pi, Ordering::Relaxed);
         m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
@@ -992,7 +988,7 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
     let m = M::new(shared, p, id);
-    CURRENT_M.with(|c| c.set(&m));
+    crate::sync::set_current_worker_ptr((&m as *const M).cast());
     loop {
         m.run();
         if m.shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
@@ -1006,7 +1002,7 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
         }
     }
     m.leave_searching();
-    CURRENT_M.with(|c| c.set(core::ptr::null()));
+    crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
 }

@@ -1,0 +1,53 @@
+//! Blocking handoff: a green thread blocking its OS thread inside `blocking()` lets the
+//! worker's other green threads run elsewhere; and the monitor reports long runners.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use purloin_sched::Builder;
+
+/// With ONE worker, green thread A blocks its OS thread (in `blocking`) until green thread B
+/// sends on a std channel. B can only run if the monitor hands the P to another thread: without
+/// the handoff this deadlocks (and the watchdog fails the test).
+#[test]
+fn blocking_section_hands_the_processor_to_another_thread() {
+    let _w = common::watchdog("handoff", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let (tx, rx) = mpsc::channel::<u32>();
+    let a = sched.spawn(move || purloin_sched::blocking(|| rx.recv().unwrap()));
+    let b = sched.spawn(move || tx.send(7).unwrap());
+    b.join().unwrap();
+    assert_eq!(a.join().unwrap(), 7);
+    assert!(sched.stats().global.handoffs >= 1, "{:?}", sched.stats().global);
+    // And the runtime is still fine afterwards (the blocked worker became a spare).
+    let hs: Vec<_> = (0..100).map(|i| sched.spawn(move || i)).collect();
+    assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 4950);
+}
+
+#[test]
+fn blocking_outside_a_green_thread_just_runs() {
+    assert_eq!(purloin_sched::blocking(|| 5), 5);
+}
+
+#[test]
+fn a_long_runner_is_reported_once() {
+    let _w = common::watchdog("long runner", Duration::from_secs(60));
+    let sched = Builder::new()
+        .workers(1)
+        .long_run_threshold(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let h = sched.spawn(|| {
+        let end = std::time::Instant::now() + Duration::from_millis(200);
+        let mut x = 0u64;
+        while std::time::Instant::now() < end {
+            x = x.wrapping_add(1);
+            std::hint::black_box(x);
+        }
+    });
+    h.join().unwrap();
+    assert_eq!(sched.stats().global.long_runners, 1);
+}

@@ -1,0 +1,70 @@
+//! Fairness: two green threads ping-ponging through `runnext` cannot starve a green thread
+//! waiting in the global queue: it runs within a bounded number of scheduling ticks.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use purloin_sched::{Builder, GreenThread};
+
+#[test]
+fn a_global_queue_green_thread_runs_within_the_interval_during_a_runnext_ping_pong() {
+    let _w = common::watchdog("fairness", Duration::from_secs(120));
+    let interval = 61u32;
+    let sched =
+        Builder::new().workers(1).global_queue_interval(interval).build().unwrap();
+    let switches = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let slot: Arc<[std::sync::Mutex<Option<GreenThread>>; 2]> =
+        Arc::new([std::sync::Mutex::new(None), std::sync::Mutex::new(None)]);
+
+    // The ping-pong pair: each wakes the other (runnext) and parks, forever, until `stop`.
+    let started = Arc::new(AtomicU64::new(0));
+    let mut pair = Vec::new();
+    for me in 0..2usize {
+        let (switches, stop, slot, started) =
+            (switches.clone(), stop.clone(), slot.clone(), started.clone());
+        pair.push(sched.spawn(move || {
+            *slot[me].lock().unwrap() = purloin_sched::current();
+            started.fetch_add(1, Ordering::AcqRel);
+            while started.load(Ordering::Acquire) < 2 {
+                purloin_sched::yield_now();
+            }
+            let other = slot[1 - me].lock().unwrap().unwrap();
+            while !stop.load(Ordering::Acquire) {
+                switches.fetch_add(1, Ordering::Relaxed);
+                other.unpark();
+                purloin_sched::park();
+            }
+            other.unpark();
+        }));
+    }
+    // Wait until the pair is in full swing, then submit from outside (the global queue).
+    while switches.load(Ordering::Relaxed) < 10_000 {
+        std::thread::yield_now();
+    }
+    let at_submit = Arc::new(AtomicU64::new(0));
+    let at_run = Arc::new(AtomicU64::new(0));
+    let (sw, ar, st) = (switches.clone(), at_run.clone(), stop.clone());
+    at_submit.store(switches.load(Ordering::Relaxed), Ordering::Relaxed);
+    let outsider = sched.spawn(move || {
+        ar.store(sw.load(Ordering::Relaxed), Ordering::Relaxed);
+        st.store(true, Ordering::Release);
+    });
+    outsider.join().unwrap();
+    for h in pair {
+        h.join().unwrap();
+    }
+    // Each switch of the pair is one scheduling tick; the global queue is checked first every
+    // `interval` ticks, and the submission may land just after a check (plus slack for the
+    // submission racing the count above).
+    let waited = at_run.load(Ordering::Relaxed).saturating_sub(at_submit.load(Ordering::Relaxed));
+    assert!(
+        waited <= 2 * interval as u64 + 4,
+        "the outsider waited {waited} ping-pong switches (bound {})",
+        2 * interval + 4
+    );
+}

@@ -1,0 +1,177 @@
+//! Spawning and joining: from OS threads and green threads, results and panics, join-helping,
+//! and a million green threads each run exactly once.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use purloin_sched::{Builder, SpawnOptions, StackSize};
+
+#[test]
+fn join_from_os_thread_returns_the_value() {
+    let _w = common::watchdog("join_from_os_thread", Duration::from_secs(60));
+    let sched = Builder::new().workers(2).build().unwrap();
+    let h = sched.spawn(|| 6 * 7);
+    assert_eq!(h.join().unwrap(), 42);
+}
+
+#[test]
+fn join_from_green_thread_parks_only_the_green_thread() {
+    let _w = common::watchdog("join_from_green", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let h = sched.spawn(|| {
+        // With one worker, a blocked OS thread would deadlock: the child must run while the
+        // parent waits.
+        let child = purloin_sched::spawn(|| {
+            purloin_sched::yield_now();
+            String::from("child")
+        })
+        .unwrap();
+        purloin_sched::yield_now();
+        child.join().unwrap()
+    });
+    assert_eq!(h.join().unwrap(), "child");
+}
+
+#[test]
+fn a_panic_reaches_the_joiner_and_the_runtime_keeps_working() {
+    let _w = common::watchdog("panic", Duration::from_secs(60));
+    let sched = Builder::new().workers(2).build().unwrap();
+    let h = sched.spawn(|| -> u32 { panic!("boom in a green thread") });
+    let err = h.join().unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"boom in a green thread"));
+    assert_eq!(sched.spawn(|| 1 + 1).join().unwrap(), 2);
+}
+
+#[test]
+fn join_helping_runs_an_unstarted_child_inline() {
+    let _w = common::watchdog("join_helping", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let h = sched.spawn(|| {
+        let me = purloin_sched::current().unwrap().id();
+        // The child has not started when we join (one worker, and we do not yield): it runs
+        // inline on our stack and sees itself as current().
+        let child = purloin_sched::spawn(move || purloin_sched::current().unwrap().id() != me)
+            .unwrap();
+        let child_id = child.thread().id();
+        let saw_itself = child.join().unwrap();
+        (saw_itself, child_id != me)
+    });
+    let (saw_itself, distinct) = h.join().unwrap();
+    assert!(saw_itself && distinct);
+    assert!(sched.stats().total.inline_joins >= 1, "{:?}", sched.stats().total);
+}
+
+#[test]
+fn names_and_ids() {
+    let _w = common::watchdog("names", Duration::from_secs(60));
+    let sched = Builder::new().workers(2).build().unwrap();
+    let opts = SpawnOptions { name: Some("worker-bee".into()), ..Default::default() };
+    let h = sched
+        .spawn_with(opts, || {
+            let me = purloin_sched::current().unwrap();
+            (me.name().map(|n| n.to_string()), me.id())
+        })
+        .unwrap();
+    let id = h.thread().id();
+    let (name, seen_id) = h.join().unwrap();
+    assert_eq!(name.as_deref(), Some("worker-bee"));
+    assert_eq!(seen_id, id);
+    assert!(purloin_sched::current().is_none(), "an OS thread is not a green thread");
+}
+
+#[test]
+fn bad_stack_size_is_an_error_at_spawn() {
+    let sched = Builder::new().workers(1).build().unwrap();
+    let opts = SpawnOptions { stack_size: Some(StackSize::Bytes(12345)), ..Default::default() };
+    let err = sched.spawn_with(opts, || ()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("page"), "{err}");
+}
+
+#[test]
+fn builder_rejects_zero_workers() {
+    let err = Builder::new().workers(0).build().unwrap_err();
+    assert!(err.to_string().contains("workers"), "{err}");
+}
+
+#[test]
+fn spawn_outside_a_green_thread_without_a_scheduler_is_an_error() {
+    let err = purloin_sched::spawn(|| ()).unwrap_err();
+    assert!(err.to_string().contains("outside a green thread"), "{err}");
+}
+
+/// 10^6 green threads, half spawned from outside (the injector) and half from inside (local
+/// queues), some yielding: each runs exactly once.
+#[test]
+fn a_million_green_threads_run_exactly_once() {
+    const N: usize = 1_000_000;
+    let _w = common::watchdog("million", Duration::from_secs(300));
+    let sched = Builder::new().workers(2).stack_size(StackSize::Small).build().unwrap();
+    let hits: Arc<Vec<AtomicU8>> = Arc::new((0..N).map(|_| AtomicU8::new(0)).collect());
+    let done = Arc::new(AtomicUsize::new(0));
+
+    // Inside: 10 spawner green threads, each spawning N/20 children.
+    let mut spawners = Vec::new();
+    for s in 0..10 {
+        let hits = hits.clone();
+        let done = done.clone();
+        spawners.push(sched.spawn(move || {
+            let per = N / 20;
+            let mut kids = Vec::with_capacity(1024);
+            for i in 0..per {
+                let idx = s * per + i;
+                let hits = hits.clone();
+                let done = done.clone();
+                kids.push(
+                    purloin_sched::spawn(move || {
+                        if idx % 7 == 0 {
+                            purloin_sched::yield_now();
+                        }
+                        hits[idx].fetch_add(1, Ordering::Relaxed);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .unwrap(),
+                );
+                if kids.len() == 1024 {
+                    for k in kids.drain(..) {
+                        k.join().unwrap();
+                    }
+                }
+            }
+            for k in kids {
+                k.join().unwrap();
+            }
+        }));
+    }
+    // Outside: the other half from this OS thread.
+    let mut outside = Vec::with_capacity(4096);
+    for idx in N / 2..N {
+        let hits = hits.clone();
+        let done = done.clone();
+        outside.push(sched.spawn(move || {
+            hits[idx].fetch_add(1, Ordering::Relaxed);
+            done.fetch_add(1, Ordering::Relaxed);
+        }));
+        if outside.len() == 4096 {
+            for h in outside.drain(..) {
+                h.join().unwrap();
+            }
+        }
+    }
+    for h in outside {
+        h.join().unwrap();
+    }
+    for s in spawners {
+        s.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::Relaxed), N);
+    let bad: Vec<usize> =
+        (0..N).filter(|&i| hits[i].load(Ordering::Relaxed) != 1).take(10).collect();
+    assert!(bad.is_empty(), "green threads not run exactly once: {bad:?}");
+    let stats = sched.stats();
+    assert_eq!(stats.live, 0);
+}
