@@ -218,11 +218,15 @@ fn resume_ontop_publishes_only_after_the_switch() {
 /// A plain std atomic (loom atomics cannot be statics); loom does not need to see it.
 static GUARD_DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-struct Guard;
+/// The same for the forced-unwind model (the models run in parallel).
+static FORCED_GUARD_DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts its drop in the counter it points to.
+struct Guard(&'static std::sync::atomic::AtomicUsize);
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        GUARD_DROPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -231,7 +235,7 @@ impl Drop for Guard {
 extern "C-unwind" fn parks_forever(t: Transfer) -> ! {
     let back = t.context;
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        let _guard = Guard;
+        let _guard = Guard(&GUARD_DROPS);
         // SAFETY: `back` is the model thread, suspended in `resume`.
         unsafe { back.resume(1) }
     }));
@@ -268,5 +272,58 @@ fn abandoned_contexts_end_their_threads() {
         while GUARD_DROPS.load(std::sync::atomic::Ordering::Relaxed) == 0 {
             thread::yield_now();
         }
+    });
+}
+
+/// The payload of a forced unwind.
+struct Forced;
+
+fn slot(addr: usize) -> &'static Mutex<Option<Context>> {
+    // SAFETY: `data` in the forced-unwind model is the address of this slot, kept alive by
+    // the model.
+    unsafe { &*(addr as *const Mutex<Option<Context>>) }
+}
+
+/// Runs on the parked context's side (its loom thread), inside its pending `resume`.
+fn force_unwind(t: Transfer) -> Transfer {
+    *slot(t.data).lock().unwrap() = Some(t.context);
+    std::panic::resume_unwind(Box::new(Forced))
+}
+
+extern "C-unwind" fn parks_then_is_unwound(t: Transfer) -> ! {
+    let (back, addr) = (t.context, t.data);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _guard = Guard(&FORCED_GUARD_DROPS);
+        // SAFETY: `back` is the model thread, suspended in `resume`.
+        unsafe { back.resume(1) };
+    }));
+    let code = match outcome {
+        Err(p) if p.is::<Forced>() => 2,
+        _ => 3,
+    };
+    let back = slot(addr).lock().unwrap().take().expect("force_unwind left the way back");
+    // SAFETY: `back` is the model thread, suspended in `resume_ontop`; never resumed again.
+    unsafe { back.resume(code) };
+    unreachable!();
+}
+
+/// A forced unwind under loom, as the runtime's shutdown does it: `resume_ontop` with a
+/// panicking function unwinds the parked context to its entry's `catch_unwind`, running its
+/// destructors, and the context reports back.
+#[test]
+fn a_forced_unwind_through_resume_ontop_is_caught_by_the_entry() {
+    loom::model(|| {
+        FORCED_GUARD_DROPS.store(0, std::sync::atomic::Ordering::Relaxed);
+        let slot = Arc::new(Mutex::new(None::<Context>));
+        let addr = Arc::as_ptr(&slot) as usize;
+        let mut stack = FakeStack::new();
+        // SAFETY: fresh context.
+        let t = unsafe { stack.context(parks_then_is_unwound).resume(addr) };
+        assert_eq!(t.data, 1);
+        // SAFETY: parked in `resume`; its entry catches the panic of `force_unwind`.
+        let t = unsafe { t.context.resume_ontop(addr, force_unwind) };
+        assert_eq!(t.data, 2, "the entry caught the Forced payload");
+        assert_eq!(FORCED_GUARD_DROPS.load(std::sync::atomic::Ordering::Relaxed), 1);
+        drop(t.context); // finished: abandon it
     });
 }
