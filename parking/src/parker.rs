@@ -115,9 +115,7 @@ impl Parker {
         loop {
             futex::wait(state, PARKED, None);
             // NOTIFIED => EMPTY. P1: Acquire, pairs with `unpark`'s swap.
-            if state
-                .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            if state.compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 return;
             }
@@ -148,9 +146,7 @@ impl Parker {
         loop {
             let result = futex::wait(state, PARKED, Some(deadline));
             // NOTIFIED => EMPTY. P1: Acquire, pairs with `unpark`'s swap.
-            if state
-                .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            if state.compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 return true;
             }

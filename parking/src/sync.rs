@@ -21,9 +21,9 @@ mod imp {
     pub(crate) use loom::thread;
 }
 
-pub(crate) use imp::*;
 /// Public (re-exported as `futex::AtomicU32`): the word type of the futex API.
 pub use imp::AtomicU32;
+pub(crate) use imp::*;
 
 /// A diagnostic counter cell. Always a real `core` atomic, also under loom: counters are
 /// written with `Relaxed` increments and never read by the code they count, so they cannot

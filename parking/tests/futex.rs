@@ -35,7 +35,11 @@ fn timed_wait_returns_after_its_deadline_not_before() {
             let returned = Instant::now();
             assert_eq!(result, WaitResult::TimedOut);
             assert!(returned >= deadline, "TimedOut reported before the deadline");
-            assert!(returned - deadline < LATE_BOUND, "timed wait overslept by {:?}", returned - deadline);
+            assert!(
+                returned - deadline < LATE_BOUND,
+                "timed wait overslept by {:?}",
+                returned - deadline
+            );
         }
     });
 }

@@ -93,7 +93,10 @@ fn two_workers_one_task_is_taken_exactly_once() {
                 thread::spawn(move || {
                     loop {
                         let state = lot.state();
-                        if queued.compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                        if queued
+                            .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                        {
                             taken.fetch_add(1, Ordering::Release);
                             continue;
                         }

@@ -49,7 +49,9 @@ fn a_signal_from_another_thread_ends_a_wait() {
         thread::scope(|s| {
             let snapshot = lot.state();
             let lot = &lot;
-            let waiter = s.spawn(move || lot.wait_deadline(snapshot, Instant::now() + Duration::from_secs(3600)));
+            let waiter = s.spawn(move || {
+                lot.wait_deadline(snapshot, Instant::now() + Duration::from_secs(3600))
+            });
             spin_until(|| lot.waiters() == 1);
             assert!(lot.signal(1) <= 1);
             assert!(!waiter.join().unwrap(), "woken by a signal, not timed out");

@@ -126,7 +126,11 @@ fn stress_every_task_runs_exactly_once() {
                         let task = queue.lock().unwrap().pop_front();
                         match task {
                             Some(task) => {
-                                assert!(!seen[task.id].swap(true, Ordering::Relaxed), "task {} ran twice", task.id);
+                                assert!(
+                                    !seen[task.id].swap(true, Ordering::Relaxed),
+                                    "task {} ran twice",
+                                    task.id
+                                );
                                 ran.fetch_add(1, Ordering::Relaxed);
                             }
                             None if state.is_stopped() => return,

@@ -142,6 +142,10 @@ fn ping_pong_a_million_rounds_never_hangs() {
             }
         });
         assert_eq!(turn.into_inner(), 2 * ROUNDS);
-        eprintln!("ping-pong: {} of {} unparks found the peer asleep", woke_sleeper.into_inner(), 2 * ROUNDS);
+        eprintln!(
+            "ping-pong: {} of {} unparks found the peer asleep",
+            woke_sleeper.into_inner(),
+            2 * ROUNDS
+        );
     });
 }

@@ -2,7 +2,7 @@
 #![cfg(not(loom))]
 
 use purloin_parking::futex::WaitResult;
-use purloin_parking::{ParkingLot, ParkingLots, Parker, State, Unparker, stats::Counters};
+use purloin_parking::{Parker, ParkingLot, ParkingLots, State, Unparker, stats::Counters};
 use static_assertions::{assert_impl_all, assert_not_impl_any};
 
 assert_impl_all!(ParkingLot: Send, Sync);

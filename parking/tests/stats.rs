@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{spin_until, with_watchdog};
 use purloin_parking::futex::{self, AtomicU32};
-use purloin_parking::{ParkingLot, Parker, stats};
+use purloin_parking::{Parker, ParkingLot, stats};
 
 #[test]
 fn counters_track_waits_wakes_skips_and_timeouts() {

@@ -99,13 +99,13 @@ cfg_if::cfg_if! {
 // fallback table is tested there, so a change here cannot silently break them.
 #[cfg(all(test, not(loom), target_os = "linux"))]
 #[allow(dead_code)]
+mod hybrid;
+#[cfg(all(test, not(loom), target_os = "linux"))]
+#[allow(dead_code)]
 mod table;
 #[cfg(all(test, not(loom), target_os = "linux"))]
 #[allow(dead_code)]
 mod windows;
-#[cfg(all(test, not(loom), target_os = "linux"))]
-#[allow(dead_code)]
-mod hybrid;
 
 /// How a [`wait`] ended.
 ///

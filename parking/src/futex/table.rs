@@ -132,7 +132,12 @@ pub(super) fn wait(atomic: &AtomicU32, expected: u32, deadline: Option<Instant>)
 }
 
 #[cfg(not(loom))]
-fn timed(bucket: &Bucket, mut queue: MutexGuard<'_, Queue>, ticket: u64, deadline: Instant) -> WaitResult {
+fn timed(
+    bucket: &Bucket,
+    mut queue: MutexGuard<'_, Queue>,
+    ticket: u64,
+    deadline: Instant,
+) -> WaitResult {
     loop {
         if !queue.contains(ticket) {
             return WaitResult::Woken;
@@ -150,7 +155,12 @@ fn timed(bucket: &Bucket, mut queue: MutexGuard<'_, Queue>, ticket: u64, deadlin
 }
 
 #[cfg(loom)]
-fn timed(bucket: &Bucket, queue: MutexGuard<'_, Queue>, ticket: u64, _deadline: Instant) -> WaitResult {
+fn timed(
+    bucket: &Bucket,
+    queue: MutexGuard<'_, Queue>,
+    ticket: u64,
+    _deadline: Instant,
+) -> WaitResult {
     // "Asleep": any thread may run (and wake us) between this unlock and the relock.
     drop(queue);
     let mut queue = lock(&bucket.queue);

@@ -70,8 +70,7 @@ pub(super) fn wait(atomic: &AtomicU32, expected: u32, deadline: Option<Instant>)
         // set by the failed WaitOnAddress just above.
         let error = unsafe { GetLastError() };
         assert_eq!(
-            error,
-            ERROR_TIMEOUT,
+            error, ERROR_TIMEOUT,
             "WaitOnAddress failed with Windows error {error}; purloin-parking needs Windows 8 or \
              later (Synchronization.lib)"
         );
