@@ -1,0 +1,613 @@
+//! [`Worker`]: the owner's handle, with the push, pop, overflow and resize halves of the
+//! protocol described in [`queue`](crate::queue).
+//!
+//! # Memory ordering
+//!
+//! The owner takes part in the pairs of [`queue`](crate::queue): it is the Release side of
+//! **P1** (`push_count` store after writing a slot), **P2** (the pop RMW on `packed`) and
+//! **P4** (`buffer` store after copying a ring), and the Acquire side of **P3** (`done` load
+//! before reusing a slot). When it overflows it is also a claimer (P1–P3 as in `claim`). The
+//! owner caches what only it writes (`push_count`, `pop_count`, the ring) and lower bounds of
+//! what thieves advance (`head`, `done`) in plain `Cell`s: `head` and `done` only grow, so a
+//! stale cached value under-estimates the room and the length, never over-estimates them.
+
+use core::cell::Cell;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crate::buffer::Buffer;
+use crate::injector::Injector;
+use crate::queue::{Claim, MAX_CAPACITY, MIN_GROWABLE_CAPACITY, POP_ONE, Queue, unpack};
+use crate::stealer::Stealer;
+use crate::sync::{Arc, Ordering};
+
+/// Rings of at least this many bytes are handed to the epoch collector with a `flush`, so that a
+/// big retired ring (after a burst) is freed promptly instead of waiting in a thread-local bag.
+const FLUSH_BYTES: usize = 1 << 10;
+
+/// The owner's handle of a work-stealing queue: it pushes and pops at the *tail* (LIFO, newest
+/// first), while [`Stealer`]s take the oldest items from the *head*.
+///
+/// Two modes, chosen at construction:
+///
+/// * **bounded** ([`Worker::bounded`]): a fixed power-of-two ring; [`push`](Worker::push)
+///   returns `Err(item)` when full, and [`push_or_overflow`](Worker::push_or_overflow) moves
+///   the older half of the queue plus the item to an [`Injector`] instead (as Go and tokio do).
+///   No epoch reclamation cost anywhere.
+/// * **growable** ([`Worker::new`], [`Worker::with_max_capacity`]): the ring doubles when full
+///   (up to an optional maximum), can be shrunk after a burst with
+///   [`shrink_to_fit`](Worker::shrink_to_fit), and retired rings are reclaimed with
+///   `crossbeam-epoch` (thieves pin; the owner's push and pop do not).
+///
+/// A `Worker` is `Send` but not `Sync`: exactly one thread owns it at a time.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_deque::{Steal, Worker};
+///
+/// let w = Worker::bounded(8);
+/// w.push(1).unwrap();
+/// w.push(2).unwrap();
+/// w.push(3).unwrap();
+/// let s = w.stealer();
+/// assert_eq!(s.steal(), Steal::Success(1)); // thieves take the oldest
+/// assert_eq!(w.pop(), Some(3)); // the owner takes the newest
+/// assert_eq!(w.pop(), Some(2));
+/// assert_eq!(w.pop(), None);
+/// ```
+pub struct Worker<T> {
+    pub(crate) queue: Arc<Queue<T>>,
+    /// The ring in use: always equal to `queue.buffer`, which only this handle replaces.
+    buffer: Cell<NonNull<Buffer<T>>>,
+    /// Mirror of `queue.push_count` (only the owner writes it).
+    push_count: Cell<u32>,
+    /// Mirror of the high half of `queue.packed` (only the owner changes it).
+    pop_count: Cell<u32>,
+    /// A lower bound of the head in `queue.packed` (heads only grow).
+    head_seen: Cell<u32>,
+    /// A lower bound of `queue.done` (it only grows).
+    done_seen: Cell<u32>,
+    /// Not `Sync`: the cells above are the owner's alone.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+// SAFETY: `Worker` may move to another thread with its `T`s (hence `T: Send`); the fields that
+// are not `Send` by themselves are the `buffer` cell (a pointer to the ring that `queue` keeps
+// alive) and the counter cells, which only the one thread holding the `Worker` touches.
+unsafe impl<T: Send> Send for Worker<T> {}
+
+impl<T> Worker<T> {
+    /// Creates a growable queue: the ring starts at 64 slots and doubles whenever a push finds it
+    /// full, up to 2^30 items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::new();
+    /// for i in 0..1000 {
+    ///     w.push(i).unwrap(); // never fails below 2^30 items
+    /// }
+    /// assert_eq!(w.len(), 1000);
+    /// assert!(w.capacity() >= 1000);
+    /// ```
+    pub fn new() -> Worker<T> {
+        Worker::from_queue(Queue::new(MIN_GROWABLE_CAPACITY, MAX_CAPACITY, true))
+    }
+
+    /// Creates a growable queue that never holds more than `max_capacity` items (rounded up to a
+    /// power of two): once there, [`push`](Worker::push) returns `Err(item)`.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `max_capacity` is 0 or greater than 2^30.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::with_max_capacity(100); // rounded up to 128
+    /// for i in 0..128 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// assert_eq!(w.push(128), Err(128));
+    /// ```
+    pub fn with_max_capacity(max_capacity: usize) -> Worker<T> {
+        let max = checked_capacity(max_capacity, "Worker::with_max_capacity");
+        Worker::from_queue(Queue::new(MIN_GROWABLE_CAPACITY.min(max), max, true))
+    }
+
+    /// Creates a bounded queue of `capacity` slots, rounded up to a power of two.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `capacity` is 0 or greater than 2^30.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::bounded(3); // rounded up to 4
+    /// assert_eq!(w.capacity(), 4);
+    /// for i in 0..4 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// assert_eq!(w.push(4), Err(4));
+    /// ```
+    pub fn bounded(capacity: usize) -> Worker<T> {
+        let cap = checked_capacity(capacity, "Worker::bounded");
+        Worker::from_queue(Queue::new(cap, cap, false))
+    }
+
+    fn from_queue(queue: Queue<T>) -> Worker<T> {
+        // SAFETY: `Queue::new` stores a pointer from `Box::into_raw`, never null.
+        let buffer = unsafe { NonNull::new_unchecked(queue.buffer.load(Ordering::Relaxed)) };
+        Worker {
+            queue: Arc::new(queue),
+            buffer: Cell::new(buffer),
+            push_count: Cell::new(0),
+            pop_count: Cell::new(0),
+            head_seen: Cell::new(0),
+            done_seen: Cell::new(0),
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Creates a [`Stealer`] for this queue. Stealers can be cloned and shared freely.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::<u32>::bounded(4);
+    /// let s = w.stealer();
+    /// std::thread::spawn(move || assert!(s.steal().is_empty())).join().unwrap();
+    /// ```
+    pub fn stealer(&self) -> Stealer<T> {
+        Stealer { queue: self.queue.clone() }
+    }
+
+    #[inline(always)]
+    fn ring(&self) -> &Buffer<T> {
+        // SAFETY: the ring is the queue's current one (it is only replaced by `resize` on this
+        // thread, which updates the cell), and the queue, held by `self.queue`, keeps it alive.
+        unsafe { self.buffer.get().as_ref() }
+    }
+
+    #[inline(always)]
+    fn tail(&self) -> u32 {
+        self.push_count.get().wrapping_sub(self.pop_count.get())
+    }
+
+    /// Pushes an item at the tail.
+    ///
+    /// # Errors
+    ///
+    /// Returns `Err(item)` if the queue is full: a bounded queue at its capacity, or a growable
+    /// queue at its maximum capacity. (Slots a thief is still copying out count as full.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::bounded(1);
+    /// assert_eq!(w.push('a'), Ok(()));
+    /// assert_eq!(w.push('b'), Err('b'));
+    /// ```
+    #[inline]
+    pub fn push(&self, item: T) -> Result<(), T> {
+        let tail = self.tail();
+        let ring = self.ring();
+        if tail.wrapping_sub(self.done_seen.get()) > ring.mask() {
+            return self.push_slow(item);
+        }
+        // SAFETY: `tail - done < capacity`, so the slot of `tail` is outside `done..tail`: free,
+        // and only the owner (this thread) writes free slots. The read of its previous item
+        // happens-before this write (P3 through the cached `done`).
+        unsafe { self.push_unchecked(ring, tail, item) };
+        Ok(())
+    }
+
+    /// Writes `item` at `tail` and publishes it.
+    ///
+    /// # Safety
+    ///
+    /// * The slot of `tail` in `ring` is free (`tail - done < capacity` for an acquired `done`).
+    /// * `ring` is the current ring and `tail` the current tail.
+    #[inline(always)]
+    unsafe fn push_unchecked(&self, ring: &Buffer<T>, tail: u32, item: T) {
+        // SAFETY: the slot is free and ours (this function's contract).
+        unsafe { ring.write(tail, item) };
+        let push_count = self.push_count.get().wrapping_add(1);
+        // P1: Release; pairs with the Acquire load in `Queue::claim` (and `Queue::len`).
+        self.queue.owner_side.push_count.store(push_count, Ordering::Release);
+        self.push_count.set(push_count);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, item: T) -> Result<(), T> {
+        // The cached `done` says full: refresh it.
+        // P3: Acquire; pairs with the Release store in `Queue::complete`.
+        let done = self.queue.done.load(Ordering::Acquire);
+        self.done_seen.set(done);
+        let tail = self.tail();
+        let mut ring = self.ring();
+        if tail.wrapping_sub(done) > ring.mask() {
+            let cap = ring.capacity();
+            if !self.queue.growable || cap >= self.queue.max_capacity {
+                return Err(item);
+            }
+            self.resize(cap * 2);
+            ring = self.ring();
+        }
+        // SAFETY: `tail - done < capacity` now holds for the acquired `done` and current ring.
+        unsafe { self.push_unchecked(ring, tail, item) };
+        Ok(())
+    }
+
+    /// Pushes an item and reports whether the queue was empty just before, which is what a
+    /// scheduler needs to decide whether to wake a sleeping worker.
+    ///
+    /// "Empty" is a snapshot taken at the push: a thief may have been taking the last item at
+    /// that very moment, so treat `false` as "someone had work to steal already".
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Worker::push): `Err(item)` when full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::bounded(4);
+    /// assert_eq!(w.push_was_empty(1), Ok(true));
+    /// assert_eq!(w.push_was_empty(2), Ok(false));
+    /// ```
+    #[inline]
+    pub fn push_was_empty(&self, item: T) -> Result<bool, T> {
+        let was_empty = self.is_empty();
+        self.push(item).map(|()| was_empty)
+    }
+
+    /// Pushes an item; if the queue is full, moves the older half of its items plus `item` to
+    /// `injector` in one batch instead (Go's `runqputslow`, tokio's `push_overflow`), so a
+    /// scheduler's local queue never refuses work.
+    ///
+    /// If a thief is copying items out at that moment (so room is about to appear), only `item`
+    /// goes to the injector.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Injector, Worker};
+    ///
+    /// let global = Injector::new();
+    /// let w = Worker::bounded(4);
+    /// for i in 0..5 {
+    ///     w.push_or_overflow(i, &global);
+    /// }
+    /// // The oldest half (0, 1) and the new item (4) went to the injector.
+    /// assert_eq!(global.len(), 3);
+    /// assert_eq!(w.len(), 2);
+    /// ```
+    #[inline]
+    pub fn push_or_overflow(&self, item: T, injector: &Injector<T>) {
+        if let Err(item) = self.push(item) {
+            self.overflow(item, injector);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overflow(&self, item: T, injector: &Injector<T>) {
+        // The owner claims the oldest half like a thief would. It needs no epoch guard for a
+        // growable ring: only the owner retires rings.
+        // SAFETY: we read exactly the claimed slots below and then call `complete`.
+        match unsafe { self.queue.claim(|avail| avail.div_ceil(2)) } {
+            Claim::Claimed { head, count, buffer } => {
+                // SAFETY: the owner's claim returns the current ring, which the queue keeps
+                // alive.
+                let ring = unsafe { buffer.as_ref() };
+                let end = head.wrapping_add(count);
+                let mut position = head;
+                let mut item = Some(item);
+                injector.push_exact(count as usize + 1, || {
+                    if position != end {
+                        // SAFETY: `head..end` is our claim; each slot is read once, in order.
+                        let claimed = unsafe { ring.read(position) };
+                        position = position.wrapping_add(1);
+                        claimed
+                    } else {
+                        item.take().expect("push_exact asks for exactly count + 1 items")
+                    }
+                });
+                // SAFETY: our claim ends at `end` and every claimed slot was read above.
+                unsafe { self.queue.complete(end) };
+                self.head_seen.set(end);
+                self.done_seen.set(end);
+            }
+            Claim::Busy => injector.push(item),
+            Claim::Empty => {
+                // Thieves emptied the queue since `push` failed; room appears once they finish.
+                if let Err(item) = self.push(item) {
+                    injector.push(item);
+                }
+            }
+        }
+    }
+
+    /// Pops the newest item (LIFO).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::new();
+    /// w.push(1).unwrap();
+    /// w.push(2).unwrap();
+    /// assert_eq!(w.pop(), Some(2));
+    /// assert_eq!(w.pop(), Some(1));
+    /// assert_eq!(w.pop(), None);
+    /// ```
+    #[inline]
+    pub fn pop(&self) -> Option<T> {
+        let tail = self.tail();
+        if tail == self.head_seen.get() {
+            // head_seen <= head <= tail: definitely empty, no shared access needed.
+            return None;
+        }
+        // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`.
+        let old = self.queue.owner_side.packed.fetch_add(POP_ONE, Ordering::Release);
+        let (old_pops, head) = unpack(old);
+        debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
+        self.head_seen.set(head);
+        if head == tail {
+            // Thieves took everything: undo the pop. Until the undo, claimers compute a
+            // "negative" length and report Empty, which is true.
+            // P2: Release as well (this restores the word claimers acquire).
+            self.queue.owner_side.packed.fetch_sub(POP_ONE, Ordering::Release);
+            return None;
+        }
+        self.pop_count.set(old_pops.wrapping_add(1));
+        let position = tail.wrapping_sub(1);
+        // SAFETY: `head < tail` at the instant of our RMW, and no claim can pass the new tail
+        // (`tail - 1`): later claims see the new pop_count. So `tail - 1` is ours; the owner
+        // wrote it (program order).
+        Some(unsafe { self.ring().read(position) })
+    }
+
+    /// The number of items in the queue (a snapshot: thieves may take some at any moment).
+    /// Items a thief is copying out at this instant are not counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::bounded(4);
+    /// w.push(()).unwrap();
+    /// assert_eq!(w.len(), 1);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        // Relaxed: the owner only needs a snapshot of the head thieves moved.
+        let (_, head) = unpack(self.queue.owner_side.packed.load(Ordering::Relaxed));
+        self.tail().wrapping_sub(head) as usize
+    }
+
+    /// Returns `true` if the queue holds no items (a snapshot, as [`len`](Worker::len)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::<i32>::new();
+    /// assert!(w.is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of slots of the current ring: fixed for a bounded queue; the current size
+    /// for a growable one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// assert_eq!(Worker::<u8>::bounded(256).capacity(), 256);
+    /// ```
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.ring().capacity() as usize
+    }
+
+    /// The most items the queue will ever hold: the capacity of a bounded queue, the maximum of
+    /// a growable one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// assert_eq!(Worker::<u8>::with_max_capacity(1000).max_capacity(), 1024);
+    /// ```
+    #[inline]
+    pub fn max_capacity(&self) -> usize {
+        self.queue.max_capacity as usize
+    }
+
+    /// Shrinks a growable queue's ring to the smallest power of two (at least 64) that holds its
+    /// items, returning the memory of a burst to the allocator (through the epoch collector:
+    /// freed once no thief can still be reading the old ring). Does nothing for a bounded queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::new();
+    /// for i in 0..10_000 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// while w.len() > 10 {
+    ///     w.pop();
+    /// }
+    /// w.shrink_to_fit();
+    /// assert_eq!(w.capacity(), 64);
+    /// ```
+    pub fn shrink_to_fit(&self) {
+        if !self.queue.growable {
+            return;
+        }
+        // P3: Acquire; slots before `done` are free, the rest must fit in the new ring.
+        let done = self.queue.done.load(Ordering::Acquire);
+        self.done_seen.set(done);
+        let used = self.tail().wrapping_sub(done);
+        let target = used.max(MIN_GROWABLE_CAPACITY).next_power_of_two();
+        if target < self.ring().capacity() {
+            self.resize(target);
+        }
+    }
+
+    /// Makes sure `additional` more items fit without a push failing, growing a growable ring
+    /// if needed. Returns the free room (which may be less than `additional` at the maximum
+    /// capacity or for a bounded queue).
+    pub(crate) fn reserve(&self, additional: u32) -> u32 {
+        // P3: Acquire, as in `push_slow`.
+        let done = self.queue.done.load(Ordering::Acquire);
+        self.done_seen.set(done);
+        let used = self.tail().wrapping_sub(done);
+        let cap = self.ring().capacity();
+        if self.queue.growable && cap - used < additional {
+            let wanted = used.saturating_add(additional).min(self.queue.max_capacity);
+            let target = wanted.next_power_of_two();
+            if target > cap {
+                self.resize(target);
+            }
+        }
+        self.ring().capacity() - used
+    }
+
+    /// Replaces the ring by one of `capacity` slots holding the same items.
+    fn resize(&self, capacity: u32) {
+        let old = self.buffer.get();
+        let old_bytes = self.capacity().saturating_mul(size_of::<T>());
+        let tail = self.tail();
+        // Relaxed: our own pops are in program order; a thief's newer head only means we copy
+        // bytes of slots it has just claimed, which nobody reads from the new ring.
+        let (_, head) = unpack(self.queue.owner_side.packed.load(Ordering::Relaxed));
+        debug_assert!(tail.wrapping_sub(head) <= capacity);
+        let new = Box::new(Buffer::new(capacity));
+        // SAFETY: only this thread writes slots of `old` (none is written during the copy);
+        // `new` is not published yet; `tail - head <= tail - done <= capacity` (callers size
+        // the ring from `done`).
+        unsafe { old.as_ref().copy_to(&new, head, tail) };
+        let new = NonNull::from(Box::leak(new));
+        // P4: Release; pairs with the Acquire load of `buffer` in `Queue::claim`.
+        self.queue.buffer.store(new.as_ptr(), Ordering::Release);
+        self.buffer.set(new);
+
+        // Retire the old ring. A thief pinned before the store above may still read it; the
+        // collector frees it only after every such pin has ended.
+        let free_old = move || {
+            // SAFETY: `old` came from `Box::into_raw`/`Box::leak`, is no longer reachable from
+            // the queue (replaced above), and the collector runs this exactly once.
+            drop(unsafe { Box::from_raw(old.as_ptr()) });
+        };
+        let guard = crossbeam_epoch::pin();
+        // SAFETY: `free_old` captures only `old` (by move) and touches nothing on our stack; it
+        // may run on another thread, which is fine because dropping a ring frees memory
+        // without reading or dropping any `T`.
+        unsafe { guard.defer_unchecked(free_old) };
+        if old_bytes >= FLUSH_BYTES {
+            guard.flush();
+        }
+    }
+
+    /// Receives `count` items from a batch source (a steal or the injector) into the tail, in
+    /// the order `next` yields them, then publishes them all with one store.
+    ///
+    /// # Safety
+    ///
+    /// * `count` items fit: `count <= reserve(..)`'s answer, with no push in between.
+    /// * `next` yields `count` items, the `i`-th item going to position `tail + order(i)`,
+    ///   where `order` is the identity if `reversed` is false, and `count - 1 - i` otherwise.
+    pub(crate) unsafe fn receive_batch(
+        &self,
+        count: u32,
+        reversed: bool,
+        mut next: impl FnMut() -> T,
+    ) {
+        if count == 0 {
+            return;
+        }
+        let tail = self.tail();
+        let ring = self.ring();
+        for i in 0..count {
+            let offset = if reversed { count - 1 - i } else { i };
+            // SAFETY: the caller reserved `count` free slots after `tail` (contract); free
+            // slots are written only by the owner, which we are.
+            unsafe { ring.write(tail.wrapping_add(offset), next()) };
+        }
+        let push_count = self.push_count.get().wrapping_add(count);
+        // P1: Release; publishes the whole batch.
+        self.queue.owner_side.push_count.store(push_count, Ordering::Release);
+        self.push_count.set(push_count);
+    }
+}
+
+impl<T> Default for Worker<T> {
+    fn default() -> Worker<T> {
+        Worker::new()
+    }
+}
+
+impl<T> fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("growable", &self.queue.growable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Validates a requested capacity and rounds it up to a power of two.
+fn checked_capacity(requested: usize, what: &str) -> u32 {
+    assert!(
+        requested != 0,
+        "{what}(0): a queue needs room for at least one item; pass a capacity of 1 or more"
+    );
+    assert!(
+        requested <= MAX_CAPACITY as usize,
+        "{what}({requested}): the largest supported capacity is 2^30 ({MAX_CAPACITY}); \
+         pass a smaller capacity, or use Worker::new() and let the ring grow"
+    );
+    (requested as u32).next_power_of_two()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::queue::pack;
+
+    #[test]
+    fn pack_round_trips() {
+        assert_eq!(unpack(pack(7, 9)), (7, 9));
+        assert_eq!(unpack(pack(u32::MAX, 0).wrapping_add(POP_ONE)), (0, 0));
+    }
+}
