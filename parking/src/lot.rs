@@ -1,47 +1,6 @@
 //! [`ParkingLot`]: brpc's "snapshot, look for work, wait on the snapshot" idle protocol, with
-//! the waiter count in the same futex word as the signal counter.
-//!
-//! A worker that finds nothing to do goes through three steps:
-//!
-//! 1. `let s = lot.state();` (snapshot),
-//! 2. look for work everywhere (a producer publishes work *before* calling [`ParkingLot::signal`]),
-//! 3. `lot.wait(s);` if nothing was found.
-//!
-//! Any signal after the snapshot makes the wait return at once or wakes the waiter, so work
-//! published between steps 1 and 3 is never slept through.
-//!
-//! # Word layout
-//!
-//! One `u32`, the futex word:
-//!
-//! ```text
-//!  31                              9 8            1   0
-//! +---------------------------------+--------------+---+
-//! |   epoch (23 bits, wraps)        | waiters (8)  | S |
-//! +---------------------------------+--------------+---+
-//! ```
-//!
-//! - `S` (bit 0): stopped. Set once by [`ParkingLot::stop`], never cleared.
-//! - waiters (bits 1..=8): threads registered in [`ParkingLot::wait`], at most 255. A thread
-//!   that finds the count full waits unregistered with a short timeout instead (see below).
-//! - epoch (bits 9..=31): bumped by every [`ParkingLot::signal`]; wraps modulo 2²³.
-//!
-//! A [`State`] is the word with the waiter bits cleared: two snapshots are equal iff no signal
-//! and no stop came between them (modulo wrap).
-//!
-//! **Wrap.** The epoch wraps after 2²³ = 8,388,608 signals. A waiter compares the epoch of its
-//! snapshot with the current one, so if *exactly* a multiple of 2²³ signals land between a
-//! worker's snapshot and its registration (one scan for work), the worker cannot tell and
-//! sleeps although those signals happened. That needs millions of signals during one scan *and*
-//! an exact count; brpc's counter has the same property with 31 bits. The waiter count cannot
-//! overflow into the epoch: registration is a compare-and-swap that refuses a full count.
-//!
-//! **A full waiter count.** The 256th concurrent waiter cannot register. It waits on the word
-//! unregistered with a deadline at most [`SATURATED_POLL`] away and then returns (a spurious
-//! return, which callers of `wait` handle anyway). While the count is full a signal does wake
-//! (the count is non-zero), so the only cost of saturation is that an unregistered waiter may
-//! notice a signal up to 1 ms late if all registered waiters left meanwhile. Shard with
-//! [`ParkingLots`](crate::ParkingLots) to stay far below 255 waiters per lot.
+//! the waiter count in the same futex word as the signal counter. The protocol, the word
+//! layout and the guarantee are documented on [`ParkingLot`]; this block is for maintainers.
 //!
 //! # Memory ordering
 //!
@@ -129,10 +88,60 @@ impl State {
 }
 
 /// Where idle threads sleep until a producer signals that there is work, without lost
-/// wake-ups and without a syscall when nobody sleeps.
+/// wake-ups and without a syscall when nobody sleeps. Typically one per few workers, inside a
+/// [`ParkingLots`](crate::ParkingLots).
 ///
-/// See the [module docs](self) for the protocol, the word layout and the memory ordering.
-/// Typically one per few workers, inside a [`ParkingLots`](crate::ParkingLots).
+/// A worker that finds nothing to do goes through three steps:
+///
+/// 1. `let s = lot.state();` (snapshot),
+/// 2. look for work everywhere (a producer publishes work *before* calling
+///    [`ParkingLot::signal`]),
+/// 3. `lot.wait(s);` if nothing was found.
+///
+/// Any signal after the snapshot makes the wait return at once or wakes the waiter, so work
+/// published between steps 1 and 3 is never slept through.
+///
+/// # Word layout
+///
+/// One `u32`, the futex word:
+///
+/// ```text
+///  31                              9 8            1   0
+/// +---------------------------------+--------------+---+
+/// |   epoch (23 bits, wraps)        | waiters (8)  | S |
+/// +---------------------------------+--------------+---+
+/// ```
+///
+/// - `S` (bit 0): stopped. Set once by [`ParkingLot::stop`], never cleared.
+/// - waiters (bits 1..=8): threads registered in [`ParkingLot::wait`], at most 255. A thread
+///   that finds the count full waits unregistered with a short timeout instead (see below).
+/// - epoch (bits 9..=31): bumped by every [`ParkingLot::signal`]; wraps modulo 2²³.
+///
+/// A [`State`] is the word with the waiter bits cleared: two snapshots are equal iff no signal
+/// and no stop came between them (modulo wrap).
+///
+/// **Wrap.** The epoch wraps after 2²³ = 8,388,608 signals. A waiter compares the epoch of its
+/// snapshot with the current one, so if *exactly* a multiple of 2²³ signals land between a
+/// worker's snapshot and its registration (one scan for work), the worker cannot tell and
+/// sleeps although those signals happened. That needs millions of signals during one scan *and*
+/// an exact count; brpc's counter has the same property with 31 bits. The waiter count cannot
+/// overflow into the epoch: registration is a compare-and-swap that refuses a full count.
+///
+/// **A full waiter count.** The 256th concurrent waiter cannot register. It waits on the word
+/// unregistered with a deadline at most [`SATURATED_POLL`] away and then returns (a spurious
+/// return, which callers of `wait` handle anyway). While the count is full a signal does wake
+/// (the count is non-zero), so the only cost of saturation is that an unregistered waiter may
+/// notice a signal up to 1 ms late if all registered waiters left meanwhile. Shard with
+/// [`ParkingLots`](crate::ParkingLots) to stay far below 255 waiters per lot.
+///
+/// # Guarantee
+///
+/// If a thread's snapshot precedes a `signal(n)` with `n >= 1`, then after the signal some
+/// thread looks for work with a snapshot that follows the signal: the waiting thread itself
+/// (its wait returns), or another waiter that the signal's wake lands on and that snapshotted
+/// after the signal. Everything the signalling thread wrote before `signal` is visible to a
+/// thread whose snapshot follows the signal. A signal with no registered waiter issues no
+/// syscall.
 ///
 /// # Examples
 ///
@@ -155,7 +164,7 @@ impl State {
 /// });
 /// ```
 pub struct ParkingLot {
-    /// `epoch:23 | waiters:8 | stopped:1`, see the [module docs](self#word-layout).
+    /// `epoch:23 | waiters:8 | stopped:1`, see the [type docs](ParkingLot#word-layout).
     word: AtomicU32,
 }
 
@@ -231,7 +240,7 @@ impl ParkingLot {
     /// is stopped.
     ///
     /// May return spuriously (only when 255 threads already wait on this lot, see the
-    /// [module docs](self#word-layout)), so take a new snapshot and look for work again after
+    /// [type docs](ParkingLot#word-layout)), so take a new snapshot and look for work again after
     /// every return.
     pub fn wait(&self, state: State) {
         self.wait_until(state, None);

@@ -155,6 +155,12 @@ impl ParkingLots {
     /// stopped are left alone. `from_lot` is taken modulo [`len`](Self::len), so a worker index
     /// works too. `n = 0` does nothing and returns 0.
     ///
+    /// Cost: one `fetch_add` per lot visited and one wake syscall per lot that has a sleeper.
+    /// When nobody sleeps anywhere the walk visits every lot (each bump is still needed: a
+    /// worker of that lot may be between its snapshot and its wait), so a scheduler should
+    /// call this only when its own idle count says some worker may be asleep (Go's
+    /// `npidle > 0 && nmspinning == 0` check, with its StoreLoad fence), not on every spawn.
+    ///
     /// # Examples
     ///
     /// ```
