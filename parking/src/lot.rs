@@ -193,6 +193,7 @@ impl ParkingLot {
     }
 
     /// Takes the snapshot to wait on. Take it **before** looking for work.
+    #[inline]
     #[must_use]
     pub fn state(&self) -> State {
         // P1: Acquire, pairs with the Release RMW in `signal` / `stop`.
@@ -218,6 +219,7 @@ impl ParkingLot {
     /// let lot = ParkingLot::new();
     /// assert_eq!(lot.signal(1), 0); // nobody waits: no syscall
     /// ```
+    #[inline]
     pub fn signal(&self, n: u32) -> u32 {
         // P1/P2: Release, pairs with the Acquire load in `state` and the Acquire reads in
         // `wait`. The RMW also orders this signal against every registration (no fence).
@@ -230,9 +232,16 @@ impl ParkingLot {
             stats::record(Event::WakeSkipped);
             return 0;
         }
-        let woken = futex::wake(&self.word, n.min(waiters));
-        // `woken <= n.min(waiters) <= 255`, so the cast is lossless.
-        woken.min(waiters as usize) as u32
+        self.wake(n.min(waiters))
+    }
+
+    /// The syscall half of `signal`, out of line so the no-waiter path stays a few
+    /// instructions when `signal` is inlined into a caller.
+    #[inline(never)]
+    fn wake(&self, n: u32) -> u32 {
+        let woken = futex::wake(&self.word, n);
+        // `woken` is capped at `n <= 255`, so the cast is lossless.
+        woken.min(n as usize) as u32
     }
 
     /// Sleeps until a [`signal`](Self::signal) or [`stop`](Self::stop) that came after the

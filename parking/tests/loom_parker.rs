@@ -41,6 +41,22 @@ fn an_unpark_is_never_lost_and_publishes() {
     });
 }
 
+/// Unpark strictly before park (the unparking thread has finished): the park consumes the
+/// token without sleeping, and no wake call was made.
+#[test]
+fn unpark_before_park_returns_at_once_without_syscalls() {
+    loom::model(|| {
+        let parker = Parker::new();
+        let unparker = parker.unparker();
+        let t = thread::spawn(move || unparker.unpark());
+        let was_parked = t.join().unwrap();
+        assert!(!was_parked, "the owner had not parked yet");
+        parker.park();
+        let c = stats::snapshot();
+        assert_eq!((c.futex_waits, c.futex_wakes), (0, 0));
+    });
+}
+
 /// An unpark racing a timed park: the emulated deadline may fire anywhere. Whatever happens,
 /// the token is delivered once: to the timed park (it returns `true`) or to the next park.
 #[test]
