@@ -48,8 +48,21 @@ fn claim_record() -> &'static ThreadRecord {
 }
 
 struct ClassCache {
-    class: Option<&'static ClassPool>,
+    /// LIFO: the warmest stack on top.
     slots: Vec<RawSlot>,
+    /// Capacity for this class (0 until the class is known).
+    cap: usize,
+    class: Option<&'static ClassPool>,
+    /// This thread's `ThreadRecord` counter for the class.
+    counter: &'static AtomicUsize,
+}
+
+impl ClassCache {
+    #[inline]
+    fn publish(&self) {
+        // Relaxed: a statistic written only by this thread.
+        self.counter.store(self.slots.len(), Ordering::Relaxed);
+    }
 }
 
 struct ThreadCache {
@@ -57,26 +70,15 @@ struct ThreadCache {
     record: Option<&'static ThreadRecord>,
 }
 
-impl ThreadCache {
-    fn publish(&self, index: usize) {
-        if let Some(r) = self.record {
-            // Relaxed: a statistic written only by this thread.
-            r.cached[index].store(self.classes[index].slots.len(), Ordering::Relaxed);
-        }
-    }
-}
-
 impl Drop for ThreadCache {
     fn drop(&mut self) {
-        for (i, c) in self.classes.iter_mut().enumerate() {
+        for c in self.classes.iter_mut() {
             if let Some(class) = c.class {
                 for raw in c.slots.drain(..) {
                     class.give_back(raw);
                 }
             }
-            if let Some(r) = self.record {
-                r.cached[i].store(0, Ordering::Relaxed);
-            }
+            c.publish();
         }
         if let Some(r) = self.record {
             let _records = lock(&RECORDS);
@@ -99,9 +101,9 @@ pub(crate) fn take(index: usize) -> Option<(&'static ClassPool, RawSlot)> {
             let mut cache = cache.try_borrow_mut().ok()?;
             let entry = cache.classes.get_mut(index)?;
             let raw = entry.slots.pop()?;
-            let class = entry.class?;
-            cache.publish(index);
-            Some((class, raw))
+            entry.publish();
+            // A non-empty entry has its class (set by the first `put`).
+            Some((entry.class?, raw))
         })
         .ok()
         .flatten()
@@ -110,50 +112,67 @@ pub(crate) fn take(index: usize) -> Option<(&'static ClassPool, RawSlot)> {
 /// Caches `raw` (of `class`) if this thread's cache has room; gives it back otherwise.
 #[inline]
 pub(crate) fn put(class: &'static ClassPool, raw: RawSlot) -> Result<(), RawSlot> {
-    if class.cache_cap == 0 {
-        return Err(raw);
-    }
     let index = class.index;
     CACHE
         .try_with(|cache| {
             let Ok(mut cache) = cache.try_borrow_mut() else { return Err(raw) };
-            if cache.classes.len() <= index {
-                grow(&mut cache, index);
-            }
-            let entry = &mut cache.classes[index];
-            if entry.slots.len() >= class.cache_cap {
-                return Err(raw);
-            }
-            entry.class = Some(class);
+            let entry = match cache.classes.get_mut(index) {
+                Some(entry) if entry.slots.len() < entry.cap => entry,
+                Some(entry) if entry.class.is_some() => return Err(raw), // full
+                _ => match first_put(&mut cache, class) {
+                    Some(entry) => entry,
+                    None => return Err(raw),
+                },
+            };
             // Clear the label now, as the shared pool does, so a cached slot never shows a
             // finished green thread's name.
-            class.meta(raw.slot).clear_label();
+            // SAFETY: `class` is a process-wide pool, alive forever.
+            unsafe { raw.meta() }.clear_label();
             entry.slots.push(raw);
-            cache.publish(index);
+            entry.publish();
             Ok(())
         })
         .unwrap_or(Err(raw))
 }
 
+/// The first return of a stack of `class` on this thread: sets up its cache entry. `None`
+/// when the class is not cached (`Options::thread_cache(0)`).
 #[cold]
-fn grow(cache: &mut ThreadCache, index: usize) {
-    if cache.record.is_none() {
-        cache.record = Some(claim_record());
+fn first_put<'a>(
+    cache: &'a mut ThreadCache,
+    class: &'static ClassPool,
+) -> Option<&'a mut ClassCache> {
+    if class.cache_cap == 0 {
+        return None;
     }
-    cache.classes.resize_with(index + 1, || ClassCache { class: None, slots: Vec::new() });
+    let record = *cache.record.get_or_insert_with(claim_record);
+    let index = class.index;
+    if cache.classes.len() <= index {
+        let start = cache.classes.len();
+        cache.classes.extend((start..=index).map(|i| ClassCache {
+            slots: Vec::new(),
+            cap: 0,
+            class: None,
+            counter: &record.cached[i],
+        }));
+    }
+    let entry = &mut cache.classes[index];
+    entry.class = Some(class);
+    entry.cap = class.cache_cap;
+    entry.slots.reserve_exact(class.cache_cap);
+    Some(entry)
 }
 
 /// Empties this thread's cache through `f` (for `trim`).
 pub(crate) fn flush(mut f: impl FnMut(&'static ClassPool, RawSlot)) {
     let _ = CACHE.try_with(|cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else { return };
-        for i in 0..cache.classes.len() {
-            let entry = &mut cache.classes[i];
+        for entry in cache.classes.iter_mut() {
             let Some(class) = entry.class else { continue };
             for raw in entry.slots.drain(..) {
                 f(class, raw);
             }
-            cache.publish(i);
+            entry.publish();
         }
     });
 }

@@ -207,6 +207,7 @@ fn named_index(size: StackSize) -> Option<usize> {
 /// drop(stack); // back to this thread's cache
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[inline]
 pub fn lease(size: StackSize) -> io::Result<Stack> {
     #[cfg(not(loom))]
     if let Some(index) = named_index(size)
@@ -214,6 +215,13 @@ pub fn lease(size: StackSize) -> io::Result<Stack> {
     {
         return Ok(Stack::from_raw(class, raw));
     }
+    lease_slow(size)
+}
+
+/// [`lease`] past this thread's cache of a named class.
+#[cold]
+#[inline(never)]
+fn lease_slow(size: StackSize) -> io::Result<Stack> {
     let class = global().class_for(size)?;
     #[cfg(not(loom))]
     if named_index(size).is_none()
@@ -226,12 +234,20 @@ pub fn lease(size: StackSize) -> io::Result<Stack> {
 }
 
 /// Gives a stack back: to this thread's cache if it has room, else to the shared pool.
+#[inline]
 pub(crate) fn give_back(class: &'static ClassPool, raw: RawSlot) {
     #[cfg(not(loom))]
     let raw = match crate::cache::put(class, raw) {
         Ok(()) => return,
         Err(raw) => raw,
     };
+    give_back_slow(class, raw);
+}
+
+/// [`give_back`] past this thread's cache.
+#[cold]
+#[inline(never)]
+fn give_back_slow(class: &'static ClassPool, raw: RawSlot) {
     class.give_back(raw);
 }
 

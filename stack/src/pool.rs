@@ -83,12 +83,27 @@ fn chunk_slots(geo: &Geometry, k: usize) -> usize {
     (bytes.min(MAX_CHUNK_BYTES) / geo.slot_size).clamp(1, MAX_SLOTS_PER_CHUNK)
 }
 
-/// A leased slot as the pool and the per-thread caches pass it around: its identity and the
-/// lowest usable address.
+/// A leased slot as the pool and the per-thread caches pass it around: its identity, the
+/// lowest usable address, and its metadata (so labelling it needs no chunk lookup).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawSlot {
     pub(crate) slot: SlotRef,
     pub(crate) limit: NonNull<u8>,
+    meta: NonNull<SlotMeta>,
+}
+
+impl RawSlot {
+    /// The slot's metadata.
+    ///
+    /// # Safety
+    ///
+    /// - The pool this slot came from is alive (the process-wide pools always are; pools of
+    ///   tests and models outlive their slots).
+    pub(crate) unsafe fn meta(&self) -> &SlotMeta {
+        // SAFETY: `meta` points into the metadata of the slot's chunk (`ClassPool::raw`),
+        // which lives as long as the pool (caller).
+        unsafe { self.meta.as_ref() }
+    }
 }
 
 /// Growth state, under `ClassPool::growth`.
@@ -364,9 +379,13 @@ impl ClassPool {
 
     /// The leasable form of `r`.
     pub(crate) fn raw(&self, r: SlotRef) -> RawSlot {
-        let start = self.chunk(r.chunk()).slot_start(&self.geo, r.slot());
-        let limit = start.wrapping_add(self.geo.guard);
-        RawSlot { slot: r, limit: NonNull::new(limit).expect("a slot inside a mapping") }
+        let chunk = self.chunk(r.chunk());
+        let limit = chunk.slot_start(&self.geo, r.slot()).wrapping_add(self.geo.guard);
+        RawSlot {
+            slot: r,
+            limit: NonNull::new(limit).expect("a slot inside a mapping"),
+            meta: NonNull::from(chunk.meta(r.slot())),
+        }
     }
 
     fn push(&self, list: &AtomicU64, r: SlotRef) {

@@ -56,6 +56,7 @@ unsafe impl Send for Stack {}
 unsafe impl Sync for Stack {}
 
 impl Stack {
+    #[inline]
     pub(crate) fn from_raw(class: &'static ClassPool, raw: RawSlot) -> Stack {
         Stack { class, raw }
     }
@@ -112,18 +113,24 @@ impl Stack {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_label(&self, id: u64, name: &str) {
-        self.class.meta(self.raw.slot).set_label(id, name);
+        self.meta().set_label(id, name);
     }
 
     /// Removes the label (the overflow message then says the stack is unlabelled).
     pub fn clear_label(&self) {
-        self.class.meta(self.raw.slot).clear_label();
+        self.meta().clear_label();
     }
 
     /// The label set by [`Stack::set_label`], if any.
     pub fn label(&self) -> Option<(u64, String)> {
-        let (id, bytes, len) = self.class.meta(self.raw.slot).read_label()?;
+        let (id, bytes, len) = self.meta().read_label()?;
         Some((id, String::from_utf8_lossy(&bytes[..len]).into_owned()))
+    }
+
+    fn meta(&self) -> &crate::arena::SlotMeta {
+        // SAFETY: `class` is the pool the slot came from, and it outlives every `Stack`
+        // (process-wide pools are never dropped; see `ClassPool`).
+        unsafe { self.raw.meta() }
     }
 
     /// Returns the stack to the shared pool *and* gives all of its memory back to the kernel
@@ -147,6 +154,7 @@ impl Stack {
 }
 
 impl Drop for Stack {
+    #[inline]
     fn drop(&mut self) {
         crate::global::give_back(self.class, self.raw);
     }
