@@ -41,9 +41,10 @@
 //!
 //! On Linux the crate issues its own syscall for untimed waits too (rather than calling
 //! `atomic-wait`): the same `FUTEX_WAIT_BITSET` call serves both, and only the raw result tells
-//! [`WaitResult::ValueChanged`] (`EAGAIN`) from [`WaitResult::Woken`]. Only Linux, Android,
-//! and x86_64 Linux in particular, are tested on this project's CI; the Windows and
-//! atomic-wait paths are compile-gated and were not run (the fallback table is tested on Linux).
+//! [`WaitResult::ValueChanged`] (`EAGAIN`) from [`WaitResult::Woken`], and the wake side
+//! needs the count that only the raw syscall returns. Only x86_64 Linux is tested on this
+//! project's CI; the Windows and atomic-wait paths are compile-gated and type-checked in Linux
+//! test builds but were not run (the fallback table is tested on Linux).
 //!
 //! # Under loom
 //!
