@@ -5,6 +5,8 @@
 //!   iteration = one resume + one suspend.
 //! - `symmetric_ring/3 contexts`: the bench thread and three contexts switch to each other in a
 //!   ring without returning to a scheduler; one iteration = one lap = 4 switches.
+//!   `purloin-via-scheduler` runs the same three tasks once each through the bench thread
+//!   (resume, switch back: 6 switches per lap), the asymmetric alternative.
 //!
 //! Built with `--features fpu-env`, our benchmark ids read `purloin+fpu-env`: compare them
 //! with a default run to get the cost of saving MXCSR and the x87 control word (context 3
@@ -123,6 +125,31 @@ mod ours {
         });
         // The ring members stay suspended for good; their stacks go next.
         drop(stacks);
+    }
+
+    /// The same lap of three tasks through a scheduler context instead: the bench thread
+    /// resumes each task in turn and each task switches back (6 switches per lap).
+    pub fn via_scheduler(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+        let stacks: Vec<TestStack> = (0..3).map(|_| TestStack::new(STACK)).collect();
+        let mut tasks: Vec<Option<Context>> = stacks
+            .iter()
+            .map(|s| {
+                // SAFETY: the stacks outlive the contexts.
+                let ctx = unsafe { Context::new(s.top(), s.limit(), suspender) };
+                // SAFETY: fresh context: it starts and suspends at once (depth 0).
+                Some(unsafe { ctx.resume(0) }.context)
+            })
+            .collect();
+        c.bench_function(BenchmarkId::new(format!("{OURS}-via-scheduler"), "3 contexts"), |b| {
+            b.iter(|| {
+                for task in tasks.iter_mut() {
+                    // SAFETY: each task is suspended in `resume`.
+                    let t = unsafe { task.take().unwrap().resume(black_box(0)) };
+                    *task = Some(t.context);
+                }
+            })
+        });
+        // The tasks stay suspended for good; their stacks go next.
     }
 }
 
@@ -259,6 +286,7 @@ fn round_trip(c: &mut Criterion) {
 fn symmetric_ring(c: &mut Criterion) {
     let mut group = c.benchmark_group("symmetric_ring");
     ours::ring(&mut group);
+    ours::via_scheduler(&mut group);
     fcontext::ring(&mut group);
     group.finish();
 }

@@ -135,6 +135,8 @@ cfg_if::cfg_if! {
         macro_rules! fpu_save {
             () => { "sub rsp, 8\nstmxcsr [rsp]\nfnstcw [rsp + 4]" };
         }
+        // Unconditional loads: comparing first (skipping `ldmxcsr`/`fldcw` when the values
+        // already match) needs a `stmxcsr`/`fnstcw` per landing and measured slower here.
         macro_rules! fpu_restore {
             () => { "ldmxcsr [rsp]\nfldcw [rsp + 4]\nadd rsp, 8" };
         }
