@@ -46,7 +46,8 @@ pub type Entry = extern "C-unwind" fn(Transfer) -> !;
 /// [`Clone`].
 ///
 /// Dropping a `Context` does not touch its stack: the suspended execution is simply never
-/// continued, and destructors of the values on that stack never run. To clean up a suspended
+/// continued, and destructors of the values on that stack never run. (Under loom, dropping it
+/// ends the context's loom thread by unwinding it; see the crate docs.) To clean up a suspended
 /// green thread, resume it with [`Context::resume_ontop`] and a function that panics, so that
 /// it unwinds to its own `catch_unwind` (see the crate docs). `Option<Context>` is one word.
 #[repr(transparent)]
@@ -86,7 +87,8 @@ impl Context {
     /// Nothing runs until the returned context is first resumed; then `entry` is called on the
     /// new stack with the [`Transfer`] of that switch (after the `ontop` function, for
     /// [`resume_ontop`](Context::resume_ontop)). `new` writes 24 bytes below `stack_top`
-    /// (rounded down to 16 bytes) and nothing else.
+    /// (rounded down to 16 bytes) and nothing else (under loom: nothing; it spawns the
+    /// context's loom thread instead).
     ///
     /// With the `fpu-env` feature, the new context starts with the MXCSR and x87 control word
     /// of the thread calling `new`.

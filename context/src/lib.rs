@@ -130,8 +130,8 @@
 //! - `fpu-env` (off by default): save and restore MXCSR and the x87 control word on every
 //!   switch (boost.context does this always), so each context keeps its own floating-point
 //!   mode; a fresh context starts with the mode of the thread that called [`Context::new`].
-//!   It costs `stmxcsr`/`fnstcw`/`ldmxcsr`/`fldcw` per switch: a few nanoseconds per round
-//!   trip (see BENCHMARKS.md).
+//!   It costs `stmxcsr`/`fnstcw`/`ldmxcsr`/`fldcw` per switch: about 5–10 ns per round trip
+//!   on the development machine, mostly `ldmxcsr` (see BENCHMARKS.md).
 //!
 //! # Platforms
 //!

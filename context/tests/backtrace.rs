@@ -63,3 +63,48 @@ fn backtrace_resume_site_marker() {
         "the walk must not continue into the resumer's stack:\n{text}"
     );
 }
+
+/// gdb's `bt` inside a context ends at the trampoline too ("outermost" frame, no "corrupt
+/// stack" complaint). Runs this test binary under `gdb -batch`; skipped (with a message) when
+/// gdb is not installed or cannot trace (e.g. ptrace forbidden in a container).
+#[test]
+fn gdb_backtrace_inside_a_context_ends_at_the_trampoline() {
+    let _dog = Watchdog::new("gdb", 300);
+    let exe = std::env::current_exe().unwrap();
+    let out = match std::process::Command::new("gdb")
+        .args([
+            "-nx",
+            "-batch",
+            "-ex",
+            "set debuginfod enabled off",
+            "-ex",
+            "break backtrace::capture_at_depth",
+            "-ex",
+            "run --exact backtrace_resume_site_marker --test-threads=1",
+            "-ex",
+            "bt",
+            "-ex",
+            "kill",
+        ])
+        .arg(&exe)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: gdb is not available ({e})");
+            return;
+        }
+    };
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !text.contains("hit Breakpoint 1") {
+        eprintln!("skipped: gdb could not run the test binary:\n{text}");
+        return;
+    }
+    let frames: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(frames.len() >= 3 && frames.len() < 20, "gdb backtrace:\n{text}");
+    assert!(frames.iter().any(|f| f.contains("backtrace_entry_marker")), "gdb backtrace:\n{text}");
+    assert!(frames.last().unwrap().contains("trampoline"), "gdb backtrace:\n{text}");
+    assert!(!text.contains("corrupt stack"), "gdb backtrace:\n{text}");
+    assert!(!text.contains("backtrace_resume_site_marker ("), "walked into the resumer:\n{text}");
+}

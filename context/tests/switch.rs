@@ -15,6 +15,7 @@ static_assertions::assert_not_impl_any!(Context: Sync, Clone, Copy);
 static_assertions::assert_impl_all!(Transfer: Send);
 static_assertions::assert_not_impl_any!(Transfer: Sync, Clone);
 static_assertions::assert_eq_size!(Option<Context>, usize);
+static_assertions::assert_impl_all!(purloin_context::valgrind::StackRegistration: Send, Sync);
 
 const ROUND_TRIPS: usize = 1_000_000;
 

@@ -117,6 +117,12 @@
 //! ("panic in a function that cannot unwind") when a panic reaches its frame. Unwinding never
 //! crosses the assembly.
 //!
+//! The inline switch itself carries no CFI of its own: for the few instructions between its
+//! first `push` and its landing, the enclosing function's CFI is off by the pushed words (as
+//! in corosensei). Nothing unwinds from there (no call happens inside the block); only a
+//! sampling profiler that interrupts exactly those instructions may record one broken
+//! stack for that sample.
+//!
 //! Not supported: CET shadow stacks and IBT (no `endbr64` at resume labels; Rust does not
 //! enable either on stable), sanitizer fiber annotations.
 
