@@ -395,11 +395,11 @@ pub fn page_size() -> usize {
     os::page_size()
 }
 
-/// Registers every stack slot handed out so far with `f` (the valgrind hook).
-pub(crate) fn for_each_guarded_slot(mut f: impl FnMut(*mut u8, usize)) {
+/// Calls `f(limit, usable)` for every stack slot handed out so far (the valgrind hook).
+pub(crate) fn for_each_carved_slot(mut f: impl FnMut(*mut u8, usize)) {
     for class in global().classes() {
         let usable = class.geo.usable;
-        class.for_each_guarded_slot(|limit| f(limit, usable));
+        class.for_each_carved_slot(|limit| f(limit, usable));
     }
 }
 

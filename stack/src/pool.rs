@@ -323,8 +323,41 @@ impl ClassPool {
         }
         let r = SlotRef::new(g.chunks - 1, g.next_slot);
         g.next_slot += 1;
+        if self.backend == GuardBackend::GuardMarkers {
+            self.guard_ahead(r.chunk(), r.slot(), g.cur_slots);
+        }
+        if self.registered {
+            // Under the growth lock, so `for_each_carved_slot` sees each slot exactly once
+            // unless the hook was installed during this carve.
+            let raw = self.raw(r);
+            crate::valgrind::new_stack(raw.limit.as_ptr(), self.geo.usable);
+        }
         self.carved.fetch_add(1, Ordering::Relaxed);
         Ok(r)
+    }
+
+    /// Installs the guards of `slot` and the next few uncarved slots of chunk `k` with one
+    /// batched system call, when `slot` has none yet. Called under the growth lock, which
+    /// owns the uncarved slots.
+    fn guard_ahead(&self, k: usize, slot: usize, slots: usize) {
+        let chunk = self.chunk(k);
+        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 {
+            return;
+        }
+        let end = slots.min(slot + os::GUARD_BATCH);
+        let mut starts = [std::ptr::null_mut(); os::GUARD_BATCH];
+        for (i, s) in (slot..end).enumerate() {
+            starts[i] = chunk.slot_start(&self.geo, s);
+        }
+        // SAFETY: the guard pages of `slot` (carved by us, not yet handed out) and of uncarved
+        // slots, which nobody uses; all inside the chunk's mapping.
+        let done =
+            unsafe { os::install_guard_markers_batch(&starts[..end - slot], self.geo.guard) };
+        for s in slot..slot + done {
+            // Relaxed: uncarved slots are only touched under the growth lock, and `slot`
+            // is still ours.
+            chunk.meta(s).state.store(GUARDED, Ordering::Relaxed);
+        }
     }
 
     /// Installs `r`'s guard if it has none yet. The caller owns `r`.
@@ -338,23 +371,18 @@ impl ClassPool {
         // SAFETY: the caller owns `r` (popped or carved, not yet handed out).
         unsafe { chunk.install_guard(&self.geo, r.slot(), self.backend) }?;
         meta.state.store(state | GUARDED, Ordering::Relaxed);
-        if self.registered {
-            let raw = self.raw(r);
-            crate::valgrind::new_stack(raw.limit.as_ptr(), self.geo.usable);
-        }
         Ok(())
     }
 
-    /// Calls `f(limit)` for every slot whose guard is installed (`valgrind` registers them).
-    pub(crate) fn for_each_guarded_slot(&self, mut f: impl FnMut(*mut u8)) {
+    /// Calls `f(limit)` for every slot handed out so far, under the growth lock (`valgrind`
+    /// registers them).
+    pub(crate) fn for_each_carved_slot(&self, mut f: impl FnMut(*mut u8)) {
         let g = lock(&self.growth);
         for k in 0..g.chunks {
             let chunk = self.chunk(k);
             let used = if k + 1 == g.chunks { g.next_slot } else { chunk.slots };
             for slot in 0..used {
-                if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 {
-                    f(chunk.slot_start(&self.geo, slot).wrapping_add(self.geo.guard));
-                }
+                f(chunk.slot_start(&self.geo, slot).wrapping_add(self.geo.guard));
             }
         }
     }

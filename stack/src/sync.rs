@@ -43,7 +43,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_
 /// process-wide constants kept in `const`-initialised statics.
 pub(crate) mod real {
     pub(crate) use core::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, compiler_fence,
     };
     pub(crate) use std::sync::{Mutex, Once};
 

@@ -9,12 +9,12 @@
 //! installs it at start-up when running under valgrind.
 //!
 //! Every stack slot is registered once: when the hook is set, for the slots handed out so
-//! far, and afterwards when a slot is first handed out. Slots are never unmapped, so they are
+//! far, and afterwards when a slot is first handed out (carved from its arena). Slots are never unmapped, so they are
 //! never deregistered, and a reused slot keeps its registration.
 
 use std::io;
 
-use crate::sync::real::{AtomicPtr, Mutex, Ordering, fence, lock};
+use crate::sync::real::{AtomicPtr, Mutex, Ordering, lock};
 
 /// A function that registers the stack `[start, end)` with valgrind
 /// (`VALGRIND_STACK_REGISTER(start, end)`); its id is not needed, stacks are never
@@ -27,7 +27,8 @@ static SET_LOCK: Mutex<()> = Mutex::new(());
 /// Installs the valgrind registration hook and calls it for every stack handed out so far.
 ///
 /// Call it once at start-up, before the first lease if possible. A slot handed out at the
-/// same moment as this call may be registered twice, which valgrind tolerates.
+/// same moment as this call may be registered twice, which valgrind tolerates. The hook runs
+/// while the pool holds a size class's growth lock: it must not lease stacks.
 ///
 /// # Errors
 ///
@@ -57,19 +58,17 @@ pub fn set_stack_register_hook(hook: StackRegisterFn) -> io::Result<()> {
              install it once, at start-up",
         ));
     }
-    // Relaxed + SeqCst fence: Dekker-style against `new_stack`. Either a slot's creator
-    // (which marked the slot guarded, then fenced) sees the hook, or the walk below (after
-    // this fence) sees the slot guarded, or both.
+    // Relaxed: a function pointer, no data published with it. A slot carved after this
+    // store sees the hook (the class's growth lock, taken by `carve` and by the walk below,
+    // orders them); one carved before the walk takes that lock is in the walk.
     HOOK.store(hook as *mut (), Ordering::Relaxed);
-    fence(Ordering::SeqCst);
-    crate::global::for_each_guarded_slot(|limit, usable| hook(limit, limit.wrapping_add(usable)));
+    crate::global::for_each_carved_slot(|limit, usable| hook(limit, limit.wrapping_add(usable)));
     Ok(())
 }
 
-/// Called once per slot, after its guard is installed and recorded.
+/// Called once per slot, when it is first handed out (under its class's growth lock).
 pub(crate) fn new_stack(limit: *mut u8, usable: usize) {
-    // SeqCst fence: pairs with the one in `set_stack_register_hook`.
-    fence(Ordering::SeqCst);
+    // Relaxed: see `set_stack_register_hook`.
     let hook = HOOK.load(Ordering::Relaxed);
     if !hook.is_null() {
         // SAFETY: non-null values of HOOK are `StackRegisterFn`s stored by

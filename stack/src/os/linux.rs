@@ -6,7 +6,7 @@ use std::ptr;
 
 use super::GuardBackend;
 use crate::size::DisplaySize;
-use crate::sync::real::{AtomicU8, Ordering};
+use crate::sync::real::{AtomicU8, Mutex, Ordering, lock};
 
 /// `madvise` advice installing guard markers (Linux 6.13+; not yet in the `libc` crate).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
@@ -87,6 +87,79 @@ pub(crate) unsafe fn install_guard(
         GuardBackend::Mprotect => "mprotect(PROT_NONE)",
     };
     Err(explain(op, &what(), len, err))
+}
+
+/// How many guard ranges `install_guard_markers_batch` passes to one system call.
+pub(crate) const GUARD_BATCH: usize = 16;
+
+const BATCH_UNKNOWN: u8 = 0;
+const BATCH_WORKS: u8 = 1;
+const BATCH_UNSUPPORTED: u8 = 2;
+static BATCH: AtomicU8 = AtomicU8::new(BATCH_UNKNOWN);
+/// This process's pidfd for `process_madvise`, and the pid it was opened for (a forked
+/// child must not use its parent's).
+static SELF_PIDFD: Mutex<Option<(libc::pid_t, libc::c_int)>> = Mutex::new(None);
+
+/// Installs guard markers over `[start, start + len)` for every `start` in `starts` with one
+/// `process_madvise` call (about twice as fast per range as one `madvise` each, measured).
+/// Returns how many leading ranges got their guard: all, or fewer (even 0) when the kernel
+/// stopped early or does not support it (then this never tries again); the caller installs
+/// the rest one by one, which reports errors properly.
+///
+/// # Safety
+///
+/// - Every range lies inside a mapping from [`map_stack_memory`] and nothing uses it (any
+///   access faults from now on).
+pub(crate) unsafe fn install_guard_markers_batch(starts: &[*mut u8], len: usize) -> usize {
+    if starts.len() < 2 || BATCH.load(Ordering::Relaxed) == BATCH_UNSUPPORTED {
+        return 0;
+    }
+    let Some(pidfd) = self_pidfd() else {
+        BATCH.store(BATCH_UNSUPPORTED, Ordering::Relaxed);
+        return 0;
+    };
+    let mut iov = [libc::iovec { iov_base: ptr::null_mut(), iov_len: 0 }; GUARD_BATCH];
+    let n = starts.len().min(GUARD_BATCH);
+    for (v, &start) in iov.iter_mut().zip(&starts[..n]) {
+        *v = libc::iovec { iov_base: start.cast(), iov_len: len };
+    }
+    // SAFETY: the ranges are ours and unused (caller); `iov` holds `n` valid iovecs; the
+    // pidfd is this process's.
+    let rc = unsafe {
+        libc::syscall(libc::SYS_process_madvise, pidfd, iov.as_ptr(), n, MADV_GUARD_INSTALL, 0)
+    };
+    if rc < 0 {
+        // Kernels before 6.13 (no guard markers), kernels that allow process_madvise only
+        // for a few advices, and seccomp filters: use madvise per range from now on.
+        BATCH.store(BATCH_UNSUPPORTED, Ordering::Relaxed);
+        return 0;
+    }
+    BATCH.store(BATCH_WORKS, Ordering::Relaxed);
+    (rc as usize / len).min(n)
+}
+
+/// A pidfd for this process, opened once (and again in a forked child).
+fn self_pidfd() -> Option<libc::c_int> {
+    let mut cached = lock(&SELF_PIDFD);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    match *cached {
+        Some((p, fd)) if p == pid => return Some(fd),
+        // SAFETY: inherited from the parent across fork; ours to close.
+        Some((_, fd)) => unsafe {
+            libc::close(fd);
+        },
+        None => {}
+    }
+    // SAFETY: pidfd_open(pid, 0) has no memory arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        *cached = None;
+        return None;
+    }
+    // Close-on-exec is the pidfd default.
+    *cached = Some((pid, fd as libc::c_int));
+    Some(fd as libc::c_int)
 }
 
 /// Gives the pages of `[p, p + len)` back to the kernel (`MADV_DONTNEED`): they read as zero
@@ -244,6 +317,31 @@ mod tests {
         let a = probe_backend().unwrap();
         let b = probe_backend().unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn batched_guard_markers_cover_every_range() {
+        if probe_backend().unwrap() != GuardBackend::GuardMarkers {
+            return; // no guard markers on this kernel: nothing to batch
+        }
+        let page = page_size();
+        let p = map_stack_memory(8 * page, &|| "a test".into()).unwrap();
+        let starts: Vec<*mut u8> = (0..4).map(|i| p.wrapping_add(2 * i * page)).collect();
+        // SAFETY: pages of our own unused mapping.
+        let done = unsafe { install_guard_markers_batch(&starts, page) };
+        // Either every range (the kernel supports it), or none and never again.
+        match done {
+            4 => assert_eq!(BATCH.load(Ordering::Relaxed), BATCH_WORKS),
+            0 => assert_eq!(BATCH.load(Ordering::Relaxed), BATCH_UNSUPPORTED),
+            n => panic!("{n} of 4 ranges guarded"),
+        }
+        // The pages between the guards are still usable.
+        for i in 0..4 {
+            // SAFETY: odd pages of our mapping, never guarded.
+            unsafe { p.add((2 * i + 1) * page).write(1) };
+        }
+        // SAFETY: the whole mapping, unused from here on.
+        unsafe { unmap(p, 8 * page) };
     }
 
     #[test]
