@@ -1,0 +1,308 @@
+//! loom models of the work-stealing queue (`Worker` / `Stealer`), run by
+//! `cargo xtask loom -p purloin-deque` (capacities shrink under loom: growable rings start at
+//! 2 slots, injector blocks hold 2).
+//!
+//! Every model checks exactly-once delivery (each id taken once, none lost) and, through
+//! loom's `Arc` tokens inside the items, that nothing leaks. loom itself checks every slot
+//! access for data races, which is how "no thread reads a slot it has not claimed" and "no
+//! slot is overwritten while being read" are verified.
+//!
+//! Mutation checks (each made on a scratch copy, run with `cargo xtask loom`, then reverted),
+//! with what loom reported:
+//! * P1: `push` stores `push_count` `Relaxed` instead of `Release` -> `push_pop_vs_one_thief`
+//!   fails: "Causality violation: Concurrent read and write accesses."
+//! * P2: the pop RMW and the claimer's loads of `packed` all `Relaxed` ->
+//!   `steal_never_reports_empty_while_items_exist` fails: "steal reported Empty while item 0
+//!   was queued".
+//! * P3: the claimer's `done` store `Relaxed` instead of `Release` ->
+//!   `thief_read_vs_owner_wrapping_push` fails: "Causality violation: Concurrent read and write
+//!   accesses to `UnsafeCell`". (Before its push loop yielded, loom's bounded search never ran
+//!   the whole steal between two owner steps and missed this; the loop fixed that.)
+//! * The crossbeam#148 race: `pop` rewritten as textbook Chase-Lev (store the decremented
+//!   bottom, `fence(SeqCst)`, load head, CAS only for the last item) ->
+//!   `owner_pops_while_thief_steals_half_from_stale_view` fails: "Arc is already released"
+//!   (an item delivered to both the owner and the thief, so dropped twice).
+//! * Reclamation: the thief drops its epoch guard right after claiming, before reading ->
+//!   `growth_while_thief_reads` fails: "Causality violation: Concurrent read and write
+//!   accesses to `UnsafeCell`" (the freed ring's teardown vs the thief's read).
+#![cfg(loom)]
+
+use std::collections::BTreeSet;
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+use purloin_deque::{Injector, Steal, Worker};
+
+/// An item that holds a loom `Arc`: if a model leaks an item, loom reports the leaked `Arc`.
+struct Item {
+    id: usize,
+    _token: Arc<()>,
+}
+
+fn item(id: usize, token: &Arc<()>) -> Item {
+    Item { id, _token: token.clone() }
+}
+
+/// Asserts that `taken` holds each of `0..n` exactly once.
+fn assert_exactly_once(taken: impl IntoIterator<Item = usize>, n: usize) {
+    let mut seen = BTreeSet::new();
+    for id in taken {
+        assert!(seen.insert(id), "item {id} delivered twice");
+    }
+    assert_eq!(seen, (0..n).collect::<BTreeSet<_>>(), "an item was lost");
+}
+
+fn drain(worker: &Worker<Item>, into: &mut Vec<usize>) {
+    while let Some(it) = worker.pop() {
+        into.push(it.id);
+    }
+}
+
+/// Owner pushes and pops while one thief steals single items.
+#[test]
+fn push_pop_vs_one_thief() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(2);
+        let s = w.stealer();
+        w.push(item(0, &token)).ok().unwrap();
+        let thief = thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                if let Steal::Success(it) = s.steal() {
+                    got.push(it.id);
+                }
+            }
+            got
+        });
+        w.push(item(1, &token)).ok().unwrap();
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 2);
+    });
+}
+
+/// Two thieves steal halves concurrently (one claim at a time; the other gets Retry), while
+/// the owner pops.
+#[test]
+fn two_thieves() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(4);
+        for id in 0..3 {
+            w.push(item(id, &token)).ok().unwrap();
+        }
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let s = w.stealer();
+                thread::spawn(move || {
+                    let mine = Worker::bounded(4);
+                    let mut got = Vec::new();
+                    if let Steal::Success(it) = s.steal_half_into(&mine) {
+                        got.push(it.id);
+                    }
+                    drain(&mine, &mut got);
+                    got
+                })
+            })
+            .collect();
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        for t in thieves {
+            taken.extend(t.join().unwrap());
+        }
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 3);
+    });
+}
+
+/// The crossbeam#148 race: the owner pops several items while a thief that may have read an
+/// old view of the queue claims half of it with one CAS.
+#[test]
+fn owner_pops_while_thief_steals_half_from_stale_view() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(4);
+        for id in 0..4 {
+            w.push(item(id, &token)).ok().unwrap();
+        }
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(4);
+            let mut got = Vec::new();
+            if let Steal::Success(it) = s.steal_half_into(&mine) {
+                got.push(it.id);
+            }
+            drain(&mine, &mut got);
+            got
+        });
+        let mut taken = Vec::new();
+        for _ in 0..3 {
+            if let Some(it) = w.pop() {
+                taken.push(it.id);
+            }
+        }
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 4);
+    });
+}
+
+/// Steal-half against the owner's pop of the last item: exactly one of them gets it.
+#[test]
+fn steal_half_vs_pop_of_last_item() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(2);
+        w.push(item(0, &token)).ok().unwrap();
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(2);
+            let got = s.steal_half_into(&mine).success().map(|it| it.id);
+            assert!(mine.is_empty());
+            got
+        });
+        let popped = w.pop().map(|it| it.id);
+        let stolen = thief.join().unwrap();
+        assert_exactly_once(popped.into_iter().chain(stolen), 1);
+        assert!(w.pop().is_none());
+    });
+}
+
+/// A thief completes a steal while the owner wraps around the ring and reuses the slot the
+/// thief read: the reuse must happen after the read (P3).
+#[test]
+fn thief_read_vs_owner_wrapping_push() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(2);
+        w.push(item(0, &token)).ok().unwrap();
+        w.push(item(1, &token)).ok().unwrap();
+        let s = w.stealer();
+        let thief = thread::spawn(move || s.steal().success().map(|it| it.id));
+        // The ring is full: the push succeeds only once the thief has released slot 0, and
+        // then it writes that very slot.
+        let mut pending = item(2, &token);
+        while let Err(back) = w.push(pending) {
+            pending = back;
+            thread::yield_now();
+        }
+        let mut taken: Vec<usize> = thief.join().unwrap().into_iter().collect();
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 3);
+    });
+}
+
+/// `Empty` is trustworthy: once the thief knows (through `ready`) that item 0 was pushed, a
+/// steal never says Empty, even while the owner pushes and pops item 1 (P2).
+#[test]
+fn steal_never_reports_empty_while_items_exist() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w: Worker<Item> = Worker::bounded(2);
+        let s = w.stealer();
+        let ready = Arc::new(AtomicBool::new(false));
+        let ready2 = ready.clone();
+        let thief = thread::spawn(move || {
+            if ready2.load(Ordering::Acquire) {
+                // Item 0 is in the queue and only this thread takes from the head.
+                match s.steal() {
+                    Steal::Empty => panic!("steal reported Empty while item 0 was queued"),
+                    Steal::Success(it) => Some(it.id),
+                    Steal::Retry => None,
+                }
+            } else {
+                None
+            }
+        });
+        w.push(item(0, &token)).ok().unwrap();
+        ready.store(true, Ordering::Release);
+        w.push(item(1, &token)).ok().unwrap();
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 2);
+    });
+}
+
+/// The growable ring grows (and is retired through the epoch, with explicit flushes so the
+/// retired ring is really freed inside the model) while a thief reads from it.
+#[test]
+fn growth_while_thief_reads() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::new();
+        w.push(item(0, &token)).ok().unwrap();
+        w.push(item(1, &token)).ok().unwrap();
+        assert_eq!(w.capacity(), 2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || s.steal().success().map(|it| it.id));
+        // The ring is full (unless the thief already took an item): this grows it to 4 and
+        // retires the 2-slot ring.
+        w.push(item(2, &token)).ok().unwrap();
+        // Two flushes advance the global epoch twice, which is what it takes for the retired
+        // ring to be freed while the thief may still be running (if it is not pinned).
+        crossbeam_epoch::pin().flush();
+        crossbeam_epoch::pin().flush();
+        let mut taken = Vec::new();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 3);
+    });
+}
+
+/// The owner shrinks its ring while a thief steals half of it.
+#[test]
+fn shrink_while_thief_steals_half() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::new();
+        for id in 0..3 {
+            w.push(item(id, &token)).ok().unwrap();
+        }
+        assert_eq!(w.capacity(), 4);
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(2);
+            let mut got: Vec<usize> =
+                s.steal_half_into(&mine).success().map(|it| it.id).into_iter().collect();
+            drain(&mine, &mut got);
+            got
+        });
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        w.shrink_to_fit();
+        crossbeam_epoch::pin().flush();
+        taken.extend(thief.join().unwrap());
+        crossbeam_epoch::pin().flush();
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 3);
+    });
+}
+
+/// A bounded worker overflows half of its items into the injector while a thief steals half.
+#[test]
+fn overflow_to_injector_vs_thief() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(2);
+        let global = Injector::new();
+        w.push(item(0, &token)).ok().unwrap();
+        w.push(item(1, &token)).ok().unwrap();
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(2);
+            let mut got: Vec<usize> =
+                s.steal_half_into(&mine).success().map(|it| it.id).into_iter().collect();
+            drain(&mine, &mut got);
+            got
+        });
+        w.push_or_overflow(item(2, &token), &global);
+        let mut taken = thief.join().unwrap();
+        drain(&w, &mut taken);
+        while let Steal::Success(it) = global.steal() {
+            taken.push(it.id);
+        }
+        assert_exactly_once(taken, 3);
+    });
+}
