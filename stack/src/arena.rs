@@ -20,6 +20,18 @@
 //! all-zero `SlotMeta` is valid (no guard yet, not resident, no label) and costs no memory
 //! until touched. Under loom the metadata is a boxed slice of loom atomics instead, since
 //! loom's atomics must be constructed inside a model.
+//!
+//! # Memory ordering
+//!
+//! The guarantee: a reader of a slot's label (`Stack::label`, the overflow handler) that sees
+//! a label sees the id and name written with it.
+//!
+//! - (P1) `set_label` writes the id and name (Relaxed), then the length with Release;
+//!   `read_label` loads the length with Acquire first. A label rewritten concurrently with a
+//!   read can come out mixed, which only happens if a green thread overflows while its
+//!   label is being changed.
+//! - Every other `SlotMeta` field is written only by the slot's owner and moves with the
+//!   slot through the pool lists (`pool.rs`, P1).
 
 use std::io;
 
@@ -146,7 +158,7 @@ impl SlotMeta {
         for (w, v) in self.name.iter().zip(words) {
             w.store(v, Ordering::Relaxed);
         }
-        // Release: pairs with the Acquire load in `read_label` / the overflow handler.
+        // Release (P1): pairs with the Acquire load in `read_label` (also the handler's).
         self.label.store(len as u32 + 1, Ordering::Release);
     }
 
@@ -158,7 +170,7 @@ impl SlotMeta {
     /// The label as `(id, name bytes, name length)`, without allocating (the overflow handler
     /// calls this).
     pub(crate) fn read_label(&self) -> Option<(u64, [u8; NAME_CAP], usize)> {
-        // Acquire: pairs with the Release store in `set_label`.
+        // Acquire (P1): pairs with the Release store in `set_label`.
         let n = self.label.load(Ordering::Acquire);
         if n == 0 {
             return None;

@@ -1,5 +1,14 @@
 //! The process-wide pool: the table of size classes, the options, and the free functions
 //! [`lease`], [`trim`], [`stats`], [`configure`] and [`guard_backend`].
+//!
+//! # Memory ordering
+//!
+//! The guarantee: a thread that finds a size class in the table sees it fully constructed.
+//!
+//! - (P1) `create_class` (under `class_lock`) publishes a leaked `ClassPool` with a Release
+//!   store into its table entry; `class` loads entries with Acquire.
+//! - The options are read once, under the `CONFIG` mutex, which also orders `FROZEN`
+//!   (Relaxed) with `configure`.
 
 use std::io;
 
@@ -26,8 +35,8 @@ static FROZEN: RealAtomicBool = RealAtomicBool::new(false);
 pub(crate) struct Global {
     options: Options,
     /// Size classes: the named ones at `SMALL`, `NORMAL`, `LARGE`, custom sizes after them.
-    /// Each entry is published once, with Release, by `create_class` (under `class_lock`) and
-    /// read with Acquire; classes are never removed (outside loom, never freed).
+    /// Each entry is published once (P1); classes are never removed (outside loom, never
+    /// freed).
     classes: Box<[AtomicPtr<ClassPool>]>,
     class_lock: Mutex<()>,
 }
@@ -79,7 +88,7 @@ impl Global {
 
     /// The named class at `index`, if created.
     pub(crate) fn class(&self, index: usize) -> Option<&'static ClassPool> {
-        // Acquire: pairs with the Release store in `create_class`.
+        // Acquire (P1): pairs with the Release store in `create_class`.
         let p = self.classes[index].load(Ordering::Acquire);
         // SAFETY: non-null entries are leaked boxes (`create_class`) that live as long as
         // `self`, which is process-wide (outside loom, forever; under loom, for the model
@@ -127,7 +136,7 @@ impl Global {
         let backend = self.backend()?;
         let class = ClassPool::new(index, usable, backend, &self.options, cfg!(not(loom)));
         let p = Box::into_raw(Box::new(class));
-        // Release: pairs with the Acquire load in `class`.
+        // Release (P1): pairs with the Acquire load in `class`.
         self.classes[index].store(p, Ordering::Release);
         // SAFETY: just leaked; see `class`.
         Ok(unsafe { &*p })
@@ -155,7 +164,7 @@ impl Global {
 impl Drop for Global {
     fn drop(&mut self) {
         for c in self.classes.iter() {
-            // Acquire: pairs with the Release store in `create_class`.
+            // Acquire (P1): pairs with the Release store in `create_class`.
             let p = c.load(Ordering::Acquire);
             if !p.is_null() {
                 // SAFETY: leaked by `create_class`, freed once, at the end of the model
@@ -329,8 +338,9 @@ pub fn stats() -> StackStats {
     out
 }
 
-/// Sets the process-wide pool's options. Call it once at start-up, before the first
-/// [`lease`]; the pool reads its options when first used.
+/// Sets the process-wide pool's options. Call it once at start-up: the pool reads its
+/// options when first used, which is the first call to [`lease`], [`trim`], [`stats`] or
+/// [`guard_backend`].
 ///
 /// # Errors
 ///

@@ -17,9 +17,10 @@
 //! (and run into the map-count limit, which is then reported by name).
 //!
 //! Stacks are **pooled**: a per-thread cache (no atomic read-modify-write, no system call),
-//! then a bounded shared pool per class. Returned stacks keep their top pages resident; over
-//! the bound the rest is given back (`MADV_DONTNEED`), and [`trim`] gives everything back
-//! after a burst. Because slots have a fixed size, "which stack's guard is this fault
+//! then a bounded shared pool per class. Stacks returned to a pool above its bound keep only
+//! their top pages resident (the rest is given back with `MADV_DONTNEED`), beyond a second
+//! bound they keep nothing, and [`trim`] gives everything back after a burst (see
+//! [`Options`]). Because slots have a fixed size, "which stack's guard is this fault
 //! address in?" is arithmetic, which lets the [`overflow`] handler print
 //! `green thread 42 'worker-7' has overflowed its 32 KiB stack` from a signal handler.
 //!
@@ -108,17 +109,3 @@ pub use os::GuardBackend;
 pub use size::StackSize;
 pub use stack::Stack;
 pub use stats::{ClassStats, StackStats};
-
-#[cfg(all(test, not(loom)))]
-mod assertions {
-    use super::*;
-    use static_assertions::{assert_impl_all, assert_not_impl_any};
-
-    assert_impl_all!(Stack: Send, Sync, std::fmt::Debug);
-    assert_impl_all!(StackSize: Send, Sync, Copy, Default);
-    assert_impl_all!(Options: Send, Sync, Clone, Default);
-    assert_impl_all!(StackStats: Send, Sync, Clone);
-    assert_impl_all!(GuardBackend: Send, Sync, Copy);
-    assert_not_impl_any!(overflow::AltStack: Send, Sync);
-    assert_not_impl_any!(Stack: Clone);
-}

@@ -31,6 +31,17 @@
 //! A frame bigger than the guard page that skips it entirely (C code without
 //! `-fstack-clash-protection`) lands in the neighbouring slot and is not detected; Rust code
 //! probes every page of big frames, so it always hits the guard first.
+//!
+//! # Memory ordering
+//!
+//! The guarantee: the handler chains only to a fully saved previous action.
+//!
+//! - (P1) `install_handler` writes the previous action, then sets its `ready` flag with
+//!   Release, and only then installs our handler; `chain` loads `ready` with Acquire before
+//!   reading the action.
+//! - Which fault addresses are ours comes from the chunk registry (`registry.rs`, its own
+//!   P1); labels from the slots' metadata (`SlotMeta::label`, Release in `set_label`,
+//!   Acquire in `read_label`).
 
 use std::cell::UnsafeCell;
 use std::io;
@@ -102,7 +113,7 @@ pub fn install_handler() -> io::Result<()> {
             }
             // SAFETY: we hold INSTALL and `ready` is false, so no handler of ours reads it.
             unsafe { (*prev.action.get()).write(old.assume_init()) };
-            // Release: pairs with the Acquire load in `chain`.
+            // Release (P1): pairs with the Acquire load in `chain`.
             prev.ready.store(true, Ordering::Release);
         }
         // SAFETY: an all-zero sigaction is valid (no flags, empty mask) before we fill it.
@@ -179,7 +190,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
 /// Passes a signal that is not ours to the action in force before ours.
 fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void, code: libc::c_int) {
     let prev = if sig == libc::SIGSEGV { &PREV_SEGV } else { &PREV_BUS };
-    // Acquire: pairs with the Release store in `install_handler`.
+    // Acquire (P1): pairs with the Release store in `install_handler`.
     let action = if prev.ready.load(Ordering::Acquire) {
         // SAFETY: written before `ready` was set, never written again.
         Some(unsafe { (*prev.action.get()).assume_init_ref() })
