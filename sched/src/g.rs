@@ -207,17 +207,32 @@ impl G {
     pub(crate) fn claim_inline(&self, generation: u32) -> bool {
         let cur = word(generation, RUNNABLE | FRESH);
         let next = word(generation, CLAIMED);
-        if self
-            .state
-            .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            // The queue entry's reference: the worker that later pops it drops it.
-            self.add_ref();
+        // The reference for the queue entry (which stays, stale) must exist before the CAS
+        // publishes CLAIMED: a worker popping that entry right after the CAS drops one. Take
+        // it only on a live record (never resurrect a FREE one sitting in a free list).
+        if !self.try_ref() {
+            return false;
+        }
+        // AcqRel pairs with the Release that made it RUNNABLE (G2).
+        if self.state.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             true
         } else {
+            // Not claimed (another generation, started, or notified): give the reference
+            // back; if that was the last one, whoever dropped the others left recycling to us.
+            if self.drop_ref() {
+                recycle_anywhere(GRef(NonNull::from(self)));
+            }
             false
         }
+    }
+
+    /// Like `claim_inline`, for a caller that already removed the G's only queue entry (it
+    /// popped it from its own local queue): no stale entry remains, so no extra reference.
+    pub(crate) fn claim_popped_inline(&self, generation: u32) -> bool {
+        let cur = word(generation, RUNNABLE | FRESH);
+        let next = word(generation, CLAIMED);
+        // AcqRel pairs with the Release that made it RUNNABLE (G2).
+        self.state.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Consumes a pending `NOTIFIED` token of the running G. Returns true if there was one.

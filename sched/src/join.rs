@@ -81,13 +81,16 @@ pub(crate) fn run_inline(
     if !core::ptr::eq(child_sched, &*m.shared) || !stack_room(host, stack_bytes) {
         return false;
     }
-    if !child.g.claim_inline(child.generation) {
+    if !claim(m, child) {
         return false;
     }
     // We won RUNNABLE => CLAIMED: we hold the child's scheduling reference and own its cells.
     child.g.host.store(host.as_ptr(), Ordering::Release);
     if m.holds_p() {
-        bump(&m.p().stats.inline_joins);
+        let p = m.p();
+        bump(&p.stats.inline_joins);
+        // A join is a scheduling point, even when it runs the child inline.
+        p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
     // SAFETY: we own the claimed child's cells.
     let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
@@ -108,6 +111,24 @@ pub(crate) fn run_inline(
     }
     shared.g_finished();
     true
+}
+
+/// Claims `child` for an inline run. The child is usually the newest entry of our own local
+/// queue (fork then join): then pop it, so no stale entry is left behind; otherwise claim it
+/// where it is and let its entry go stale.
+fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
+    if m.holds_p() {
+        // SAFETY: this worker holds its P (holds_p) and we run on it.
+        let local = unsafe { m.p().local() };
+        if let Some(top) = local.pop() {
+            if top == child.g && child.g.claim_popped_inline(child.generation) {
+                return true;
+            }
+            // Not it (or not claimable): put it back where it was (the newest end).
+            m.push_local(top);
+        }
+    }
+    child.g.claim_inline(child.generation)
 }
 
 /// Whether the running host's remaining stack can hold a child that asked for `want` bytes:
