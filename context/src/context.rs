@@ -105,7 +105,8 @@ impl Context {
     /// # Panics
     ///
     /// If `stack_top` is null, if `stack_limit >= stack_top` (the arguments are swapped), or if
-    /// the aligned stack is smaller than [`MIN_STACK_SIZE`].
+    /// the aligned stack is smaller than [`MIN_STACK_SIZE`]. Under loom the stack is neither
+    /// used nor checked (a loom model may pass null pointers).
     ///
     /// # Examples
     ///
@@ -131,25 +132,11 @@ impl Context {
     /// ```
     #[must_use = "a context does nothing until it is resumed"]
     pub unsafe fn new(stack_top: *mut u8, stack_limit: *mut u8, entry: Entry) -> Context {
-        assert!(
-            !stack_top.is_null(),
-            "Context::new: stack_top is null; pass the end (highest address) of a stack"
-        );
-        let top = stack_top as usize & !15;
-        let limit = stack_limit as usize;
-        assert!(
-            limit < stack_top as usize,
-            "Context::new: stack_limit ({stack_limit:p}) is not below stack_top ({stack_top:p}); \
-             stacks grow down: pass the highest address as stack_top and the lowest as stack_limit"
-        );
-        let size = top.saturating_sub(limit);
-        assert!(
-            size >= MIN_STACK_SIZE,
-            "Context::new: the stack is {size} bytes, smaller than MIN_STACK_SIZE \
-             ({MIN_STACK_SIZE}); allocate a bigger stack"
-        );
+        #[cfg(not(loom))]
+        check_stack(stack_top, stack_limit);
         // SAFETY: the 24 bytes below the aligned top lie inside `stack_limit..stack_top`
         // (size >= MIN_STACK_SIZE > 24, checked above), which the caller promised is ours.
+        // (The loom backend does not touch the stack.)
         let raw = unsafe { backend::init(stack_top, stack_limit, entry) };
         Context { raw, _not_sync: PhantomData }
     }
@@ -320,6 +307,58 @@ impl Context {
     pub(crate) fn from_raw(raw: Raw) -> Context {
         Context { raw, _not_sync: PhantomData }
     }
+}
+
+/// Whether a panic payload caught with `catch_unwind` is the loom backend's *abandon* unwind:
+/// the unwinding that ends the loom thread of a context whose [`Context`] was dropped without
+/// being resumed (see the crate docs). Code that catches panics on a context's stack (an
+/// entry function's `catch_unwind`) must re-raise such a payload with
+/// [`std::panic::resume_unwind`] instead of treating it as a panic of its own (and must not
+/// abort on it). Always `false` with the assembly backend, where dropping a context unwinds
+/// nothing.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic;
+///
+/// let caught = panic::catch_unwind(|| panic!("a real panic")).unwrap_err();
+/// if purloin_context::is_abandon_payload(&*caught) {
+///     panic::resume_unwind(caught); // loom: let the abandoned context's thread end
+/// }
+/// ```
+pub fn is_abandon_payload(payload: &(dyn core::any::Any + Send)) -> bool {
+    #[cfg(loom)]
+    {
+        crate::loom::is_abandon_payload(payload)
+    }
+    #[cfg(not(loom))]
+    {
+        let _ = payload;
+        false
+    }
+}
+
+/// The bounds checks of [`Context::new`] (see its `# Panics`).
+#[cfg(not(loom))]
+fn check_stack(stack_top: *mut u8, stack_limit: *mut u8) {
+    assert!(
+        !stack_top.is_null(),
+        "Context::new: stack_top is null; pass the end (highest address) of a stack"
+    );
+    let top = stack_top as usize & !15;
+    let limit = stack_limit as usize;
+    assert!(
+        limit < stack_top as usize,
+        "Context::new: stack_limit ({stack_limit:p}) is not below stack_top ({stack_top:p}); \
+         stacks grow down: pass the highest address as stack_top and the lowest as stack_limit"
+    );
+    let size = top.saturating_sub(limit);
+    assert!(
+        size >= MIN_STACK_SIZE,
+        "Context::new: the stack is {size} bytes, smaller than MIN_STACK_SIZE \
+         ({MIN_STACK_SIZE}); allocate a bigger stack"
+    );
 }
 
 /// Calls the `ontop` function delivered by a switch, if any.

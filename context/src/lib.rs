@@ -142,11 +142,13 @@
 //!
 //! With `RUSTFLAGS="--cfg loom"` the same API is implemented with loom threads handing control
 //! to each other (one runs at a time), so a scheduler's loom models run its real park/yield
-//! code. Two differences from the assembly backend: the stack arguments of `new` are checked
-//! but not used, and dropping a `Context` that was never resumed ends its loom thread by
-//! unwinding it with a private payload (so loom does not report a deadlock when the model
-//! ends): destructors on that stack run, where the assembly backend would leak them, and code
-//! that catches panics sees that payload (switching again re-raises it). Run the models with
+//! code. Each [`Context::new`] spawns a loom thread (loom allows few threads per model). Two
+//! differences from the assembly backend: the stack arguments of `new` are ignored (null is
+//! fine), and dropping a `Context` that was never resumed ends its loom thread by unwinding it
+//! with a private payload (so loom does not report a deadlock when the model ends):
+//! destructors on that stack run, where the assembly backend would leak them, and code that
+//! catches panics on that stack sees the payload; it must re-raise it
+//! ([`is_abandon_payload`]; switching again also re-raises it). Run the models with
 //!
 //! ```text
 //! cargo xtask loom -p purloin-context
@@ -173,4 +175,4 @@ mod loom;
 mod sync;
 pub mod valgrind;
 
-pub use crate::context::{Context, Entry, MIN_STACK_SIZE, Transfer};
+pub use crate::context::{Context, Entry, MIN_STACK_SIZE, Transfer, is_abandon_payload};

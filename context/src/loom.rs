@@ -29,8 +29,12 @@
 //! [`std::panic::resume_unwind`] (which does not run the panic hook: nothing is printed), and
 //! the top of every context thread catches that payload and ends the thread quietly. The
 //! unwinding runs the destructors on the abandoned context's stack (the assembly backend would
-//! leak them instead). It is sticky: if user code catches the payload and switches again, the
-//! switch raises it again at once, so the thread still ends. An abandoned thread that is not a
+//! leak them instead). Code that catches panics on a context's stack should re-raise it
+//! ([`crate::is_abandon_payload`] recognises it). It is also sticky: if user code catches the
+//! payload and switches again, the switch raises it again at once, so the thread still ends.
+//! A destructor that switches *while* the abandon unwinding runs therefore panics during a
+//! panic, which aborts: under loom, keep switches out of destructors of values that can be
+//! on an abandoned context's stack. An abandoned thread that is not a
 //! context thread (the model's main thread, or a thread the model spawned) cannot be ended
 //! that way; it panics with a message saying its context was dropped.
 
@@ -109,6 +113,11 @@ impl Baton {
             }
         }
     }
+}
+
+/// See [`crate::is_abandon_payload`].
+pub(crate) fn is_abandon_payload(payload: &(dyn std::any::Any + Send)) -> bool {
+    payload.is::<Abandon>()
 }
 
 fn abandon_current_thread() -> ! {
@@ -199,18 +208,21 @@ impl Handle {
 
     /// Takes the baton out without abandoning it.
     fn into_baton(mut self) -> Option<Arc<Baton>> {
-        // SAFETY: the pointer came from `Arc::into_raw` and its reference is owned by this
-        // handle, which gives it up here (`take` leaves `None` for `drop`).
-        self.0.take().map(|p| unsafe { Arc::from_raw(p.as_ptr().cast_const()) })
+        self.take_baton()
+    }
+
+    /// Takes the owned reference out, leaving `None` (so `drop` does nothing more).
+    fn take_baton(&mut self) -> Option<Arc<Baton>> {
+        let ptr = self.0.take()?;
+        // SAFETY: the pointer came from `Arc::into_raw` and its strong reference is owned by
+        // this handle, which gives it up here (`take` left `None` behind).
+        Some(unsafe { Arc::from_raw(ptr.as_ptr().cast_const()) })
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // SAFETY: as in `into_baton`.
-        if let Some(baton) =
-            self.0.take().map(|p| unsafe { Arc::from_raw(p.as_ptr().cast_const()) })
-        {
+        if let Some(baton) = self.take_baton() {
             let mut state = baton.state.lock().unwrap();
             if matches!(*state, State::Waiting) {
                 *state = State::Abandoned;

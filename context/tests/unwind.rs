@@ -54,6 +54,7 @@ fn run_caught(t: Transfer, body: fn(&Cell<Option<Context>>, usize)) -> ! {
         Ok(()) => FINISHED,
         Err(payload) if payload.is::<ForcedUnwind>() => FORCED,
         Err(payload) => {
+            assert!(!purloin_context::is_abandon_payload(&*payload), "only loom abandons");
             assert_eq!(message(&*payload), "boom at the bottom");
             PANICKED
         }
