@@ -2,46 +2,56 @@
 //!
 //! # Design
 //!
-//! A linked list of blocks of `BLOCK_CAP` slots (63; 2 under loom). `tail` and `head` are each
-//! **one tagged pointer**: the block's address with the offset of the next slot in the low six
-//! bits (blocks are 64-byte aligned). One word per end means an end is always read
-//! consistently and moved with one CAS, including across a block boundary.
+//! A linked list of blocks of `BLOCK_CAP` slots (127; 2 under loom). `tail` and `head` are each
+//! **one tagged pointer**: the block's address with the offset of the next slot in the low
+//! seven bits (blocks are 128-byte aligned). One word per end means an end is always read
+//! consistently and moved with one CAS, including across a block boundary. A block keeps its
+//! `ready` flags in one array and its items in another, so word-sized items fill whole cache
+//! lines.
 //!
 //! **Push.** CAS `tail` from `(B, o)` to `(B, o + n)` to reserve `n` slots (`n = 1` for
 //! `push`, up to the rest of the block for batches), write the items, set each slot's `ready`
-//! flag. At `(B, BLOCK_CAP)` the block is full: any pusher allocates a block `N` and CASes
-//! `tail` to `(N, 0)`; the winner links `B.next = N`, losers free theirs. Nobody waits for
-//! anybody: a pusher never spins on another pusher.
+//! flag. At `(B, BLOCK_CAP)` the block is full: any pusher takes a block `N` (from the block
+//! cache, or newly allocated) and CASes `tail` to `(N, 0)`; the winner links `B.next = N`,
+//! losers put theirs back. A pusher never waits for another pusher.
 //!
-//! **Pop** (`steal`, `steal_batch_and_pop`). Load `head = (B, o)` and `tail`; the slots between
-//! are reserved by pushers. Count how many of them, from `o` on, are `ready` (up to the batch
-//! size); CAS `head` forward by that many; read them. If slot `o` is reserved but not yet
-//! written (its pusher was preempted mid-push) the consumer returns [`Steal::Retry`] at once
-//! instead of spinning; likewise at the end of a block whose successor is not linked yet.
-//! Consumers never claim a slot before it is written, so they never wait on one.
+//! **Pop** (`steal`, `steal_batch_and_pop`). Load `head = (B, o)`; count the set `ready` flags
+//! from `o` on (up to the batch size and the end of the block); CAS `head` forward by that
+//! many; read them. A run of set flags is always safe to claim, so `tail` is only read when
+//! the flag at `o` is clear, to tell `Empty` (nothing reserved) from `Retry` (slot `o` is
+//! reserved but its pusher has not written it yet, e.g. it was preempted mid-push). Likewise at
+//! the end of a block whose successor is not linked yet: `Retry`. Consumers never claim a slot
+//! before it is written, so they never wait on one.
 //!
 //! Progress: every push completes in a bounded number of its own steps plus one CAS retry per
 //! concurrent push (lock-free); every pop completes or returns `Retry`/`Empty` without waiting.
 //! The price of never waiting is that a pusher stalled between its reservation and its write
 //! delays the items behind it (consumers see `Retry` until it resumes); they are not lost.
 //!
-//! **Reclamation.** A block is retired (through `crossbeam-epoch`) only by the consumer that
-//! moves `head` off it, which needs its `next` link, which its installer writes after moving
-//! `tail` off it: so the tail block is never retired, and by then every slot has been written
-//! and claimed. Pushers touch a block only after a successful CAS of `tail` within it (which
-//! proves it is the tail block) and before writing their last `ready` flag (which it cannot be
-//! retired without). Consumers read blocks before claiming (flags, `next`), so they are pinned
-//! for their whole operation; so is a pusher installing a block (it reads the full block's
-//! position before its CAS). Pushers otherwise do not pin.
+//! **Reclamation.** A block is retired only by the consumer that moves `head` off it, which
+//! needs its `next` link, which its installer writes after moving `tail` off it: so the tail
+//! block is never retired, and by then every slot has been written and claimed. Pushers touch
+//! a block only after a successful CAS of `tail` within it (which proves it is the tail block)
+//! and before writing their last `ready` flag (which it cannot be retired without). Consumers
+//! read blocks before claiming (flags, `next`), so they are pinned (`crossbeam-epoch`) for
+//! their whole operation; so is a pusher installing a block (it reads the full block's
+//! position before its CAS). Pushers otherwise do not pin. A retired block goes through the
+//! epoch collector into a small per-injector cache (32 blocks, 64 KiB for word-sized items)
+//! from which installers take blocks: retirements reach the collector in bursts, and sending
+//! those straight back to the allocator made glibc return pages to the OS and fault them back
+//! in, which cost more than the queue protocol itself. The cache is only ever `try_lock`ed; a
+//! thread that finds it busy allocates or frees instead of waiting.
 //!
 //! # Memory ordering
 //!
 //! The guarantee: an item is read once, by the consumer whose CAS on `head` covered it, after
-//! its write; a block is initialised before anyone uses it and freed after everyone is done.
+//! its write; a block is initialised before anyone uses it and reused or freed after everyone
+//! is done with it.
 //!
-//! * **J1** (publish a block to pushers): the installer initialises `N`, then CASes `tail` to
-//!   `(N, 0)` with `Release`; pushers load `tail` (and fail CASes) with `Acquire`. Their own
-//!   claim CASes are `Relaxed` on success: RMWs continue the installer's release sequence.
+//! * **J1** (publish a block to pushers): the installer initialises (or resets) `N`, then
+//!   CASes `tail` to `(N, 0)` with `Release`; pushers load `tail` (and fail CASes) with
+//!   `Acquire`. Their own claim CASes are `Relaxed` on success: RMWs continue the installer's
+//!   release sequence.
 //! * **J2** (publish a block to consumers): the installer stores `B.next = N` with `Release`;
 //!   the consumer moving `head` loads `B.next` with `Acquire` and CASes `head` to `(N, 0)`
 //!   with `Release`; consumers load `head` with `Acquire`.
@@ -50,59 +60,100 @@
 //! * **J4** (`head` never outruns `tail`): head CASes are `Release` and head loads `Acquire`,
 //!   so a consumer that sees `head = (B, o)` sees `tail` at least as far as the reservations of
 //!   the slots below `o` (their `ready` flags were acquired by the consumer that moved `head`
-//!   past them). Hence "`tail` is in another block" implies "`B` is full", and `Empty` means
-//!   the queue was empty at an instant during the call.
+//!   past them). Hence `tail == head` means nothing is reserved after `head`, and `Empty`
+//!   means the queue was empty at an instant during the call.
+//! * Reuse: the epoch collector runs a retirement only after every pin that could see the
+//!   block has ended (its own SeqCst fences order those pins' accesses before it); the cache's
+//!   mutex then orders the recycling before the reuse, and J1 orders the reset before the
+//!   new pushes.
 //!
-//! No store→load ordering is needed (every decision is an RMW on the word it is about), so
-//! there is no `fence(SeqCst)` here; the epoch `pin` brings its own.
+//! No store→load ordering is needed (every decision is an RMW on the word it is about, or a
+//! read of a flag that only goes from clear to set), so there is no `fence(SeqCst)` here; the
+//! epoch `pin` brings its own.
 
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::ptr::{self, addr_of_mut};
+use std::alloc::{self, Layout};
 
 use crate::steal::Steal;
-use crate::sync::{AtomicBool, AtomicPtr, CachePadded, IS_LOOM, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, CachePadded, IS_LOOM, Mutex, Ordering, UnsafeCell};
 use crate::worker::Worker;
 
 /// Slots per block.
-const BLOCK_CAP: usize = if IS_LOOM { 2 } else { 63 };
-/// The low bits of a tagged pointer that hold the offset (blocks are 64-byte aligned).
-const OFFSET_MASK: usize = 63;
+const BLOCK_CAP: usize = if IS_LOOM { 2 } else { 127 };
+/// The low bits of a tagged pointer that hold the offset (blocks are 128-byte aligned).
+const OFFSET_MASK: usize = 127;
+/// Retired blocks kept for reuse (at most 64 KiB for word-sized items).
+const CACHED_BLOCKS: usize = if IS_LOOM { 1 } else { 32 };
 const _: () = assert!(BLOCK_CAP <= OFFSET_MASK, "offsets 0..=BLOCK_CAP must fit in the tag");
 
-struct Slot<T> {
-    item: UnsafeCell<MaybeUninit<T>>,
-    /// Set (J3) once `item` is written.
-    ready: AtomicBool,
-}
-
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 struct Block<T> {
-    slots: [Slot<T>; BLOCK_CAP],
+    /// `ready[i]` is set (J3) once `items[i]` is written. Kept apart from the items so that
+    /// word-sized items fill whole cache lines (8 per line instead of 4): a consumer on another
+    /// core pulls half as many lines across per item.
+    ready: [AtomicBool; BLOCK_CAP],
+    items: [UnsafeCell<MaybeUninit<T>>; BLOCK_CAP],
     /// The next block, once linked (J2).
     next: AtomicPtr<Block<T>>,
     /// The global position of slot 0 (for `len`); written before the block is published.
     start: u64,
+    /// The allocation this block lives in (see [`Block::alloc`]).
+    raw: *mut u8,
 }
 
 impl<T> Block<T> {
+    /// The layout actually requested from the allocator: the block's size plus room to align
+    /// it by hand, at the allocator's natural alignment. Asking for the 128-byte alignment
+    /// directly sends every block through the allocator's slow "memalign" path, whose chunks
+    /// are reused poorly (glibc then keeps faulting fresh pages in).
+    fn raw_layout() -> Layout {
+        let block = Layout::new::<Block<T>>();
+        Layout::from_size_align(block.size() + block.align(), 16)
+            .expect("the size of a block is far below isize::MAX")
+    }
+
     /// Allocates an empty block whose slot 0 has global position `start`.
     fn alloc(start: u64) -> *mut Block<T> {
-        let mut boxed = Box::<Block<T>>::new_uninit();
-        let block = boxed.as_mut_ptr();
-        // SAFETY: `block` points to a live, uninitialised allocation of the right layout; every
-        // field is initialised exactly once below (in place, so a block of large items is
-        // never built on the stack) before `assume_init`.
+        let layout = Self::raw_layout();
+        // SAFETY: `layout` has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        if raw.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        let block = raw.wrapping_add(raw.align_offset(align_of::<Block<T>>())).cast::<Block<T>>();
+        // SAFETY: `block` is aligned for `Block<T>` and `size_of::<Block<T>>()` bytes fit
+        // between it and the end of the allocation (`raw_layout` reserved `align` extra bytes).
+        // Every field is initialised exactly once below, in place (so a block of large items
+        // is never built on the stack).
         unsafe {
             for i in 0..BLOCK_CAP {
-                let slot = addr_of_mut!((*block).slots[i]);
-                ptr::write(addr_of_mut!((*slot).item), UnsafeCell::new(MaybeUninit::uninit()));
-                ptr::write(addr_of_mut!((*slot).ready), AtomicBool::new(false));
+                ptr::write(addr_of_mut!((*block).ready[i]), AtomicBool::new(false));
+                ptr::write(addr_of_mut!((*block).items[i]), UnsafeCell::new(MaybeUninit::uninit()));
             }
             ptr::write(addr_of_mut!((*block).next), AtomicPtr::new(ptr::null_mut()));
             ptr::write(addr_of_mut!((*block).start), start);
-            Box::into_raw(boxed.assume_init())
+            ptr::write(addr_of_mut!((*block).raw), raw);
+        }
+        block
+    }
+
+    /// Makes a recycled block look freshly allocated, with slot 0 at global position `start`.
+    ///
+    /// # Safety
+    ///
+    /// * `block` came from [`Block::alloc`], holds no item, and no other thread can access it
+    ///   (it came out of the [`BlockCache`], which only holds blocks past their grace period).
+    unsafe fn reset(block: *mut Block<T>, start: u64) {
+        // SAFETY: exclusively ours (contract), so the plain write of `start` races with nothing.
+        unsafe {
+            for ready in &(*block).ready {
+                ready.store(false, Ordering::Relaxed);
+            }
+            (*block).next.store(ptr::null_mut(), Ordering::Relaxed);
+            ptr::write(addr_of_mut!((*block).start), start);
         }
     }
 
@@ -114,12 +165,91 @@ impl<T> Block<T> {
     ///   can access it any more (or the caller is the epoch collector running the deferred
     ///   free, which guarantees that).
     unsafe fn free(block: *mut Block<T>) {
-        // SAFETY: from `Box::into_raw` in `alloc`, and exclusively ours (contract).
-        let block = unsafe { Box::from_raw(block) };
-        for slot in &block.slots {
-            // Under loom, a consumer still reading this block without a happens-before edge
-            // to the free shows up as a data race.
-            crate::sync::mark_freed(core::slice::from_ref(&slot.item));
+        // SAFETY: `block` is a live, initialised block from `alloc`, exclusively ours
+        // (contract).
+        let raw = unsafe {
+            // Under loom, a consumer still reading this block without a happens-before edge to
+            // the free shows up as a data race.
+            crate::sync::mark_freed(&(*block).items);
+            let raw = (*block).raw;
+            // Drop the fields that own loom state (no-ops otherwise); items are never dropped
+            // here, as slots are `MaybeUninit`.
+            ptr::drop_in_place(block);
+            raw
+        };
+        // SAFETY: `raw` was allocated in `alloc` with exactly this layout.
+        unsafe { alloc::dealloc(raw, Self::raw_layout()) };
+    }
+}
+
+/// Retired blocks waiting to be reused, so a busy injector does not send every block through
+/// the allocator (retirement comes in bursts from the epoch collector; freeing those bursts
+/// made the allocator return pages to the OS and fault them back in, which cost more than the
+/// whole queue protocol). Only `try_lock` is used: a thread that finds it busy allocates or
+/// frees instead of waiting, so the injector stays lock-free.
+struct BlockCache<T> {
+    blocks: Mutex<Vec<*mut Block<T>>>,
+}
+
+// SAFETY: the cache holds empty blocks (no `T` inside); the raw pointers (the only field, behind
+// the mutex) are owned exclusively by the cache until taken out.
+unsafe impl<T> Send for BlockCache<T> {}
+// SAFETY: as for `Send`; all access goes through the mutex.
+unsafe impl<T> Sync for BlockCache<T> {}
+
+impl<T> BlockCache<T> {
+    fn new() -> BlockCache<T> {
+        BlockCache { blocks: Mutex::new(Vec::with_capacity(CACHED_BLOCKS)) }
+    }
+
+    /// A reset block with slot 0 at `start`: a cached one if available, else a new one.
+    fn take(&self, start: u64) -> *mut Block<T> {
+        let cached = match self.blocks.try_lock() {
+            Ok(mut blocks) => blocks.pop(),
+            Err(_) => None,
+        };
+        match cached {
+            Some(block) => {
+                // SAFETY: cached blocks are empty and past their grace period (see `recycle`),
+                // and popping it made it ours alone.
+                unsafe { Block::reset(block, start) };
+                block
+            }
+            None => Block::alloc(start),
+        }
+    }
+
+    /// Keeps `block` for reuse, or frees it if the cache is full or busy.
+    ///
+    /// # Safety
+    ///
+    /// * `block` came from [`Block::alloc`], holds no item, is unreachable from the injector,
+    ///   and no thread can access it any more (the caller is the epoch collector running the
+    ///   deferred retirement, or owns the block exclusively).
+    unsafe fn recycle(&self, block: *mut Block<T>) {
+        if let Ok(mut blocks) = self.blocks.try_lock()
+            && blocks.len() < CACHED_BLOCKS
+        {
+            // Under loom, make reuse of a block still being read show up as a race.
+            // SAFETY: nobody else can access `block` (contract).
+            crate::sync::mark_freed(unsafe { &(*block).items });
+            blocks.push(block);
+            return;
+        }
+        // SAFETY: exclusively ours (contract).
+        unsafe { Block::free(block) };
+    }
+}
+
+impl<T> Drop for BlockCache<T> {
+    fn drop(&mut self) {
+        let blocks = match self.blocks.get_mut() {
+            Ok(blocks) => blocks,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for block in blocks.drain(..) {
+            // SAFETY: cached blocks are owned by the cache alone, and the cache is dying.
+            unsafe { Block::free(block) };
         }
     }
 }
@@ -160,6 +290,9 @@ pub struct Injector<T> {
     head: CachePadded<AtomicPtr<Block<T>>>,
     /// `(block, offset)` of the next slot to reserve.
     tail: CachePadded<AtomicPtr<Block<T>>>,
+    /// Spare blocks; shared with the retirements still pending in the epoch collector, which
+    /// may run after the injector is gone.
+    cache: Arc<BlockCache<T>>,
     /// The injector owns `T`s and hands them between threads; `Send`/`Sync` are granted below.
     _items: PhantomData<*mut T>,
 }
@@ -188,6 +321,7 @@ impl<T> Injector<T> {
         Injector {
             head: CachePadded(AtomicPtr::new(block)),
             tail: CachePadded(AtomicPtr::new(block)),
+            cache: Arc::new(BlockCache::new()),
             _items: PhantomData,
         }
     }
@@ -210,7 +344,7 @@ impl<T> Injector<T> {
     }
 
     /// Pushes every item of `items` at the back, in order, reserving slots for many items with
-    /// one CAS (one per block of 63 slots). Items of one batch stay contiguous unless the
+    /// one CAS (one per block of 127 slots). Items of one batch stay contiguous unless the
     /// batch spans blocks.
     ///
     /// # Examples
@@ -265,14 +399,14 @@ impl<T> Injector<T> {
                         // slots `offset..offset+n` are reserved for us alone; the block cannot
                         // be retired before all its slots are written and claimed (module
                         // docs), and its initialisation is visible through J1.
-                        let slot = unsafe { &(*block).slots[i] };
+                        let (ready, slot) = unsafe { (&(*block).ready[i], &(*block).items[i]) };
                         let item = next();
-                        slot.item.with_mut(|p| {
+                        slot.with_mut(|p| {
                             // SAFETY: the slot is reserved for us and unwritten.
                             unsafe { ptr::write(p, MaybeUninit::new(item)) }
                         });
                         // J3: Release; pairs with the consumers' Acquire load of `ready`.
-                        slot.ready.store(true, Ordering::Release);
+                        ready.store(true, Ordering::Release);
                     }
                     count -= n;
                     if count > 0 {
@@ -300,7 +434,7 @@ impl<T> Injector<T> {
         let (block, _) = untag(current);
         // SAFETY: `block` is alive (see above); `start` is immutable after publication (J1).
         let start = unsafe { (*block).start } + BLOCK_CAP as u64;
-        let new = Block::alloc(start);
+        let new = self.cache.take(start);
         // J1: Release publishes `new`'s initialisation to pushers; failure Acquire as above.
         match self.tail.compare_exchange(current, tag(new, 0), Ordering::Release, Ordering::Acquire)
         {
@@ -311,8 +445,8 @@ impl<T> Injector<T> {
                 tag(new, 0)
             }
             Err(actual) => {
-                // SAFETY: `new` was never published.
-                unsafe { Block::free(new) };
+                // SAFETY: `new` was never published, so it is ours alone and empty.
+                unsafe { self.cache.recycle(new) };
                 actual
             }
         }
@@ -338,7 +472,7 @@ impl<T> Injector<T> {
     }
 
     /// Steals the item at the front to run now, and moves up to `limit` more (in FIFO order,
-    /// bounded by `dest`'s free room and by the end of the current block of 63 slots) into
+    /// bounded by `dest`'s free room and by the end of the current block of 127 slots) into
     /// `dest`, all with one CAS. `dest`'s owner then pops them in FIFO order.
     ///
     /// A scheduler with `P` workers typically passes `min(16, len / P + 1)` (Go's
@@ -393,16 +527,17 @@ impl<T> Injector<T> {
                 ) {
                     Ok(_) => {
                         head = tag(next, 0);
-                        let free_block = move || {
-                            // SAFETY: `block` is unreachable now (head moved off it; tail did
-                            // before, as `next` is linked); the collector runs this once, after
-                            // every pin that could still see the block has ended.
-                            unsafe { Block::free(block) }
+                        let cache = self.cache.clone();
+                        let retire = move || {
+                            // SAFETY: `block` is empty and unreachable now (head moved off it;
+                            // tail did before, as `next` is linked); the collector runs this
+                            // once, after every pin that could still see the block has ended.
+                            unsafe { cache.recycle(block) }
                         };
-                        // SAFETY: `free_block` captures only the `block` pointer and touches
-                        // nothing on our stack. It may run on another thread: freeing a block
-                        // reads and drops no `T` (every item was moved out).
-                        unsafe { guard.defer_unchecked(free_block) };
+                        // SAFETY: `retire` captures only the cache handle and the `block`
+                        // pointer and touches nothing on our stack. It may run on another
+                        // thread: recycling a block reads and drops no `T`.
+                        unsafe { guard.defer_unchecked(retire) };
                     }
                     Err(actual) => head = actual,
                 }
@@ -410,17 +545,17 @@ impl<T> Injector<T> {
             }
 
             // Count the written slots from `offset` on, up to the batch size and the end of the
-            // block. Only `ready` flags are read (never `tail`), so a polling consumer does
-            // not pull the producers' `tail` line away from them. A flag is set only after its
-            // slot was reserved and written, so a run of set flags is safe to claim.
+            // block. A flag is set only after its slot was reserved and written, so a run of
+            // set flags is safe to claim without looking at `tail`: a consumer working through
+            // a backlog never pulls the producers' `tail` line away from them.
             let want = want_max.min(BLOCK_CAP - offset);
             let mut ready = 0;
             while ready < want {
                 // SAFETY: `block` is allocated while we are pinned (see above), and
                 // `offset + ready < BLOCK_CAP`.
-                let slot = unsafe { &(*block).slots[offset + ready] };
+                let flag = unsafe { &(*block).ready[offset + ready] };
                 // J3: Acquire; pairs with the pusher's Release store.
-                if !slot.ready.load(Ordering::Acquire) {
+                if !flag.load(Ordering::Acquire) {
                     break;
                 }
                 ready += 1;
@@ -442,9 +577,9 @@ impl<T> Injector<T> {
                     let read = |i: usize| {
                         // SAFETY: slot `i` of `block` is written (J3, acquired above) and
                         // claimed by our CAS; `block` stays allocated while we are pinned.
-                        let slot = unsafe { &(*block).slots[i] };
+                        let slot = unsafe { &(*block).items[i] };
                         // SAFETY: claimed and initialised, read exactly once.
-                        slot.item.with(|p| unsafe { ptr::read(p).assume_init() })
+                        slot.with(|p| unsafe { ptr::read(p).assume_init() })
                     };
                     let first = read(offset);
                     if ready > 1 {
@@ -525,11 +660,11 @@ impl<T> Drop for Injector<T> {
             let end = if block == tail_block { tail_offset } else { BLOCK_CAP };
             for i in offset..end {
                 // SAFETY: `block` is reachable from `head`, hence allocated and ours.
-                let slot = unsafe { &(*block).slots[i] };
+                let (ready, slot) = unsafe { (&(*block).ready[i], &(*block).items[i]) };
                 // A slot whose pusher panicked before writing stays unready; skip it.
-                if slot.ready.load(Ordering::Relaxed) {
+                if ready.load(Ordering::Relaxed) {
                     // SAFETY: written (ready) and never claimed (at or after head).
-                    drop(slot.item.with(|p| unsafe { ptr::read(p).assume_init() }));
+                    drop(slot.with(|p| unsafe { ptr::read(p).assume_init() }));
                 }
             }
             // SAFETY: as above; `next` is read before the block is freed.

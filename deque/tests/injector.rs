@@ -57,19 +57,19 @@ fn steal_batch_and_pop_moves_fifo_into_worker() {
 #[test]
 fn steal_batch_is_bounded_by_block_and_room() {
     let q = Injector::new();
-    q.push_batch(0..200);
-    // A huge limit stops at the end of the first block (63 slots): 1 + 62.
+    q.push_batch(0..300);
+    // A huge limit stops at the end of the first block (127 slots): 1 + 126.
     let w = Worker::new();
     assert_eq!(q.steal_batch_and_pop(&w, 1000), Steal::Success(0));
-    assert_eq!(w.len(), 62);
+    assert_eq!(w.len(), 126);
     // Room for 2: three items.
     let small = Worker::bounded(4);
     small.push(-1).unwrap();
     small.push(-2).unwrap();
-    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(63));
+    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(127));
     assert_eq!(small.len(), 4);
     // Full destination: one item, returned.
-    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(66));
+    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(130));
     assert_eq!(small.len(), 4);
     // A growable destination grows to take the batch.
     let grow = Worker::new();
@@ -77,8 +77,34 @@ fn steal_batch_is_bounded_by_block_and_room() {
         grow.push(1000 + i).unwrap();
     }
     assert_eq!(grow.capacity(), 64);
-    assert_eq!(q.steal_batch_and_pop(&grow, 16), Steal::Success(67));
+    assert_eq!(q.steal_batch_and_pop(&grow, 16), Steal::Success(131));
     assert_eq!(grow.len(), 80);
+}
+
+/// A busy injector reuses retired blocks; items stay in order across many block lifetimes.
+#[test]
+fn blocks_are_reused_without_losing_order() {
+    let q = Injector::new();
+    let w = Worker::bounded(256);
+    let mut next_in = 0u64;
+    let mut next_out = 0u64;
+    for round in 0..200 {
+        for _ in 0..(round % 7 + 1) * 50 {
+            q.push(next_in);
+            next_in += 1;
+        }
+        while let Steal::Success(first) = q.steal_batch_and_pop(&w, 16) {
+            assert_eq!(first, next_out);
+            next_out += 1;
+            while let Some(x) = w.pop() {
+                assert_eq!(x, next_out);
+                next_out += 1;
+            }
+        }
+        // Let the epoch collector hand retired blocks back to the cache.
+        crossbeam_epoch::pin().flush();
+    }
+    assert_eq!(next_out, next_in);
 }
 
 #[test]

@@ -11,6 +11,9 @@
 //! * Reclamation: a consumer frees the block it moved `head` off at once instead of deferring
 //!   it to the epoch collector -> `two_consumers_across_blocks` fails: "Causality violation:
 //!   Concurrent read and write accesses to `UnsafeCell`".
+//! * Recycling: a retired block goes into the block cache at once instead of after the epoch
+//!   grace period -> `recycled_block_vs_slow_consumer` fails: "Causality violation: Concurrent
+//!   read and write accesses to `UnsafeCell`".
 #![cfg(loom)]
 
 use std::collections::BTreeSet;
@@ -139,6 +142,40 @@ fn two_consumers_across_blocks() {
             got.push(it.id);
         }
         assert_exactly_once(got, 3);
+    });
+}
+
+/// A retired block comes back from the epoch collector into the injector's block cache and a
+/// pusher reuses it, while another consumer may still be reading the item it claimed there.
+#[test]
+fn recycled_block_vs_slow_consumer() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let q = Arc::new(Injector::new());
+        for id in 0..3 {
+            q.push(Item { id, _token: token.clone() });
+        }
+        let slow = {
+            let q = q.clone();
+            thread::spawn(move || q.steal().success().map(|it| it.id))
+        };
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            got.extend(q.steal().success().map(|it| it.id));
+        }
+        // If `head` moved off the first block, these hand it to the cache once no pinned
+        // consumer can still see it...
+        crossbeam_epoch::pin().flush();
+        crossbeam_epoch::pin().flush();
+        // ...and filling the second block makes this push install a block: the cached one.
+        for id in 3..5 {
+            q.push(Item { id, _token: token.clone() });
+        }
+        got.extend(slow.join().unwrap());
+        while let Steal::Success(it) = q.steal() {
+            got.push(it.id);
+        }
+        assert_exactly_once(got, 5);
     });
 }
 
