@@ -83,9 +83,10 @@
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p purloin-stack --lib --tests
 //! ```
 //!
-//! Under loom the per-thread cache is compiled out (lease and return go to the shared pool)
-//! and the process-wide pool is recreated for each model execution, so dependent crates can
-//! lease stacks inside their own models.
+//! Under loom the per-thread cache is compiled out (lease and return go to the shared pool),
+//! the memory system calls are replaced by heap allocations (they are not part of the
+//! protocol, and made the models system-call bound), and the process-wide pool is recreated
+//! for each model execution, so dependent crates can lease stacks inside their own models.
 #![warn(missing_docs)]
 
 mod arena;

@@ -605,16 +605,23 @@ mod tests {
 }
 
 /// Loom models of the shared pool: leases and returns racing across threads, `trim` racing
-/// with them, two threads growing the arena at once, and the ABA case the tag exists for.
+/// with them, two threads growing the arena at once, three contending on one list, and the
+/// ABA case the tag exists for.
 ///
 /// Each slot has a loom `UnsafeCell` standing for its stack memory, written by every lessee:
 /// loom reports a causality violation if two lessees of one slot are not ordered by
 /// happens-before, and an `owned` flag catches a slot handed to two lessees at once. At the
 /// end every carved slot must be in exactly one list, once.
 ///
-/// Mutations checked (see the crate's report): `push`'s CAS Release -> Relaxed, `pop`'s
-/// head load Acquire -> Relaxed (both: causality violation in `return_on_another_thread`),
-/// no tag increment in `pop` and `push` (`aba_is_caught`: "slot leased twice").
+/// Mutations checked (each made, run, seen to fail, reverted):
+/// - `push`'s CAS Release -> Relaxed: all five fail (causality violation on a slot's memory,
+///   "slot of unmapped chunk", "dirty count drifted").
+/// - `pop`'s load and CAS Acquire -> Relaxed: all five fail (same reports).
+/// - `pop`'s CAS failure ordering Acquire -> Relaxed only: all five fail ("a slot was lost").
+/// - no tag increment in `push` and `pop`: `aba_is_caught` and `three_way_contention` fail
+///   ("a slot was lost"); the others never pop twice while another thread is mid-pop.
+/// - the chunk pointer's Release (P2) -> Relaxed: nothing fails, as the module docs say: P1
+///   and the growth mutex already order every use of a chunk.
 #[cfg(all(test, loom))]
 mod models {
     use super::*;
@@ -778,6 +785,30 @@ mod models {
             h.give_back(x, 2);
             h.give_back(y, 2);
             t1.join().unwrap();
+            h.check_drained();
+        });
+    }
+
+    /// Three threads take from one list holding two slots at once: two pop (their CASes
+    /// race), the third finds it empty, falls through to `clean`, and carves.
+    #[test]
+    fn three_way_contention() {
+        model(|| {
+            let h = Harness::new();
+            let a = h.lease(9);
+            let b = h.lease(9);
+            h.give_back(a, 9);
+            h.give_back(b, 9);
+            let threads: Vec<_> = (1..=3)
+                .map(|who| {
+                    let h = h.clone();
+                    thread::spawn(move || RawSlotSend(h.lease(who)))
+                })
+                .collect();
+            for (who, t) in (1..=3).zip(threads) {
+                let s = t.join().unwrap().0;
+                h.give_back(s, who);
+            }
             h.check_drained();
         });
     }

@@ -7,9 +7,16 @@
 //! (see the README's platform table).
 
 cfg_if::cfg_if! {
-    if #[cfg(target_os = "linux")] {
+    if #[cfg(all(target_os = "linux", not(loom)))] {
         mod linux;
         pub(crate) use linux::*;
+    } else if #[cfg(all(target_os = "linux", loom))] {
+        // The same surface with the memory calls replaced (see `loom.rs`).
+        #[allow(dead_code)]
+        mod linux;
+        mod loom;
+        pub(crate) use linux::page_size;
+        pub(crate) use loom::*;
     } else {
         compile_error!(
             "purloin-stack supports Linux only (any architecture with a Rust std target); \
