@@ -8,6 +8,11 @@
 //!   `purloin-via-scheduler` runs the same three tasks once each through the bench thread
 //!   (resume, switch back: 6 switches per lap), the asymmetric alternative.
 //!
+//! - `resume_ontop/publish on every suspend`: a depth-0 round trip whose suspend is a
+//!   `resume_ontop` running a small function on the resumer's stack (a scheduler's publish).
+//! - `create_and_run/reused stack`: make a context on an already-allocated stack, run it to
+//!   its end (one switch in, one out); corosensei's equivalent is a scoped coroutine.
+//!
 //! Built with `--features fpu-env`, our benchmark ids read `purloin+fpu-env`: compare them
 //! with a default run to get the cost of saving MXCSR and the x87 control word (context 3
 //! always saves both).
@@ -291,12 +296,142 @@ fn symmetric_ring(c: &mut Criterion) {
     group.finish();
 }
 
+// ---------------------------------------------------------------------------------------------
+// resume_ontop (round trip where the suspending side runs a function on the target) and
+// create + run to completion on a reused stack
+
+mod ontop {
+    use super::*;
+
+    pub type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+    fn bump(t: purloin_context::Transfer) -> purloin_context::Transfer {
+        purloin_context::Transfer { context: t.context, data: t.data + 1 }
+    }
+
+    extern "C-unwind" fn ours_parker(mut t: purloin_context::Transfer) -> ! {
+        loop {
+            // SAFETY: `t.context` is the bench thread, suspended in `resume`; `bump` cannot
+            // panic.
+            t = unsafe { t.context.resume_ontop(t.data, bump) };
+        }
+    }
+
+    pub fn ours(c: &mut Group<'_>) {
+        let stack = TestStack::new(STACK);
+        // SAFETY: the stack outlives the context.
+        let mut ctx =
+            Some(unsafe { purloin_context::Context::new(stack.top(), stack.limit(), ours_parker) });
+        c.bench_function(BenchmarkId::new(OURS, "publish on every suspend"), |b| {
+            b.iter(|| {
+                // SAFETY: fresh or suspended in `resume_ontop`.
+                let t = unsafe { ctx.take().unwrap().resume(black_box(1)) };
+                assert_eq!(t.data, 2);
+                ctx = Some(t.context);
+            })
+        });
+    }
+
+    extern "C" fn fc_bump(t: context::Transfer) -> context::Transfer {
+        context::Transfer { context: t.context, data: t.data + 1 }
+    }
+
+    extern "C" fn fc_parker(mut t: context::Transfer) -> ! {
+        loop {
+            // SAFETY: as above.
+            t = unsafe { t.context.resume_ontop(t.data, fc_bump) };
+        }
+    }
+
+    pub fn fcontext(c: &mut Group<'_>) {
+        let stack = context::stack::ProtectedFixedSizeStack::new(STACK).unwrap();
+        // SAFETY: the stack outlives the context.
+        let mut ctx = Some(unsafe { context::Context::new(&stack, fc_parker) });
+        c.bench_function(BenchmarkId::new("context", "publish on every suspend"), |b| {
+            b.iter(|| {
+                // SAFETY: fresh or suspended in `resume_ontop`.
+                let t = unsafe { ctx.take().unwrap().resume(black_box(1)) };
+                assert_eq!(t.data, 2);
+                ctx = Some(t.context);
+            })
+        });
+    }
+
+    extern "C-unwind" fn ours_once(t: purloin_context::Transfer) -> ! {
+        // SAFETY: `t.context` is the bench thread; we are never resumed again.
+        unsafe { t.context.resume(t.data + 1) };
+        unreachable!();
+    }
+
+    pub fn ours_create(c: &mut Group<'_>) {
+        let stack = TestStack::new(STACK);
+        c.bench_function(BenchmarkId::new(OURS, "reused stack"), |b| {
+            b.iter(|| {
+                // SAFETY: the previous context on this stack finished (it is abandoned
+                // suspended with nothing to drop), so the stack is free again.
+                let ctx =
+                    unsafe { purloin_context::Context::new(stack.top(), stack.limit(), ours_once) };
+                // SAFETY: fresh context.
+                unsafe { ctx.resume(black_box(1)) }.data
+            })
+        });
+    }
+
+    extern "C" fn fc_once(t: context::Transfer) -> ! {
+        // SAFETY: as above.
+        unsafe { t.context.resume(t.data + 1) };
+        unreachable!();
+    }
+
+    pub fn fcontext_create(c: &mut Group<'_>) {
+        let stack = context::stack::ProtectedFixedSizeStack::new(STACK).unwrap();
+        c.bench_function(BenchmarkId::new("context", "reused stack"), |b| {
+            b.iter(|| {
+                // SAFETY: as above.
+                let ctx = unsafe { context::Context::new(&stack, fc_once) };
+                // SAFETY: fresh context.
+                unsafe { ctx.resume(black_box(1)) }.data
+            })
+        });
+    }
+
+    pub fn corosensei_create(c: &mut Group<'_>) {
+        use corosensei::ScopedCoroutine;
+        use corosensei::stack::DefaultStack;
+        let mut stack = DefaultStack::new(STACK).unwrap();
+        c.bench_function(BenchmarkId::new("corosensei", "reused stack"), |b| {
+            b.iter(|| {
+                let co = ScopedCoroutine::<usize, (), usize, _>::with_stack(
+                    &mut stack,
+                    |_y, input: usize| input + 1,
+                );
+                co.scope(|mut co| co.resume(black_box(1)))
+            })
+        });
+    }
+}
+
+fn resume_ontop(c: &mut Criterion) {
+    let mut group = c.benchmark_group("resume_ontop");
+    ontop::ours(&mut group);
+    ontop::fcontext(&mut group);
+    group.finish();
+}
+
+fn create_and_run(c: &mut Criterion) {
+    let mut group = c.benchmark_group("create_and_run");
+    ontop::ours_create(&mut group);
+    ontop::corosensei_create(&mut group);
+    ontop::fcontext_create(&mut group);
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = round_trip, symmetric_ring
+    targets = round_trip, symmetric_ring, resume_ontop, create_and_run
 }
 criterion_main!(benches);

@@ -26,15 +26,13 @@ pub const MIN_STACK_SIZE: usize = 4096;
 /// [`Transfer`] of the first switch into it.
 ///
 /// It must never return (the type says so) and must not let a panic escape: there is no frame
-/// above it to unwind into, so an escaping panic aborts the process ("panic in a function that
-/// cannot unwind"). Catch panics inside it with [`std::panic::catch_unwind`] and end by
-/// resuming another context for the last time.
+/// above it to unwind into, so an escaping panic aborts the process (with the message "a panic
+/// escaped the entry function of a context"). Catch panics inside it with
+/// [`std::panic::catch_unwind`] and end by resuming another context for the last time.
 ///
 /// The ABI is `"C-unwind"` rather than `"C"` because of the loom backend: there, a context
 /// whose [`Context`] is dropped without being resumed ends its loom thread by unwinding (see
 /// the crate docs), and that unwinding must be allowed to pass through the entry function.
-/// With the assembly backend a panic that leaves the entry function is stopped by an
-/// `extern "C"` frame right above it and aborts.
 pub type Entry = extern "C-unwind" fn(Transfer) -> !;
 
 /// A suspended execution: the saved stack pointer of a stack whose registers were saved by a

@@ -1,7 +1,8 @@
-//! Unwinding never crosses the assembly: a panic that escapes an entry function, or that
-//! happens in a `resume_ontop` function run on a fresh context, aborts the process with Rust's
-//! "panic in a function that cannot unwind". Each case runs in a child process (this test
-//! binary, re-executed with an environment variable naming the case).
+//! Unwinding never crosses the assembly: a panic that escapes an entry function aborts the
+//! process (the trampoline's personality routine says so), and one in a `resume_ontop`
+//! function run on a fresh context aborts with Rust's "panic in a function that cannot
+//! unwind". Each case runs in a child process (this test binary, re-executed with an
+//! environment variable naming the case).
 #![cfg(not(loom))]
 
 mod common;
@@ -56,24 +57,31 @@ fn run_case(case: &str) -> (std::process::ExitStatus, String) {
     (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-fn assert_aborted(status: std::process::ExitStatus, stderr: &str, message: &str) {
+fn assert_aborted(status: std::process::ExitStatus, stderr: &str, message: &str, cause: &str) {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGABRT), "expected SIGABRT; stderr:\n{stderr}");
     assert!(stderr.contains(message), "the panic message is printed first:\n{stderr}");
-    assert!(
-        stderr.contains("panic in a function that cannot unwind"),
-        "the abort names the cause:\n{stderr}"
-    );
+    assert!(stderr.contains(cause), "the abort names the cause:\n{stderr}");
 }
 
 #[test]
 fn a_panic_escaping_the_entry_function_aborts() {
     let (status, stderr) = run_case("entry");
-    assert_aborted(status, &stderr, "escaping the entry function");
+    assert_aborted(
+        status,
+        &stderr,
+        "escaping the entry function",
+        "purloin-context: a panic escaped the entry function of a context",
+    );
 }
 
 #[test]
 fn a_panicking_ontop_function_on_a_fresh_context_aborts() {
     let (status, stderr) = run_case("ontop");
-    assert_aborted(status, &stderr, "ontop on a fresh context");
+    assert_aborted(
+        status,
+        &stderr,
+        "ontop on a fresh context",
+        "panic in a function that cannot unwind",
+    );
 }

@@ -86,18 +86,22 @@
 //!
 //! The first switch into it pops the trampoline address and jumps there with
 //! `rsp = T - 16` (16-byte aligned). The trampoline loads the FP environment (fpu-env), clears
-//! `rbp` (the end of the frame-pointer chain), and `call`s [`start`] with
-//! `(context, data, ontop, entry)` in `rdi, rsi, rdx, rcx`. The return address of that call is
-//! the last word the context ever adds below `T - 16`:
+//! `rbp` (the end of the frame-pointer chain), pushes the address of its own label `3` as a
+//! return address and *jumps* to the entry function with the [`Transfer`] in `rdi, rsi`. A
+//! `call` would push an entry onto the return-stack buffer that is never popped (the entry
+//! function never returns) and cost a mispredicted return on the resumer's side. Only when
+//! the first switch carries an `ontop` function does it jump to [`start`] instead, with
+//! `(context, data, ontop, entry)` in `rdi, rsi, rdx, rcx`. The fake return address is the
+//! last word the context ever adds below `T - 16`:
 //!
 //! ```text
 //! +--------------------------------+  <- T
 //! | entry function, FP word        |
 //! +--------------------------------+  <- T - 16
-//! | return address into trampoline |  the CFI of `trampoline` says: no caller (end of stack)
+//! | label 3 of `trampoline`        |  the CFI of `trampoline` says: no caller (end of stack)
 //! +--------------------------------+
-//! | frames of `start`, the entry   |
-//! ~ function and everything below  ~
+//! | frames of the entry function   |
+//! ~ (below `start`, after an ontop) ~
 //! ```
 //!
 //! # CFI
@@ -112,10 +116,14 @@
 //! that resumed it: with a symmetric API the resumer changes on every switch (and may be
 //! another green thread), so "the parent" is not a stable notion.
 //!
-//! Because the unwinder also stops there, a panic that escapes the entry function could not
-//! find a handler; [`start`] is therefore an `extern "C"` function, and Rust aborts the process
-//! ("panic in a function that cannot unwind") when a panic reaches its frame. Unwinding never
-//! crosses the assembly.
+//! Because the unwinder also stops there, a panic that escapes the entry function finds no
+//! handler. The trampoline's FDE therefore names a personality routine
+//! (`.cfi_personality`, pointer-indirect and PC-relative so `.eh_frame` needs no dynamic
+//! relocation): when a panic's search phase reaches the trampoline frame, the unwinder calls
+//! [`escaped_panic_personality`], which writes "a panic escaped the entry function of a
+//! context" to stderr and aborts. (Backtraces and debuggers do not call personality routines.)
+//! A panic in an `ontop` function on a fresh context aborts in [`start`], an `extern "C"`
+//! function ("panic in a function that cannot unwind"). Unwinding never crosses the assembly.
 //!
 //! The inline switch itself carries no CFI of its own: for the few instructions between its
 //! first `push` and its landing, the enclosing function's CFI is off by the pushed words (as
@@ -264,32 +272,74 @@ pub(crate) unsafe fn switch(
 }
 
 /// The first code a fresh context runs, reached by the first switch into it (see the module
-/// docs for the register and stack state). It never returns, and its CFI ends every unwind
-/// and backtrace.
+/// docs for the register and stack state). It never returns; its CFI ends every backtrace,
+/// and its personality routine aborts a panic that escaped the entry function.
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
     naked_asm!(
         ".cfi_startproc",
+        ".cfi_personality 0x9b, .Lpurloin_context_personality_ref",
         // This frame has no caller: unwinders stop here (the outermost frame).
         ".cfi_undefined rip",
         fpu_load_initial!(),
         // End of the frame-pointer chain for frame-pointer walkers (perf, eBPF profilers).
         "xor ebp, ebp",
+        // The fake return address of the entry (or `start`) frame: label 3, in this function.
+        "lea rax, [rip + 3f]",
+        "test rcx, rcx",
+        "jnz 2f",
+        // No ontop function: entry(Transfer { context: rdi, data: rsi }), entered by a jump
+        // with RSP = T - 24 after the push, as if called. The entry is at T - 8.
+        "push rax",
+        "jmp qword ptr [rsp + 16]",
+        "2:",
         // start(context = rdi, data = rsi, ontop = rdx, entry = rcx)
         "mov rdx, rcx",
         "mov rcx, [rsp + 8]",
-        // RSP = T - 16 is 16-byte aligned here, as the ABI requires before a call.
-        "call {start}",
-        // Never reached: `start` returns `!`. The instruction keeps the return address inside
-        // this function's CFI range.
+        "push rax",
+        "jmp {start}",
+        "3:",
+        // Never reached: the entry function and `start` return `!`. Label 3 - 1 lies inside the
+        // `jmp` above, so unwinders find this function's CFI for the fake return address.
         "ud2",
         ".cfi_endproc",
+        // The personality pointer the `.cfi_personality` directive refers to (indirect).
+        ".pushsection .data.rel.ro.purloin_context_personality,\"aw\",@progbits",
+        ".balign 8",
+        ".Lpurloin_context_personality_ref:",
+        ".quad {personality}",
+        ".popsection",
         start = sym start,
+        personality = sym escaped_panic_personality,
     )
 }
 
-/// Runs the `ontop` function of the first switch (if any), then the entry function. It is
-/// `extern "C"`, so a panic that escapes either aborts the process here instead of unwinding
+/// The personality routine of `trampoline`'s frame: the unwinder calls it when a panic's
+/// search reaches the trampoline, i.e. when a panic escaped an entry function. Nothing above
+/// can catch it: report and abort.
+unsafe extern "C" fn escaped_panic_personality(
+    _version: i32,
+    _actions: u32,
+    _class: u64,
+    _exception: *mut u8,
+    _context: *mut u8,
+) -> u32 {
+    unsafe extern "C" {
+        fn write(fd: i32, buf: *const u8, len: usize) -> isize;
+        fn abort() -> !;
+    }
+    const MSG: &str = "purloin-context: a panic escaped the entry function of a context; \
+                       entry functions must catch every panic (nothing above them can); aborting\n";
+    // SAFETY: `write` to stderr of a static buffer and `abort` are async-signal-safe libc
+    // calls with no preconditions.
+    unsafe {
+        write(2, MSG.as_ptr(), MSG.len());
+        abort()
+    }
+}
+
+/// Runs the `ontop` function of the first switch, then the entry function. It is `extern "C"`,
+/// so a panic that escapes the `ontop` function aborts the process here instead of unwinding
 /// into the trampoline, which has no caller to unwind to.
 ///
 /// # Safety
