@@ -129,6 +129,7 @@ impl Context {
     /// drop(t.context); // `double` is suspended forever; its stack holds nothing to drop.
     /// ```
     #[must_use = "a context does nothing until it is resumed"]
+    #[inline]
     pub unsafe fn new(stack_top: *mut u8, stack_limit: *mut u8, entry: Entry) -> Context {
         #[cfg(not(loom))]
         check_stack(stack_top, stack_limit);
@@ -339,6 +340,7 @@ pub fn is_abandon_payload(payload: &(dyn core::any::Any + Send)) -> bool {
 
 /// The bounds checks of [`Context::new`] (see its `# Panics`).
 #[cfg(not(loom))]
+#[inline]
 fn check_stack(stack_top: *mut u8, stack_limit: *mut u8) {
     assert!(
         !stack_top.is_null(),

@@ -177,6 +177,7 @@ cfg_if::cfg_if! {
 ///
 /// - `stack_top` rounded down to 16 bytes, minus [`INITIAL_FRAME_SIZE`], must be writable
 ///   memory that nothing else uses (the caller checked the bounds).
+#[inline]
 pub(crate) unsafe fn init(stack_top: *mut u8, _stack_limit: *mut u8, entry: Entry) -> NonNull<u8> {
     let top = (stack_top as usize) & !15;
     let fpu_word = initial_fpu_word();

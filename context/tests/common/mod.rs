@@ -9,6 +9,7 @@ use std::time::Duration;
 pub struct TestStack {
     base: *mut u8,
     len: usize,
+    page: usize,
     registration: Option<purloin_context::valgrind::StackRegistration>,
 }
 
@@ -41,7 +42,7 @@ impl TestStack {
         // SAFETY: the first page of our own mapping.
         let rc = unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
         assert_eq!(rc, 0, "mprotect failed: {}", std::io::Error::last_os_error());
-        let mut stack = TestStack { base: base.cast(), len, registration: None };
+        let mut stack = TestStack { base: base.cast(), len, page, registration: None };
         stack.registration =
             Some(purloin_context::valgrind::StackRegistration::new(stack.limit(), stack.top()));
         stack
@@ -56,12 +57,12 @@ impl TestStack {
     /// The lowest usable address (just above the guard page).
     pub fn limit(&self) -> *mut u8 {
         // SAFETY: inside our mapping.
-        unsafe { self.base.add(page_size()) }
+        unsafe { self.base.add(self.page) }
     }
 
     /// Usable bytes.
     pub fn size(&self) -> usize {
-        self.len - page_size()
+        self.len - self.page
     }
 }
 
