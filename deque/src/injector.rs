@@ -148,6 +148,7 @@ impl<T> Block<T> {
     ///   (it came out of the [`BlockCache`], which only holds blocks past their grace period).
     unsafe fn reset(block: *mut Block<T>, start: u64) {
         // SAFETY: exclusively ours (contract), so the plain write of `start` races with nothing.
+        // Relaxed stores: the installer's Release CAS of `tail` (J1) publishes all of this.
         unsafe {
             for ready in &(*block).ready {
                 ready.store(false, Ordering::Relaxed);
