@@ -8,12 +8,13 @@
 //! crosses a stack boundary, so the CPU's return-stack buffer (RSB) is never consulted for a
 //! switch and never desynchronised by one. Two consequences:
 //!
-//! - Depth does not matter. A green thread that parks `N` frames below the point where it was
-//!   resumed pushes `N` return addresses onto the RSB on the way down; the scheduler context
-//!   runs between the park and the next resume with balanced calls and returns, so when the
-//!   green thread continues its `N` returns still find their own addresses on the RSB. A
-//!   `call`/`ret`-paired design (corosensei, boost fcontext) pops the wrong entries there:
-//!   one mispredicted return per frame.
+//! - Depth costs no mispredictions by itself. A green thread that parks `N` frames below the
+//!   point where it was resumed pushes `N` return addresses onto the RSB on the way down; if
+//!   the code that runs until it is resumed again makes balanced calls and returns (a
+//!   scheduler loop resuming it from one site), its `N` returns still find their own addresses
+//!   on the RSB. A `call`/`ret`-paired design (corosensei, boost fcontext) pops the wrong
+//!   entries there: one mispredicted return per frame. (When other green threads run in
+//!   between, they overwrite those entries in any design.)
 //! - Each switch site has one indirect branch whose target is predicted by the branch target
 //!   buffer. A green thread's park site always jumps to the scheduler's single resume site (a
 //!   constant target), and the scheduler's resume site jumps to wherever the green thread
