@@ -340,8 +340,39 @@ impl<T> Injector<T> {
     /// assert_eq!(q.steal(), Steal::Success(1));
     /// ```
     pub fn push(&self, item: T) {
-        let mut item = Some(item);
-        self.push_exact(1, || item.take().expect("push_exact asks for exactly one item"));
+        // The one-item case of `push_exact`, without its batch bookkeeping.
+        // J1: Acquire; pairs with the installer's Release CAS.
+        let mut tail = self.tail.load(Ordering::Acquire);
+        loop {
+            let (block, offset) = untag(tail);
+            if offset == BLOCK_CAP {
+                tail = self.install_next(tail);
+                continue;
+            }
+            match self.tail.compare_exchange_weak(
+                tail,
+                tag(block, offset + 1),
+                // Relaxed on success: continues the release sequence of J1.
+                Ordering::Relaxed,
+                // J1: Acquire, as for the load.
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    // SAFETY: as in `push_exact`: our CAS reserved slot `offset` of the tail
+                    // block for us alone, and the block cannot be retired before it is written.
+                    let (ready, slot) =
+                        unsafe { (&(*block).ready[offset], &(*block).items[offset]) };
+                    slot.with_mut(|p| {
+                        // SAFETY: the slot is reserved for us and unwritten.
+                        unsafe { ptr::write(p, MaybeUninit::new(item)) }
+                    });
+                    // J3: Release; pairs with the consumers' Acquire load of `ready`.
+                    ready.store(true, Ordering::Release);
+                    return;
+                }
+                Err(actual) => tail = actual,
+            }
+        }
     }
 
     /// Pushes every item of `items` at the back, in order, reserving slots for many items with

@@ -507,8 +507,11 @@ impl<T> Worker<T> {
         let old = self.buffer.get();
         let old_bytes = self.capacity().saturating_mul(size_of::<T>());
         let tail = self.tail();
-        // Relaxed: our own pops are in program order; a thief's newer head only means we copy
-        // bytes of slots it has just claimed, which nobody reads from the new ring.
+        // Relaxed is enough. Every caller acquired `done` first (P3); the claim that stored that
+        // `done` had set the head by its CAS before, so coherence gives `head >= done` here and
+        // `tail - head <= tail - done <= capacity`. A head newer than that only means we also
+        // copy the bytes of slots a thief has just claimed, which nobody reads from the new
+        // ring.
         let (_, head) = unpack(self.queue.owner_side.packed.load(Ordering::Relaxed));
         debug_assert!(tail.wrapping_sub(head) <= capacity);
         let new = Box::new(Buffer::new(capacity));
