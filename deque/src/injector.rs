@@ -36,7 +36,7 @@
 //! read blocks before claiming (flags, `next`), so they are pinned (`crossbeam-epoch`) for
 //! their whole operation; so is a pusher installing a block (it reads the full block's
 //! position before its CAS). Pushers otherwise do not pin. A retired block goes through the
-//! epoch collector into a small per-injector cache (32 blocks, 64 KiB for word-sized items)
+//! epoch collector into a small per-injector cache (32 blocks, about 40 KiB for word items)
 //! from which installers take blocks: retirements reach the collector in bursts, and sending
 //! those straight back to the allocator made glibc return pages to the OS and fault them back
 //! in, which cost more than the queue protocol itself. The cache is only ever `try_lock`ed; a
@@ -85,7 +85,7 @@ use crate::worker::Worker;
 const BLOCK_CAP: usize = if IS_LOOM { 2 } else { 127 };
 /// The low bits of a tagged pointer that hold the offset (blocks are 128-byte aligned).
 const OFFSET_MASK: usize = 127;
-/// Retired blocks kept for reuse (at most 64 KiB for word-sized items).
+/// Retired blocks kept for reuse (about 40 KiB for word-sized items).
 const CACHED_BLOCKS: usize = if IS_LOOM { 1 } else { 32 };
 const _: () = assert!(BLOCK_CAP <= OFFSET_MASK, "offsets 0..=BLOCK_CAP must fit in the tag");
 
