@@ -150,9 +150,10 @@ impl Shared {
     }
 
     /// Hands retaken P `p` to a spare worker, or starts a new worker thread for it.
-    fn hand_off(self: &Arc<Self>, p: usize) -> io::Result<()> {
-        self.stats.handoffs.fetch_add(1, STAT);
-        let spare = lock(&self.spares).pop();
+    fn hand_off(this: &Arc<Self>, p: usize) -> io::Result<()> {
+        let this_ref: &Shared = this;
+        this_ref.stats.handoffs.fetch_add(1, STAT);
+        let spare = lock(&this_ref.spares).pop();
         match spare {
             Some(s) => {
                 // B2: Release publishes the P to the spare.
@@ -160,7 +161,7 @@ impl Shared {
                 s.unparker.unpark();
                 Ok(())
             }
-            None => start_worker(self, p),
+            None => start_worker(this, p),
         }
     }
 }
@@ -229,7 +230,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                             .compare_exchange(SYSCALL, HANDOFF, Ordering::AcqRel, Ordering::Relaxed)
                             .is_ok()
                     {
-                        if let Err(e) = shared.hand_off(i) {
+                        if let Err(e) = Shared::hand_off(&shared, i) {
                             eprintln!("purloin: blocking handoff failed: {e}");
                             // Give the P back to the blocked holder: it will find RUNNING.
                             p.status.store(RUNNING, Ordering::Release);

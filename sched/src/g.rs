@@ -111,6 +111,8 @@ pub(crate) struct G {
     pub(crate) stack: UnsafeCell<Option<Stack>>,
     /// What the G runs; taken when it starts (or by a joiner running it inline).
     pub(crate) task: UnsafeCell<Option<std::sync::Arc<dyn Runnable>>>,
+    /// A stackless task (stepped on the worker's own stack) instead of a green thread.
+    pub(crate) step_task: UnsafeCell<Option<std::sync::Arc<dyn crate::Task>>>,
     /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
     pub(crate) name: UnsafeCell<Option<std::sync::Arc<str>>>,
     /// Stack size class requested at spawn.
@@ -123,6 +125,11 @@ pub(crate) struct G {
     /// While this G runs a child inline (join-helping), the child's identity for `current()`.
     /// Touched only by the G itself.
     pub(crate) inline_child: UnsafeCell<Option<crate::GreenThread>>,
+    /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
+    /// itself; read racily (atomics) by reporters.
+    pub(crate) wait_kind: crate::sync::DiagU32,
+    pub(crate) wait_object: crate::sync::DiagUsize,
+    pub(crate) wait_holder: crate::sync::DiagU64,
     /// Times this G was switched in (stats; written by the worker running it).
     pub(crate) switches: AtomicU64,
 }
@@ -145,11 +152,15 @@ impl G {
             context: UnsafeCell::new(None),
             stack: UnsafeCell::new(None),
             task: UnsafeCell::new(None),
+            step_task: UnsafeCell::new(None),
             name: UnsafeCell::new(None),
             stack_size: UnsafeCell::new(StackSize::default()),
             sched: UnsafeCell::new(core::ptr::null()),
             locals: UnsafeCell::new(core::ptr::null_mut()),
             inline_child: UnsafeCell::new(None),
+            wait_kind: crate::sync::DiagU32::new(0),
+            wait_object: crate::sync::DiagUsize::new(0),
+            wait_holder: crate::sync::DiagU64::new(0),
             switches: AtomicU64::new(0),
         }
     }
@@ -161,11 +172,6 @@ impl G {
 
     pub(crate) fn id_with(&self, generation: u32) -> u64 {
         ((generation as u64) << 32) | self.slot as u64
-    }
-
-    /// Adds a reference (a stale queue entry or an inline runner).
-    pub(crate) fn add_ref(&self) {
-        self.refs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Drops a reference; returns true if it was the last one (the caller recycles the record).
@@ -372,10 +378,12 @@ impl G {
         self.pinned_to.store(NOT_PINNED, Ordering::Relaxed);
         self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.switches.store(0, Ordering::Relaxed);
+        self.wait_kind.store(0, crate::sync::STAT);
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {
             self.name.with_mut(|n| *n = None);
             self.task.with_mut(|t| *t = None);
+            self.step_task.with_mut(|t| *t = None);
             self.context.with_mut(|c| *c = None);
             self.locals.with_mut(|l| *l = core::ptr::null_mut());
             self.inline_child.with_mut(|c| *c = None);

@@ -44,9 +44,15 @@ impl<T> JoinHandle<T> {
             }
         }
         if !packet.is_done() && packet.register(Waiter::current()) {
+            crate::set_wait_info(Some(crate::WaitInfo {
+                kind: crate::WaitKind::Join,
+                object: packet as *const _ as *const u8 as usize,
+                holder: Some(self.thread.id()),
+            }));
             while !packet.is_done() {
                 crate::park();
             }
+            crate::set_wait_info(None);
         }
         packet.take()
     }

@@ -54,6 +54,7 @@ mod join;
 mod p;
 mod poll;
 mod scheduler;
+mod stackless;
 mod stats;
 mod sync;
 mod task;
@@ -64,12 +65,16 @@ pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use join::JoinHandle;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
-pub use scheduler::{Builder, Scheduler, ShutdownReport, SpawnOptions, Stats, spawn_with};
+pub use scheduler::{
+    Builder, ParkedThread, Scheduler, ShutdownReport, SpawnOptions, Stats, spawn_with,
+    with_user_data,
+};
+pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ProcStats};
 pub use task::Cancelled;
 pub use thread::{
-    ForcedUnwind, GreenId, GreenThread, current, in_green_thread, park, park_deadline,
-    park_timeout, sleep, sleep_until, yield_now,
+    ForcedUnwind, GreenId, GreenThread, WaitInfo, WaitKind, current, in_green_thread, park,
+    park_deadline, park_timeout, set_wait_info, sleep, sleep_until, yield_now,
 };
 
 /// Spawns a green thread on the scheduler running the current green thread.

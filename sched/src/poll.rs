@@ -16,7 +16,9 @@
 use std::time::Instant;
 
 use crate::GreenThread;
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, fence, lock};
+use std::sync::Arc;
+
+use crate::sync::{AtomicUsize, Mutex, Ordering, fence, lock};
 use crate::worker::{M, NO_P};
 
 /// An I/O readiness source the scheduler polls.
@@ -27,6 +29,9 @@ pub trait Poller: Send + Sync {
     fn poll(&self, deadline: Option<Instant>, ready: &mut Vec<GreenThread>);
     /// Makes a concurrent (or the next) blocking `poll` return promptly.
     fn wake(&self);
+    /// Whether some green thread waits for I/O through this poller (a scheduler with parked
+    /// green threads and I/O waiters is not deadlocked: readiness may wake them).
+    fn has_waiters(&self) -> bool;
 }
 
 /// The installed poller (if any) and which P's worker blocks in it.
@@ -45,6 +50,10 @@ impl Default for PollerSlot {
 impl PollerSlot {
     pub(crate) fn install(&self, p: Arc<dyn Poller>) {
         *lock(&self.poller) = Some(p);
+    }
+
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.get().is_some_and(|p| p.has_waiters())
     }
 
     fn get(&self) -> Option<Arc<dyn Poller>> {

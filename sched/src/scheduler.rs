@@ -217,6 +217,17 @@ pub struct ShutdownReport {
     pub unfinished: usize,
 }
 
+/// A parked green thread (see [`Scheduler::parked`]).
+#[derive(Clone, Debug)]
+pub struct ParkedThread {
+    /// Its handle.
+    pub thread: crate::GreenThread,
+    /// Its name, if it has one.
+    pub name: Option<StdArc<str>>,
+    /// What it waits on, if the primitive it parked in recorded it.
+    pub wait: Option<crate::WaitInfo>,
+}
+
 /// A snapshot of the scheduler's counters.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -283,6 +294,59 @@ impl Scheduler {
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
     pub fn stats(&self) -> Stats {
         stats_of(&self.shared)
+    }
+
+    /// The green threads of this scheduler that are parked now, with what each waits on (a
+    /// racy snapshot, for diagnostics and deadlock reports).
+    pub fn parked(&self) -> Vec<ParkedThread> {
+        let me = Arc::as_ptr(&self.shared);
+        let mut out = Vec::new();
+        registry().for_each(|gref| {
+            if !gref.try_ref() {
+                return;
+            }
+            let w = gref.state.load(Ordering::Acquire);
+            // SAFETY: we hold a reference: the record is not recycled under us, and `sched`
+            // is written only at spawn, before the G is published.
+            let ours = unsafe { gref.sched.with(|s| *s) } == me;
+            if ours && g::status_of(w) == g::PARKED {
+                let thread = crate::GreenThread { g: gref, generation: g::generation_of(w) };
+                out.push(ParkedThread {
+                    thread,
+                    name: gref.name(),
+                    wait: crate::thread::wait_info_of(gref),
+                });
+            }
+            if gref.drop_ref() {
+                g::recycle_anywhere(gref);
+            }
+        });
+        out
+    }
+
+    /// Whether nothing can make progress by itself: every worker is parked, no green thread is
+    /// queued, no timer is pending, no I/O is awaited, yet green threads are alive (parked).
+    /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the
+    /// runtime's deadlock detector uses it (Go's `checkdead`).
+    pub fn is_quiescent(&self) -> bool {
+        let s = &*self.shared;
+        let (searching, parked) = s.idle.counts();
+        searching == 0
+            && parked as usize == s.ps.len()
+            && s.live.load(Ordering::Acquire) > 0
+            && s.injector.is_empty()
+            && s.ps.iter().all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
+            && !s.poller.has_waiters()
+            && lock(&s.spares).len() + s.ps.len() >= s.threads_alive.load(Ordering::Relaxed)
+    }
+
+    /// Attaches data of the layer above to this scheduler, readable from its green threads
+    /// with [`with_user_data`]. Can be set once; returns the data back if already set.
+    pub fn set_user_data(
+        &self,
+        data: StdArc<dyn core::any::Any + Send + Sync>,
+    ) -> Result<(), StdArc<dyn core::any::Any + Send + Sync>> {
+        self.shared.user_data.set(data)
     }
 
     /// Installs the I/O poller the workers poll (the runtime's netpoller).
@@ -377,7 +441,7 @@ where
     } else {
         Some(shared.config.stack_size.bytes())
     };
-    let thread = worker::spawn_g(shared, cell.clone(), &opts)?;
+    let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(cell.clone()), &opts)?;
     Ok(JoinHandle { task: cell, thread, sched: Arc::as_ptr(shared), inline_stack })
 }
 
@@ -506,4 +570,13 @@ where
     };
     let shared = m.shared.clone();
     spawn_on(&shared, opts, f)
+}
+
+/// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running
+/// the current green thread, or with `None` outside a green thread (or if none was attached).
+pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Sync)>) -> R) -> R {
+    match current_worker() {
+        Some(m) => f(m.shared.user_data.get().map(|a| &**a)),
+        None => f(None),
+    }
 }

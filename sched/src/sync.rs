@@ -74,6 +74,11 @@ pub(crate) fn set_current_worker_ptr(m: *const ()) {
 /// A statistics counter. Always a plain `core` atomic, also under loom: counters are not part
 /// of any protocol, and modelling them would only multiply the explored interleavings.
 pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
+/// Diagnostic words (what a green thread waits on): plain `core` atomics for the same reason.
+pub(crate) type DiagU32 = core::sync::atomic::AtomicU32;
+pub(crate) type DiagUsize = core::sync::atomic::AtomicUsize;
+pub(crate) type DiagU64 = core::sync::atomic::AtomicU64;
+
 /// The ordering for statistics counters (never used to synchronise anything).
 pub(crate) const STAT: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
 

@@ -155,7 +155,9 @@ pub fn sleep_until(deadline: Instant) {
             std::thread::sleep(deadline - now);
             continue;
         }
+        set_wait_info(Some(WaitInfo { kind: WaitKind::Sleep, object: 0, holder: None }));
         park_deadline(deadline);
+        set_wait_info(None);
     }
 }
 
@@ -212,4 +214,115 @@ impl fmt::Display for ForcedUnwind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the green thread was unwound because its runtime shut down while it waited")
     }
+}
+
+/// What a parked green thread waits for, recorded for deadlock reports (see
+/// [`Scheduler::parked`](crate::Scheduler::parked)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WaitKind {
+    /// A plain [`park`].
+    Park,
+    /// Joining another green thread.
+    Join,
+    /// Sleeping until a deadline.
+    Sleep,
+    /// A mutex (or the write side of a read-write lock).
+    Mutex,
+    /// The read side of a read-write lock.
+    RwLockRead,
+    /// A condition variable.
+    Condvar,
+    /// Sending on a channel.
+    ChannelSend,
+    /// Receiving from a channel.
+    ChannelRecv,
+    /// A `select!` over several channel operations.
+    Select,
+    /// A wait group, barrier or semaphore.
+    Group,
+    /// One-time initialisation by another green thread.
+    Once,
+    /// I/O readiness.
+    Io,
+    /// A message (processes).
+    Message,
+}
+
+impl WaitKind {
+    const ALL: [WaitKind; 13] = [
+        WaitKind::Park,
+        WaitKind::Join,
+        WaitKind::Sleep,
+        WaitKind::Mutex,
+        WaitKind::RwLockRead,
+        WaitKind::Condvar,
+        WaitKind::ChannelSend,
+        WaitKind::ChannelRecv,
+        WaitKind::Select,
+        WaitKind::Group,
+        WaitKind::Once,
+        WaitKind::Io,
+        WaitKind::Message,
+    ];
+
+    /// A short human description ("a mutex", "a channel receive", ...).
+    pub fn describe(self) -> &'static str {
+        match self {
+            WaitKind::Park => "park",
+            WaitKind::Join => "joining a green thread",
+            WaitKind::Sleep => "sleep",
+            WaitKind::Mutex => "a mutex",
+            WaitKind::RwLockRead => "a read lock",
+            WaitKind::Condvar => "a condition variable",
+            WaitKind::ChannelSend => "a channel send",
+            WaitKind::ChannelRecv => "a channel receive",
+            WaitKind::Select => "a select",
+            WaitKind::Group => "a wait group, barrier or semaphore",
+            WaitKind::Once => "a one-time initialisation",
+            WaitKind::Io => "I/O",
+            WaitKind::Message => "a message",
+        }
+    }
+}
+
+/// What a green thread waits on: the kind of wait, the address of the object (to find who
+/// else waits on it), and — where the primitive knows it — the green thread that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitInfo {
+    /// The kind of wait.
+    pub kind: WaitKind,
+    /// Address of the object waited on (0 if none).
+    pub object: usize,
+    /// The green thread holding the object (a mutex owner, a joined thread), if known.
+    pub holder: Option<GreenId>,
+}
+
+/// Records what the current green thread is about to wait for (or clears it with `None`).
+/// Sync primitives call this before parking; it is two or three relaxed stores.
+pub fn set_wait_info(info: Option<WaitInfo>) {
+    let Some(g) = running_g() else { return };
+    use crate::sync::STAT as Relaxed;
+    match info {
+        Some(i) => {
+            let k = WaitKind::ALL.iter().position(|k| *k == i.kind).unwrap_or(0) as u32 + 1;
+            g.wait_object.store(i.object, Relaxed);
+            g.wait_holder.store(i.holder.map_or(0, |h| h.0), Relaxed);
+            g.wait_kind.store(k, Relaxed);
+        }
+        None => g.wait_kind.store(0, Relaxed),
+    }
+}
+
+/// Reads a record's wait info (racy snapshot).
+pub(crate) fn wait_info_of(g: GRef) -> Option<WaitInfo> {
+    use crate::sync::STAT as Relaxed;
+    let k = g.wait_kind.load(Relaxed) as usize;
+    let kind = *WaitKind::ALL.get(k.checked_sub(1)?)?;
+    let holder = g.wait_holder.load(Relaxed);
+    Some(WaitInfo {
+        kind,
+        object: g.wait_object.load(Relaxed),
+        holder: (holder != 0).then_some(GreenId(holder)),
+    })
 }

@@ -40,7 +40,6 @@ use crate::stats::{SharedStats, add, bump};
 use crate::sync::{
     Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, lock, thread,
 };
-use crate::task::Runnable;
 
 /// What a G asks g0 to do when it switches out (the `data` of the resume into g0).
 pub(crate) const ACT_YIELD: usize = 1;
@@ -48,6 +47,23 @@ pub(crate) const ACT_PARK: usize = 2;
 pub(crate) const ACT_EXIT: usize = 3;
 /// Leave the P behind: the G lost its P in a blocking section; queue it globally.
 pub(crate) const ACT_REQUEUE_GLOBAL: usize = 4;
+
+/// Search rounds before a worker parks: tight spins below the first bound, OS-thread yields
+/// below the second (seed 003's adaptive spinning). Under loom a worker parks after one round:
+/// spinning adds nothing to the protocol and multiplies the interleavings.
+#[cfg(not(loom))]
+const SPIN_TIGHT: u32 = 4;
+#[cfg(not(loom))]
+const SPIN_YIELD: u32 = 16;
+#[cfg(loom)]
+const SPIN_TIGHT: u32 = 0;
+#[cfg(loom)]
+const SPIN_YIELD: u32 = 1;
+/// Passes over the victims per steal attempt (Go: 4; the last one may take `runnext`).
+#[cfg(not(loom))]
+const STEAL_PASSES: usize = 4;
+#[cfg(loom)]
+const STEAL_PASSES: usize = 2;
 
 /// "No P" in `M::p`.
 pub(crate) const NO_P: usize = usize::MAX;
@@ -95,6 +111,8 @@ pub(crate) struct Shared {
     pub(crate) threads_alive: AtomicUsize,
     pub(crate) monitor_stop: AtomicBool,
     pub(crate) poller: crate::poll::PollerSlot,
+    /// Data the layer above attaches to this scheduler (the runtime's per-runtime state).
+    pub(crate) user_data: std::sync::OnceLock<std::sync::Arc<dyn core::any::Any + Send + Sync>>,
     /// The monitor's wake-up handle (set once, when the monitor starts).
     pub(crate) monitor: std::sync::OnceLock<crate::blocking::MonitorHandle>,
 }
@@ -121,6 +139,7 @@ impl Shared {
             monitor_stop: AtomicBool::new(false),
             poller: crate::poll::PollerSlot::default(),
             monitor: std::sync::OnceLock::new(),
+            user_data: std::sync::OnceLock::new(),
         }
     }
 
@@ -184,9 +203,10 @@ impl Shared {
 
     /// A green thread of this scheduler finished.
     pub(crate) fn g_finished(&self) {
-        if self.live.fetch_sub(1, Ordering::AcqRel) == 1
-            && self.phase.load(Ordering::Acquire) != PHASE_RUNNING
-        {
+        // Notify on every drop to zero, whatever the phase: a shutdown that starts
+        // concurrently checks `live` under the lock before it waits, and the notification is
+        // taken under the same lock, so it cannot be missed.
+        if self.live.fetch_sub(1, Ordering::AcqRel) == 1 {
             let _guard = lock(&self.all_done.0);
             self.all_done.1.notify_all();
         }
@@ -405,8 +425,8 @@ impl M {
         let p = &shared.ps[me];
         // SAFETY: this worker holds its P.
         let local = unsafe { p.local() };
-        for pass in 0..4 {
-            let last = pass == 3;
+        for pass in 0..STEAL_PASSES {
+            let last = pass == STEAL_PASSES - 1;
             let r = self.next_rand() as usize;
             let stride = shared.strides[r % shared.strides.len()];
             let mut victim = r % n;
@@ -477,11 +497,11 @@ impl M {
             }
             round += 1;
             bump(&self.p().stats.spins);
-            if round < 4 {
+            if round < SPIN_TIGHT {
                 for _ in 0..(1 << round) {
                     crate::sync::spin_hint();
                 }
-            } else if round < 16 {
+            } else if round < SPIN_YIELD {
                 thread::yield_now();
             } else {
                 self.park();
@@ -566,6 +586,10 @@ impl M {
         g.switches.store(g.switches.load(STAT) + 1, STAT);
 
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
+        if let Some(task) = unsafe { g.step_task.with(|t| (*t).clone()) } {
+            return self.step(g, &*task);
+        }
+        // SAFETY: as above.
         let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
         if !has_context {
             if let Err(e) = self.attach_stack(g) {
@@ -620,6 +644,40 @@ impl M {
                 None
             }
             other => unreachable!("unknown switch-out action {other}"),
+        }
+    }
+
+    /// Runs one step of a stackless task on this worker's own stack (g0) and finishes what it
+    /// asked for, like `execute` does for a switched-out G.
+    fn step(&self, g: GRef, task: &dyn crate::Task) -> Option<GRef> {
+        let p = self.p();
+        p.running.store(g.as_ptr(), Ordering::Relaxed);
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| task.step()));
+        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
+        match outcome {
+            Ok(crate::TaskStep::Yield) => {
+                g.publish_runnable();
+                self.push_local(g);
+                None
+            }
+            Ok(crate::TaskStep::Wait) => {
+                // The same token rules as a green thread's park: a wake that arrived during
+                // the step (NOTIFIED) makes it run again instead of waiting.
+                if g.take_notified() || !g.begin_park() {
+                    g.take_notified();
+                    return Some(g);
+                }
+                if g.publish_parked() { None } else { g.claim_for_run().then_some(g) }
+            }
+            Ok(crate::TaskStep::Done) => {
+                self.finish(g);
+                None
+            }
+            Err(payload) => {
+                task.panicked(payload);
+                self.finish(g);
+                None
+            }
         }
     }
 
@@ -777,6 +835,7 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the resumer passes a pointer to its live M (see `execute`).
         let m = unsafe { &*(t.data as *const M) };
+        adopt_worker(m);
         m.g0.set(Some(t.context));
         let g = m.current.get().expect("a G runs with current set");
         // SAFETY: this G is RUNNING on this worker: it owns its cells.
@@ -785,7 +844,12 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
             task.run();
         }
     }));
-    if ran.is_err() {
+    if let Err(payload) = ran {
+        // Under loom, a context dropped while suspended unwinds with the backend's private
+        // payload so its loom thread can end: let it through (it never happens on real stacks).
+        if purloin_context::is_abandon_payload(&*payload) {
+            panic::resume_unwind(payload);
+        }
         abort_with("purloin: a panic escaped a green thread's entry; aborting");
     }
     switch_out(ACT_EXIT);
@@ -814,7 +878,19 @@ pub(crate) fn switch_out(action: usize) {
     let t = unsafe { g0.resume(action) };
     // SAFETY: the resumer passes a pointer to its live M.
     let m = unsafe { &*(t.data as *const M) };
+    adopt_worker(m);
     m.g0.set(Some(t.context));
+}
+
+/// After a G resumes: under loom every context is its own loom thread, so the G's thread must
+/// adopt the current-worker slot of the worker that resumed it (on real stacks the G runs on
+/// the worker's own OS thread and the slot is already right).
+#[inline(always)]
+fn adopt_worker(m: &M) {
+    #[cfg(loom)]
+    crate::sync::set_current_worker_ptr((m as *const M).cast());
+    #[cfg(not(loom))]
+    let _ = m;
 }
 
 /// Pins the running G to the P of the worker running it (no-op if already pinned).
@@ -888,7 +964,7 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
 /// Spawns a G on `shared` (the body of the public spawn functions). `task` must be fresh.
 pub(crate) fn spawn_g(
     shared: &Arc<Shared>,
-    task: std::sync::Arc<dyn Runnable>,
+    entry: crate::stackless::Entry,
     opts: &crate::SpawnOptions,
 ) -> io::Result<GreenThread> {
     let here = current_worker().filter(|m| Arc::ptr_eq(&m.shared, shared));
@@ -917,7 +993,10 @@ pub(crate) fn spawn_g(
     let size = opts.stack_size.unwrap_or(shared.config.stack_size);
     // SAFETY: the record is FREE and not yet published: we own it.
     unsafe {
-        g.task.with_mut(|t| *t = Some(task));
+        match entry {
+            crate::stackless::Entry::Green(task) => g.task.with_mut(|t| *t = Some(task)),
+            crate::stackless::Entry::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
+        }
         g.name.with_mut(|n| *n = opts.name.clone());
         g.stack_size.with_mut(|s| *s = size);
         g.stack.with_mut(|s| *s = stack);

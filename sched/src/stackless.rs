@@ -1,0 +1,69 @@
+//! Stackless tasks: units of work that run on the same processors, queues, stealing and
+//! wake-ups as green threads, but without a stack of their own. A task is *stepped* on the
+//! worker's own stack; between steps it waits (parked, like a green thread) until something
+//! unparks it. This is what purloin's process host (seed 003's state machines) runs on.
+
+use core::any::Any;
+use std::io;
+use std::sync::Arc;
+
+/// What a task asks for after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskStep {
+    /// Run me again after the other runnable work (re-queued at once).
+    Yield,
+    /// Park me until [`GreenThread::unpark`](crate::GreenThread::unpark) is called on my
+    /// handle. An unpark that arrived *during* the step is not lost: the task runs again at
+    /// once (the same token rule as [`park`](crate::park)).
+    Wait,
+    /// I am finished; the scheduler drops its reference to me.
+    Done,
+}
+
+/// A stackless unit of work (see the module docs).
+///
+/// `step` runs on a worker thread's own stack and must not block it for long, and must not
+/// call green-thread operations that switch ([`park`](crate::park),
+/// [`yield_now`](crate::yield_now), joins): there is no green thread to switch out of — it
+/// behaves like code on a plain OS thread. To wait, return [`TaskStep::Wait`].
+pub trait Task: Send + Sync + 'static {
+    /// Does one step of work.
+    fn step(&self) -> TaskStep;
+
+    /// Called (instead of another step) when `step` panicked; the task is then finished.
+    fn panicked(&self, payload: Box<dyn Any + Send>) {
+        drop(payload);
+    }
+}
+
+/// What a spawn runs.
+pub(crate) enum Entry {
+    Green(Arc<dyn crate::task::Runnable>),
+    Step(Arc<dyn Task>),
+}
+
+impl crate::Scheduler {
+    /// Starts a stackless task. Its handle's [`unpark`](crate::GreenThread::unpark) makes it
+    /// step again after it returned [`TaskStep::Wait`].
+    ///
+    /// # Errors
+    /// The scheduler is shutting down.
+    pub fn spawn_task(&self, task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
+        crate::worker::spawn_g(&self.shared, Entry::Step(task), &crate::SpawnOptions::default())
+    }
+}
+
+/// Starts a stackless task on the scheduler running the current green thread.
+///
+/// # Errors
+/// Not on a green thread or task worker, or the scheduler is shutting down.
+pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
+    let Some(m) = crate::worker::current_worker() else {
+        return Err(io::Error::other(
+            "purloin-sched: spawn_task() outside a worker has no scheduler to use; call \
+             Scheduler::spawn_task",
+        ));
+    };
+    let shared = m.shared.clone();
+    crate::worker::spawn_g(&shared, Entry::Step(task), &crate::SpawnOptions::default())
+}
