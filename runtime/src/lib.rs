@@ -1,7 +1,67 @@
-//! purloin: M:N stackful green threads (under construction).
+//! purloin: M:N stackful green threads for Rust, scheduled the way Go's runtime and brpc's
+//! bthread do it.
+//!
+//! ```
+//! // `spawn` works anywhere; from `main` it starts the global runtime (one worker per CPU).
+//! let handles: Vec<_> = (0..10u64).map(|i| purloin::spawn(move || i * i)).collect();
+//! let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+//! assert_eq!(sum, 285);
+//! ```
+//!
+//! The API is shaped like `std::thread`: [`spawn`] returns a [`JoinHandle`]; [`Builder`] sets
+//! a name, a stack size or pinning; [`scope`] borrows; [`join`] forks and joins; [`sleep`],
+//! [`yield_now`], [`park`] and [`GreenThread::unpark`] work on green threads (and fall back to
+//! the OS thread outside one). [`runtime::Runtime`] configures a runtime explicitly.
+//!
+//! # Green threads and thread-locals
+//!
+//! A green thread may stop on one OS thread and continue on another. Do not hold a
+//! `thread_local!` reference across a scheduling point (a yield, park, join, lock, channel or
+//! I/O wait); use [`green_local!`] for per-green-thread state, and [`Builder::pinned`] when a
+//! library needs to stay on one OS thread. Never block the OS thread in a green thread with
+//! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
+//! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
+//!
+//! # Layers
+//!
+//! purloin re-exports the crates it is built from, for users who need a layer directly:
+//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`].
+#![warn(missing_docs)]
+
+mod deadlock;
+mod local;
+mod loom;
+pub mod net;
+pub mod process;
+mod rt;
+mod scope;
+mod spawn;
+mod stats;
+pub mod sync;
+mod time;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;
 pub use purloin_parking as parking;
 pub use purloin_sched as sched;
 pub use purloin_stack as stack;
+
+pub use deadlock::{DeadlockReport, detect as detect_deadlock};
+pub use local::{AccessError, LocalKey};
+pub use purloin_sched::{
+    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinHandle, StackSize, Stats, blocking,
+    current, in_green_thread, park, park_deadline, park_timeout, yield_now,
+};
+pub use scope::{Scope, ScopedJoinHandle, join, scope};
+pub use spawn::{Builder, spawn, spawn_urgent};
+pub use stats::stats;
+pub use time::{sleep, sleep_until};
+
+/// Explicitly configured runtimes (most programs just call [`spawn`], which uses the global
+/// runtime).
+pub mod runtime {
+    pub use crate::rt::{Builder, Runtime};
+    pub use purloin_sched::ShutdownReport;
+}
+
+pub use rt::Runtime;

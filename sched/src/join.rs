@@ -20,6 +20,8 @@ pub struct JoinHandle<T> {
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
     /// inline (pinned, or given its own stack at spawn).
     pub(crate) inline_stack: Option<usize>,
+    /// This handle's caller registered as the packet's waiter (by `wait_timeout`).
+    pub(crate) registered: bool,
 }
 
 // SAFETY: `sched` is only compared with the current worker's scheduler (never dereferenced
@@ -37,13 +39,21 @@ impl<T> JoinHandle<T> {
     /// yet, the joiner runs it inline instead (join-helping). From a plain OS thread it blocks
     /// the OS thread.
     pub fn join(self) -> ThreadResult<T> {
+        if self.registered {
+            // A waiter was registered by `wait_timeout`; no inline run any more.
+            let packet = self.task.packet();
+            while !packet.is_done() {
+                crate::park();
+            }
+            return packet.take();
+        }
         let packet = self.task.packet();
         if !packet.is_done() {
             if let Some(bytes) = self.inline_stack {
                 run_inline(self.thread, self.sched, bytes);
             }
         }
-        if !packet.is_done() && packet.register(Waiter::current()) {
+        if !packet.is_done() && (self.registered || packet.register(Waiter::current())) {
             crate::set_wait_info(Some(crate::WaitInfo {
                 kind: crate::WaitKind::Join,
                 object: packet as *const _ as *const u8 as usize,
@@ -55,6 +65,31 @@ impl<T> JoinHandle<T> {
             crate::set_wait_info(None);
         }
         packet.take()
+    }
+
+    /// Waits at most `timeout` for the green thread to finish; returns whether it has. Call
+    /// [`JoinHandle::join`] afterwards to take the result. Blocks the calling OS thread (or
+    /// parks the calling green thread); it never runs the child inline.
+    pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
+        let packet = self.task.packet();
+        if packet.is_done() {
+            return true;
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        if !self.registered {
+            self.registered = true;
+            if !packet.register(Waiter::current()) {
+                return true;
+            }
+        }
+        while !packet.is_done() {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            crate::park_timeout(deadline - now);
+        }
+        true
     }
 
     /// Whether the green thread has finished (its result is ready).

@@ -299,7 +299,14 @@ impl Scheduler {
     /// The green threads of this scheduler that are parked now, with what each waits on (a
     /// racy snapshot, for diagnostics and deadlock reports).
     pub fn parked(&self) -> Vec<ParkedThread> {
-        let me = Arc::as_ptr(&self.shared);
+        parked_of(&self.shared)
+    }
+
+}
+
+fn parked_of(shared: &Arc<Shared>) -> Vec<ParkedThread> {
+    {
+        let me = Arc::as_ptr(shared);
         let mut out = Vec::new();
         registry().for_each(|gref| {
             if !gref.try_ref() {
@@ -323,7 +330,9 @@ impl Scheduler {
         });
         out
     }
+}
 
+impl Scheduler {
     /// Whether nothing can make progress by itself: every worker is parked, no green thread is
     /// queued, no timer is pending, no I/O is awaited, yet green threads are alive (parked).
     /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the
@@ -442,7 +451,7 @@ where
         Some(shared.config.stack_size.bytes())
     };
     let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(cell.clone()), &opts)?;
-    Ok(JoinHandle { task: cell, thread, sched: Arc::as_ptr(shared), inline_stack })
+    Ok(JoinHandle { task: cell, thread, sched: Arc::as_ptr(shared), inline_stack, registered: false })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
@@ -579,4 +588,16 @@ pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Syn
         Some(m) => f(m.shared.user_data.get().map(|a| &**a)),
         None => f(None),
     }
+}
+
+/// A snapshot of the counters of the scheduler running the current green thread (or whose
+/// worker runs this code), or `None` elsewhere.
+pub fn current_stats() -> Option<Stats> {
+    current_worker().map(|m| stats_of(&m.shared))
+}
+
+/// The parked green threads of the scheduler running the current green thread (see
+/// [`Scheduler::parked`]), or `None` outside a worker.
+pub fn current_parked() -> Option<Vec<ParkedThread>> {
+    current_worker().map(|m| parked_of(&m.shared))
 }

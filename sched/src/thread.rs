@@ -326,3 +326,29 @@ pub(crate) fn wait_info_of(g: GRef) -> Option<WaitInfo> {
         holder: (holder != 0).then_some(GreenId(holder)),
     })
 }
+
+/// The local-storage pointer of the current green thread (its identity: the child while a
+/// joiner runs it inline), or `None` outside a green thread. The pointer belongs to the layer
+/// above (the runtime's `green_local!`), which must free it before the green thread ends.
+pub fn current_locals() -> Option<*mut ()> {
+    let g = identity_record()?;
+    // SAFETY: the identity record's cells are owned by the running green thread (it runs, or
+    // runs it inline after claiming it).
+    Some(unsafe { g.locals.with(|l| *l) })
+}
+
+/// Sets the current green thread's local-storage pointer (see [`current_locals`]). Returns
+/// false outside a green thread.
+pub fn set_current_locals(ptr: *mut ()) -> bool {
+    let Some(g) = identity_record() else { return false };
+    // SAFETY: as in `current_locals`.
+    unsafe { g.locals.with_mut(|l| *l = ptr) };
+    true
+}
+
+fn identity_record() -> Option<GRef> {
+    let g = running_g()?;
+    // SAFETY: the running G's own cells are touched only by itself.
+    let inline = unsafe { g.inline_child.with(|c| *c) };
+    Some(inline.map_or(g, |c| c.g))
+}

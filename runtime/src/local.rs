@@ -1,0 +1,143 @@
+//! Green-local storage: a value per green thread, like `thread_local!` per OS thread
+//! (bthread's bthread-local, may's coroutine-local storage).
+//!
+//! # Thread-locals and migration
+//!
+//! A green thread can stop on one OS thread and continue on another, so a `thread_local!`
+//! value seen before a yield, park, channel wait or I/O wait may belong to another green
+//! thread afterwards, and a reference to it kept across that point may dangle (may#6,
+//! generator#58, llvm#98479). Use [`green_local!`](crate::green_local) for per-green-thread
+//! state; access thread-locals afresh after every scheduling point; and spawn the green thread
+//! *pinned* ([`Builder::pinned`](crate::Builder::pinned)) when a library needs one OS thread.
+
+use core::any::Any;
+
+/// Declares green-thread-local storage: each green thread that accesses the key gets its own
+/// value, initialised on first access and dropped when the green thread ends.
+///
+/// ```
+/// use std::cell::Cell;
+///
+/// purloin::green_local! {
+///     static COUNTER: Cell<u32> = Cell::new(0);
+/// }
+///
+/// let h = purloin::spawn(|| {
+///     COUNTER.with(|c| c.set(c.get() + 1));
+///     purloin::yield_now(); // may move to another OS thread: the value moves with us
+///     COUNTER.with(|c| c.get())
+/// });
+/// assert_eq!(h.join().unwrap(), 1);
+/// ```
+#[macro_export]
+macro_rules! green_local {
+    ($($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;)+) => {$(
+        $(#[$attr])*
+        $vis static $name: $crate::LocalKey<$t> = {
+            fn __purloin_green_local_init() -> $t { $init }
+            $crate::LocalKey::new(__purloin_green_local_init)
+        };
+    )+};
+}
+
+/// A key for green-local storage, declared with [`green_local!`](crate::green_local).
+pub struct LocalKey<T: 'static> {
+    init: fn() -> T,
+}
+
+/// Accessing a green-local outside a green thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessError;
+
+impl std::fmt::Display for AccessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "green-local storage is only available on a green thread (spawn one with \
+             purloin::spawn); on plain OS threads use thread_local!",
+        )
+    }
+}
+
+impl std::error::Error for AccessError {}
+
+impl<T: 'static> LocalKey<T> {
+    #[doc(hidden)]
+    pub const fn new(init: fn() -> T) -> LocalKey<T> {
+        LocalKey { init }
+    }
+
+    /// Calls `f` with this green thread's value (initialising it on first access).
+    ///
+    /// # Panics
+    /// Outside a green thread (see [`LocalKey::try_with`]).
+    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+        self.try_with(f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`LocalKey::with`], but returns an error outside a green thread.
+    pub fn try_with<R>(&'static self, f: impl FnOnce(&T) -> R) -> Result<R, AccessError> {
+        let map = current_map().ok_or(AccessError)?;
+        let key = self as *const Self as *const ();
+        // SAFETY: `map` is this green thread's map (only it touches it); values are boxed, so
+        // the reference below stays valid when other keys are added during `f`.
+        let value: *const T = unsafe {
+            match (*map).iter().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.downcast_ref::<T>().expect("green-local type matches its key"),
+                None => {
+                    let boxed: Box<dyn Any> = Box::new((self.init)());
+                    (*map).push((key, boxed));
+                    (*map).last().and_then(|(_, v)| v.downcast_ref::<T>()).expect("just pushed")
+                }
+            }
+        };
+        // SAFETY: the value lives until the green thread ends (after `f` returns).
+        Ok(f(unsafe { &*value }))
+    }
+}
+
+type Map = Vec<(*const (), Box<dyn Any>)>;
+
+/// The current green thread's map, created on first use.
+fn current_map() -> Option<*mut Map> {
+    let ptr = purloin_sched::current_locals()?;
+    if !ptr.is_null() {
+        return Some(ptr.cast());
+    }
+    let map: *mut Map = Box::into_raw(Box::new(Map::new()));
+    purloin_sched::set_current_locals(map.cast());
+    Some(map)
+}
+
+/// Frees the current green thread's green-locals (repeatedly: a destructor may create more).
+fn free_current() {
+    loop {
+        let Some(ptr) = purloin_sched::current_locals() else { return };
+        if ptr.is_null() {
+            return;
+        }
+        // Detach first: a destructor that touches green-locals gets a fresh map, freed by the
+        // next round of this loop.
+        purloin_sched::set_current_locals(core::ptr::null_mut());
+        // SAFETY: the pointer came from `Box::into_raw` in `current_map` and was detached
+        // above, so it is freed once.
+        drop(unsafe { Box::from_raw(ptr.cast::<Map>()) });
+    }
+}
+
+/// Wraps a green thread's body so its green-locals are dropped when it ends (on its own stack,
+/// even if it panics).
+pub(crate) fn with_locals<F, T>(f: F) -> impl FnOnce() -> T + Send
+where
+    F: FnOnce() -> T + Send,
+{
+    move || {
+        struct Free;
+        impl Drop for Free {
+            fn drop(&mut self) {
+                free_current();
+            }
+        }
+        let _free = Free;
+        f()
+    }
+}

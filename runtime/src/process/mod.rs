@@ -1,0 +1,1 @@
+//! Processes: state machines stepped by the work-stealing scheduler (seed 003).

@@ -1,0 +1,327 @@
+//! Green threads that borrow: [`scope`] (like [`std::thread::scope`]) and [`join`] (fork-join,
+//! like rayon's `join`); [`Runtime::block_on`](crate::runtime::Runtime::block_on) uses the same
+//! machinery for its root.
+//!
+//! # Soundness
+//!
+//! A scoped green thread's closure may borrow from the spawner's stack, so the spawner must not
+//! return or unwind past that stack before the closure (and everything it captured) is gone.
+//! Each scope counts its running green threads in a [`ScopeState`]; the scope's owner waits for
+//! the count to reach zero in every exit path, including a panic of the scope's own body (the
+//! wait runs in a destructor). The closure is boxed and its lifetime erased for the spawn
+//! (exactly what `std::thread::Builder::spawn_unchecked` does); the count is decremented only
+//! after the closure and its captures were dropped and the result stored, so the erased
+//! lifetime is never observed past the scope. Green threads cannot be killed, and shutdown
+//! unwinds parked ones to completion, so the wait ends.
+
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::Result as ThreadResult;
+
+use purloin_sched::{GreenThread, Scheduler, SpawnOptions};
+
+/// The running count of a scope and who waits for it to reach zero.
+pub(crate) struct ScopeState {
+    running: AtomicUsize,
+    /// Green threads that panicked and whose result was not (yet) taken by a join.
+    unjoined_panics: AtomicUsize,
+    waiter: Mutex<Option<Waiter>>,
+}
+
+enum Waiter {
+    Green(GreenThread),
+    Os(std::thread::Thread),
+}
+
+impl ScopeState {
+    pub(crate) fn new() -> Arc<ScopeState> {
+        Arc::new(ScopeState {
+            running: AtomicUsize::new(0),
+            unjoined_panics: AtomicUsize::new(0),
+            waiter: Mutex::new(None),
+        })
+    }
+
+    /// A scoped green thread finished (its closure and captures are dropped).
+    fn finished(&self, panicked: bool) {
+        if panicked {
+            self.unjoined_panics.fetch_add(1, Ordering::Relaxed);
+        }
+        // Release: everything the green thread did happens before the owner's Acquire load
+        // that sees the count reach zero.
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let who = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match who {
+                Some(Waiter::Green(g)) => {
+                    g.unpark();
+                }
+                Some(Waiter::Os(t)) => t.unpark(),
+                None => {}
+            }
+        }
+    }
+
+    /// Waits until every green thread of the scope has finished.
+    pub(crate) fn wait_all(&self) {
+        if self.running.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let who = match purloin_sched::current() {
+            Some(g) => Waiter::Green(g),
+            None => Waiter::Os(std::thread::current()),
+        };
+        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(who);
+        purloin_sched::set_wait_info(Some(purloin_sched::WaitInfo {
+            kind: purloin_sched::WaitKind::Join,
+            object: self as *const Self as usize,
+            holder: None,
+        }));
+        while self.running.load(Ordering::Acquire) != 0 {
+            purloin_sched::park();
+        }
+        purloin_sched::set_wait_info(None);
+    }
+}
+
+/// Waits for the scope's green threads when dropped (every exit path of the owner).
+pub(crate) struct WaitAll(pub(crate) Arc<ScopeState>);
+
+impl Drop for WaitAll {
+    fn drop(&mut self) {
+        self.0.wait_all();
+    }
+}
+
+/// The result slot of one scoped green thread.
+struct Packet<T> {
+    result: Mutex<Option<ThreadResult<T>>>,
+}
+
+/// Spawns `f`, which may borrow data living for `'a`, as a green thread counted by `state`.
+///
+/// # Safety
+/// - The caller must not let `'a` end before `state` counts zero running green threads (it
+///   holds a [`WaitAll`] for `state` in every exit path).
+pub(crate) unsafe fn spawn_scoped<'a, F, T>(
+    sched: Option<&Scheduler>,
+    opts: SpawnOptions,
+    state: &Arc<ScopeState>,
+    f: F,
+) -> std::io::Result<ScopedParts<'a, T>>
+where
+    F: FnOnce() -> T + Send + 'a,
+    T: Send + 'a,
+{
+    let packet = Arc::new(Packet { result: Mutex::new(None) });
+    let (p2, st) = (packet.clone(), state.clone());
+    state.running.fetch_add(1, Ordering::Relaxed);
+    let body = move || {
+        let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
+        let panicked = result.is_err();
+        *p2.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        drop(p2);
+        st.finished(panicked);
+    };
+    let boxed: Box<dyn FnOnce() + Send + 'a> = Box::new(body);
+    // SAFETY: only the lifetime changes. The closure's borrows live for 'a, and 'a outlives
+    // the green thread: the caller waits (WaitAll) until `finished` ran, which is after the
+    // closure, its captures and `f`'s result were dropped or stored (Safety section above).
+    let boxed: Box<dyn FnOnce() + Send + 'static> =
+        unsafe { core::mem::transmute::<Box<dyn FnOnce() + Send + 'a>, _>(boxed) };
+    let spawned = match sched {
+        Some(s) => s.spawn_with(opts, boxed),
+        None => purloin_sched::spawn_with(opts, boxed),
+    };
+    match spawned {
+        Ok(handle) => Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData }),
+        Err(e) => {
+            state.running.fetch_sub(1, Ordering::AcqRel);
+            Err(e)
+        }
+    }
+}
+
+/// A spawned scoped green thread: its scheduler handle and its result slot.
+pub(crate) struct ScopedParts<'a, T> {
+    handle: purloin_sched::JoinHandle<()>,
+    packet: Arc<Packet<T>>,
+    state: Arc<ScopeState>,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<T> ScopedParts<'_, T> {
+    pub(crate) fn thread(&self) -> &GreenThread {
+        self.handle.thread()
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits for the green thread (running it inline if it has not started: join-helping)
+    /// and returns its result.
+    pub(crate) fn join(self) -> ThreadResult<T> {
+        // The body catches panics itself, so the scheduler-level result is Ok unless the
+        // green thread never ran (cancelled at shutdown).
+        if let Err(payload) = self.handle.join() {
+            return Err(payload);
+        }
+        let result = self
+            .packet
+            .result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("a scoped green thread stored its result before finishing");
+        if result.is_err() {
+            // The joiner sees this panic: it no longer makes the scope panic.
+            self.state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Waits at most `timeout` for the green thread to finish.
+    pub(crate) fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
+        self.handle.wait_timeout(timeout)
+    }
+}
+
+/// A scope for spawning green threads that borrow (see [`scope`]).
+pub struct Scope<'scope, 'env: 'scope> {
+    state: Arc<ScopeState>,
+    sched: SchedRef<'scope>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// Which scheduler a scope spawns on: the caller's (inside a green thread) or the global one.
+enum SchedRef<'a> {
+    Current,
+    Runtime(&'a Scheduler),
+}
+
+/// An owned permission to join a scoped green thread.
+pub struct ScopedJoinHandle<'scope, T> {
+    parts: ScopedParts<'scope, T>,
+}
+
+impl<'scope, T> ScopedJoinHandle<'scope, T> {
+    /// Waits for the green thread and returns its result (`Err` with the panic payload if it
+    /// panicked). Runs it inline if it has not started yet.
+    pub fn join(self) -> ThreadResult<T> {
+        self.parts.join()
+    }
+
+    /// Whether it has finished.
+    pub fn is_finished(&self) -> bool {
+        self.parts.is_finished()
+    }
+
+    /// Its handle.
+    pub fn thread(&self) -> &GreenThread {
+        self.parts.thread()
+    }
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Spawns a green thread that may borrow anything that outlives the scope.
+    ///
+    /// # Panics
+    /// If the runtime refuses the spawn (it is shutting down); use
+    /// [`Builder::spawn_scoped`](crate::Builder::spawn_scoped) to get the error instead.
+    pub fn spawn<F, T>(&'scope self, f: F) -> ScopedJoinHandle<'scope, T>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        self.spawn_with(SpawnOptions::default(), f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub(crate) fn spawn_with<F, T>(
+        &'scope self,
+        opts: SpawnOptions,
+        f: F,
+    ) -> std::io::Result<ScopedJoinHandle<'scope, T>>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        let sched = match &self.sched {
+            SchedRef::Runtime(s) => Some(*s),
+            SchedRef::Current => None,
+        };
+        // SAFETY: `scope` holds a WaitAll for `self.state` until after 'scope ends.
+        let parts = unsafe { spawn_scoped(sched, opts, &self.state, f) }?;
+        Ok(ScopedJoinHandle { parts })
+    }
+}
+
+/// Creates a scope for spawning green threads that borrow non-`'static` data, like
+/// [`std::thread::scope`]: every green thread spawned in it is joined before `scope` returns,
+/// and if any of them panicked (and was not joined), `scope` panics after joining all.
+///
+/// From a green thread the scope's threads run on the same runtime; from a plain thread, on
+/// the global runtime.
+///
+/// ```
+/// let mut data = vec![1, 2, 3];
+/// let total = purloin::scope(|s| {
+///     let (a, b) = data.split_at_mut(1);
+///     let h = s.spawn(|| a.iter().sum::<i32>());
+///     b[0] += 10; // mutate another part meanwhile
+///     h.join().unwrap() + b.iter().sum::<i32>()
+/// });
+/// assert_eq!(total, 1 + 12 + 3);
+/// data.push(4);
+/// ```
+pub fn scope<'env, F, R>(f: F) -> R
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
+{
+    let sched =
+        if purloin_sched::in_green_thread() { SchedRef::Current } else { SchedRef::Runtime(crate::rt::global().scheduler()) };
+    let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
+    let wait = WaitAll(scope.state.clone());
+    let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+    drop(wait);
+    match result {
+        Err(payload) => panic::resume_unwind(payload),
+        Ok(_) if scope.state.unjoined_panics.load(Ordering::Relaxed) > 0 => {
+            panic!("a scoped green thread panicked")
+        }
+        Ok(r) => r,
+    }
+}
+
+/// Runs `a` and `b` potentially in parallel and returns both results (fork-join, like
+/// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
+/// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
+/// A panic in either is resumed after both finished.
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 { return n }
+///     let (a, b) = purloin::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// assert_eq!(purloin::Runtime::run(|| fib(20)), 6765);
+/// ```
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    scope(|s| {
+        let hb = s.spawn(b);
+        let ra = panic::catch_unwind(AssertUnwindSafe(a));
+        let rb = hb.join();
+        match (ra, rb) {
+            (Ok(ra), Ok(rb)) => (ra, rb),
+            (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
+        }
+    })
+}
