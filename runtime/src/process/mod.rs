@@ -1,1 +1,145 @@
 //! Processes: state machines stepped by the work-stealing scheduler (seed 003).
+//!
+//! A **process** is a value implementing [`Process`]: [`init`](Process::init) picks one of
+//! its entry points, [`step`](Process::step) advances it with [`Events`] (answers to its
+//! yields, messages, cancellation) and writes a [`Status`] and **yields** — commands with
+//! correlation tags — into a [`StepOutput`], and [`close`](Process::close) releases it. A
+//! process has no stack: between steps it is a small record, so a million of them cost what a
+//! million small structs cost.
+//!
+//! A [`Host`] runs processes on a purloin runtime. Each process is a *stackless task* of the
+//! scheduler (`purloin::sched::Task`), so processes and green threads share the same
+//! processors, local run queues (LIFO), global queue (FIFO, taken in batches of up to 16),
+//! steal-half from a random victim, and idle/wake protocol — seed 003's find-work table is the
+//! scheduler's, not a second one. The host adds:
+//!
+//! - a `Pid → process` table (sharded locks) that routes [`send`](HostHandle::send) and
+//!   [`complete_yield`](HostHandle::complete_yield);
+//! - a lock-free **MPSC event queue** per process (senders and handlers produce; the worker
+//!   stepping the process drains it);
+//! - **handlers** per command name ([`register`](HostHandle::register)): each yield runs on a
+//!   green thread (so a handler may block), or inline on the worker for cheap commands
+//!   ([`register_inline`](HostHandle::register_inline)), and answers with
+//!   [`Yield::complete`] / [`complete_yield`](HostHandle::complete_yield);
+//! - exit status ([`wait`](HostHandle::wait)) and [`shutdown`](Host::shutdown) with
+//!   cancellation.
+//!
+//! ```
+//! use purloin::process::{Error, EventKind, Events, Host, Payload, Process, StepOutput};
+//! use purloin::runtime::Runtime;
+//! use std::time::Duration;
+//!
+//! /// Fetches two pages at once (fan-out), completes with their total size (fan-in).
+//! #[derive(Default)]
+//! struct Crawl {
+//!     pending: usize,
+//!     total: usize,
+//! }
+//!
+//! impl Process for Crawl {
+//!     fn init(&mut self, method: &str, _input: Payload) -> Result<(), Error> {
+//!         match method {
+//!             "crawl" => Ok(()),
+//!             other => Err(Error::unknown_method(other, &["crawl"])),
+//!         }
+//!     }
+//!
+//!     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+//!         if self.pending == 0 {
+//!             out.yield_command("fetch", 1, Payload::new("/a"));
+//!             out.yield_command("fetch", 2, Payload::new("/bb"));
+//!             self.pending = 2;
+//!             return Ok(()); // no status set + yields made = wait for all answers
+//!         }
+//!         for event in events {
+//!             match event.kind {
+//!                 EventKind::YieldComplete => {
+//!                     self.total += event.into_result()?.take::<usize>()?;
+//!                     self.pending -= 1;
+//!                 }
+//!                 EventKind::Cancel => return Err(Error::cancelled("shutting down")),
+//!                 EventKind::Message => {}
+//!             }
+//!         }
+//!         out.complete(Payload::new(self.total));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let host = Host::new(Runtime::builder().workers(2).build().unwrap());
+//! // A handler runs on a green thread: it may block (sleep, I/O, locks).
+//! host.register("fetch", |y| {
+//!     let path = *y.data().downcast_ref::<&str>().unwrap();
+//!     purloin::sleep(Duration::from_millis(1));
+//!     let _ = y.complete(Ok(Payload::new(path.len() * 100)));
+//! });
+//! let pid = host.spawn_process(Crawl::default(), "crawl", Payload::empty()).unwrap();
+//! assert_eq!(host.wait(pid).unwrap().downcast::<usize>().unwrap(), 500);
+//!
+//! // An unknown entry point is reported by spawn_process itself.
+//! let err = host.spawn_process(Crawl::default(), "index", Payload::empty()).unwrap_err();
+//! assert!(err.to_string().contains("unknown method `index`"));
+//! host.shutdown(Duration::from_secs(1));
+//! ```
+//!
+//! # States
+//!
+//! ```text
+//!             spawn_process                         Status::Complete / error / panic
+//!   [*] ──────────────────▶ Ready ──claim (CAS)──▶ Running ──────────────────────────▶ Complete
+//!                             ▲  ▲                  │   │
+//!                             │  │  Status::Idle    │   │ Status::WaitYields (yields in flight)
+//!     any event (message,     │  └──── Idle ◀───────┘   ▼
+//!     answer, cancel) ────────┘                       Blocked ── last answer / cancel ──▶ Ready
+//! ```
+//!
+//! Each process's `state` word holds these states; the scheduler's green-thread state word
+//! runs underneath (Ready = queued, Running = claimed by a worker, Blocked/Idle = parked,
+//! Complete = done). Seed 003's **wakeup flag** — an answer arriving while the worker still
+//! holds the process — is the scheduler's `NOTIFIED` token: the waker sees Running and
+//! unparks, and when the step ends with "wait", the scheduler steps the process again at once
+//! instead of parking it. The memory-ordering argument is in the source of `cell.rs`.
+//!
+//! A `Continue` status re-queues the process behind other ready work (local queue). A wake-up
+//! from a handler's green thread puts the process in that worker's `runnext` slot (it runs
+//! next, Go's rule for a readied goroutine); from a step, in the local queue; from a plain
+//! thread, in the global queue.
+//!
+//! # Rules for a step
+//!
+//! A step runs on a worker's own stack: it must not block (no [`wait`](HostHandle::wait) —
+//! that returns [`ErrorKind::WouldBlock`] —, no sleeping, no blocking I/O). Blocking work is a
+//! yield to a handler. A panic in a step fails that process (its waiters get
+//! [`ErrorKind::Panicked`]) and nothing else; sending to an unknown or finished pid is a
+//! [`SendError`], never a panic.
+//!
+//! # Shutdown
+//!
+//! [`Host::shutdown`] sends a [`Cancel`](EventKind::Cancel) event to every process not yet
+//! complete, waits for them up to a timeout, then *closes* the rest — [`Process::close`]
+//! without another step — and reports how many completed after the cancellation and how many
+//! were closed ([`ShutdownReport`]). Then it shuts the runtime down.
+//!
+//! # Loom models
+//!
+//! `cargo xtask loom -p purloin` runs the models of this module: the event queue alone
+//! (`queue.rs`), and the host end to end on a one-worker runtime
+//! (`runtime/tests/loom_process.rs`): an answer racing the worker that still holds the
+//! process (the wakeup flag), a message racing the step that goes Idle, and shutdown racing a
+//! send.
+
+mod cell;
+mod error;
+mod handler;
+mod host;
+mod payload;
+mod queue;
+mod step;
+
+pub use error::{CompleteError, CompleteErrorKind, Error, ErrorKind, SendError, SendErrorKind};
+pub use handler::Yield;
+pub use host::{Host, HostHandle, ShutdownReport};
+pub use payload::Payload;
+pub use step::{
+    Command, Event, EventKind, Events, Pid, Process, ProcessState, Status, StepOutput,
+};

@@ -1,0 +1,845 @@
+//! The host: the `Pid → process` table, spawning, message routing, yield dispatch, exit
+//! status and shutdown.
+//!
+//! # Memory ordering
+//!
+//! Most shared state here is under locks (the table's shards, a process's exit slot, the
+//! handler registry). Two orderings are atomic:
+//!
+//! - (D1) Shutdown waits for `live` to reach zero. A finishing process decrements `live`, then
+//!   `fence(SeqCst)`, then loads `closing`; shutdown stores `closing`, then `fence(SeqCst)`,
+//!   then reads `live` under the `shut` lock. Either the finisher sees `closing` and notifies
+//!   under the lock, or shutdown sees the decrement: the notification is never lost.
+//! - (D2) `closing` is checked by spawners under the shard lock they insert with, and stored
+//!   by shutdown before it walks the shards (taking each lock): a spawner either inserts
+//!   before shutdown's snapshot of that shard or sees `closing` and gives up.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::sync::Arc as StdArc;
+use std::time::{Duration, Instant};
+
+use purloin_sched::{SpawnOptions, WaitInfo, WaitKind};
+
+use super::cell::{ProcCell, Wake};
+use super::error::{CompleteErrorKind, SendErrorKind};
+use super::handler::{self, HandlerFn, Mode};
+use super::{
+    CompleteError, Error, ErrorKind, Event, Payload, Pid, Process, ProcessState, SendError, Yield,
+};
+use crate::Runtime;
+use crate::loom::{
+    Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, StatCounter, fence, lock,
+};
+
+/// Host ids, so that a pid from another host is never routed here by mistake.
+static NEXT_HOST: StatCounter = StatCounter::new(1);
+
+/// Shards of the pid table (a power of two). Pids are sequential, so `seq & mask` spreads
+/// them evenly.
+#[cfg(not(loom))]
+const SHARDS: usize = 64;
+#[cfg(loom)]
+const SHARDS: usize = 2;
+
+/// A multiplicative hash for pids (they are already well-spread integers; SipHash would cost
+/// more than the rest of a lookup).
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Table = HashMap<u64, StdArc<ProcCell>, BuildHasherDefault<PidHasher>>;
+type Handlers = HashMap<Cow<'static, str>, handler::Entry>;
+
+/// What the handles share.
+pub(crate) struct HostShared {
+    id: u64,
+    next_seq: AtomicU64,
+    shards: Box<[Mutex<Table>]>,
+    /// Copy-on-write: dispatch clones the `Arc` under the lock and reads without it.
+    handlers: Mutex<StdArc<Handlers>>,
+    /// Processes spawned and not yet finished (D1).
+    live: AtomicUsize,
+    /// Processes the host closed at shutdown.
+    closed_count: AtomicUsize,
+    /// Shutdown started: spawns fail (D2), finishers notify (D1).
+    closing: AtomicBool,
+    shut: Mutex<()>,
+    shut_cv: Condvar,
+    /// The address of the runtime's user data: tells whether code runs on this host's
+    /// runtime (see `Host::new`).
+    runtime_id: usize,
+}
+
+/// A cloneable handle to a [`Host`]: routes messages, answers yields, waits for results, and
+/// spawns processes from the host's own green threads and process steps. Get one with
+/// [`Host::handle`]; a [`Host`] also dereferences to its handle.
+#[derive(Clone)]
+pub struct HostHandle(Arc<HostShared>);
+
+impl std::fmt::Debug for HostHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostHandle")
+            .field("host", &self.0.id)
+            .field("live", &self.0.live.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Runs [`Process`]es on a purloin runtime: seed 003's process scheduler, built on the
+/// runtime's workers, queues and stealing (each process is a stackless task of the
+/// scheduler).
+///
+/// The host owns its runtime, so it can always spawn and so that shutdown happens in the
+/// right order: processes first (cancel, wait, close), then the runtime. Use
+/// [`runtime`](Host::runtime) to run green threads on the same workers.
+///
+/// ```
+/// use purloin::process::{Error, Events, Host, Payload, Process, StepOutput};
+/// use purloin::runtime::Runtime;
+///
+/// /// Asks the `double` handler for 2 × its input and completes with the answer.
+/// struct Doubler(u64);
+///
+/// impl Process for Doubler {
+///     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
+///         if method != "run" {
+///             return Err(Error::unknown_method(method, &["run"]));
+///         }
+///         self.0 = input.take::<u64>()?;
+///         Ok(())
+///     }
+///
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+///         match events.next() {
+///             None => out.yield_command("double", 1, Payload::new(self.0)),
+///             Some(answer) => out.complete(answer.into_result()?),
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let host = Host::new(Runtime::builder().workers(2).build().unwrap());
+/// host.register("double", |y| {
+///     let n = *y.data().downcast_ref::<u64>().unwrap();
+///     let _ = y.complete(Ok(Payload::new(2 * n)));
+/// });
+/// let pid = host.spawn_process(Doubler(0), "run", Payload::new(21u64)).unwrap();
+/// let result = host.wait(pid).unwrap();
+/// assert_eq!(result.downcast::<u64>().unwrap(), 42);
+/// let report = host.shutdown(std::time::Duration::from_secs(1));
+/// assert_eq!(report.cancelled + report.timed_out, 0);
+/// ```
+pub struct Host {
+    handle: HostHandle,
+    rt: Option<Runtime>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("handle", &self.handle).field("runtime", &self.rt).finish()
+    }
+}
+
+/// What [`Host::shutdown`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Processes that were running at shutdown and completed after their
+    /// [`Cancel`](super::EventKind::Cancel) event, within the timeout.
+    pub cancelled: usize,
+    /// Processes that did not complete within the timeout and were closed by the host
+    /// ([`Process::close`] without another step; their waiters see
+    /// [`ErrorKind::Closed`]).
+    pub timed_out: usize,
+    /// Processes that could not even be closed: a step that never returned keeps its worker
+    /// (the runtime's report then counts that worker's work as unfinished too).
+    pub unfinished: usize,
+    /// The runtime's own shutdown report (green threads, including handlers).
+    pub runtime: crate::runtime::ShutdownReport,
+}
+
+impl Host {
+    /// A host running its processes on `runtime` (which it owns from now on).
+    ///
+    /// # Panics
+    /// If called from one of `runtime`'s own green threads with a single worker (it waits
+    /// for a first, tiny task to run on the runtime).
+    pub fn new(runtime: Runtime) -> Host {
+        let runtime_id = runtime_identity(&runtime);
+        let shared = HostShared {
+            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed)
+                & ((1 << (64 - Pid::SEQ_BITS)) - 1),
+            next_seq: AtomicU64::new(0),
+            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            handlers: Mutex::new(StdArc::new(Handlers::new())),
+            live: AtomicUsize::new(0),
+            closed_count: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+            shut: Mutex::new(()),
+            shut_cv: Condvar::new(),
+            runtime_id,
+        };
+        Host { handle: HostHandle(Arc::new(shared)), rt: Some(runtime) }
+    }
+
+    /// The runtime the processes run on (to run green threads next to them).
+    ///
+    /// # Panics
+    /// Never while the host exists (the runtime is only taken by shutdown, which consumes
+    /// the host).
+    pub fn runtime(&self) -> &Runtime {
+        self.rt.as_ref().expect("the host owns its runtime until shutdown")
+    }
+
+    /// A cloneable handle (for handlers, processes, other threads).
+    pub fn handle(&self) -> HostHandle {
+        self.handle.clone()
+    }
+
+    /// Starts `process` at its entry point `method` with `input`, from any thread.
+    ///
+    /// [`Process::init`] runs here, on the caller's thread; if it fails, the process is
+    /// closed and never runs. Otherwise the process is queued on the runtime (the caller's
+    /// local queue when called from one of its workers, the global queue otherwise) and its
+    /// first step runs with no events.
+    ///
+    /// # Errors
+    /// - `ErrorKind::InvalidInput` with the [`Error`] of `init` inside (an unknown method,
+    ///   bad input): `err.get_ref()` downcasts to [`Error`];
+    /// - the host or its runtime is shutting down.
+    pub fn spawn_process<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> io::Result<Pid> {
+        self.handle.0.spawn(Some(self.runtime()), &self.handle, Box::new(process), method, input)
+    }
+
+    /// Shuts down: sends a [`Cancel`](super::EventKind::Cancel) event to every process that
+    /// has not completed, waits up to `timeout` for them to complete, then closes the rest
+    /// (each gets [`Process::close`] and no further step) and waits up to `timeout` again for
+    /// that; then shuts the runtime down with the same timeout. Results not yet taken with
+    /// [`wait`](HostHandle::wait) are dropped; handles see every pid as unknown afterwards.
+    ///
+    /// # Panics
+    /// If called from a green thread or process step of this host's runtime (it would wait
+    /// for itself).
+    pub fn shutdown(mut self, timeout: Duration) -> ShutdownReport {
+        self.shutdown_inner(timeout)
+    }
+
+    fn shutdown_inner(&mut self, timeout: Duration) -> ShutdownReport {
+        let Some(rt) = self.rt.take() else { return ShutdownReport::default() };
+        if self.handle.0.on_runtime() {
+            // Put it back so that Drop does not try again while we unwind.
+            self.rt = Some(rt);
+            panic!(
+                "purloin::process: Host::shutdown called from the host's own runtime (a green \
+                 thread, handler or process step); it would wait for itself. Shut the host \
+                 down from the thread that owns it"
+            );
+        }
+        let (cancelled, timed_out, unfinished) = self.handle.0.shutdown_processes(timeout);
+        let runtime = rt.shutdown_timeout(timeout);
+        ShutdownReport { cancelled, timed_out, unfinished, runtime }
+    }
+}
+
+impl core::ops::Deref for Host {
+    type Target = HostHandle;
+
+    fn deref(&self) -> &HostHandle {
+        &self.handle
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.rt.is_some() && self.handle.0.on_runtime() {
+            // Dropped on its own runtime (or unwinding from `shutdown`'s panic): shutting the
+            // runtime down here would wait for itself. Leak it rather than abort.
+            eprintln!(
+                "purloin::process: a Host was dropped on its own runtime; its runtime is leaked \
+                 (drop or shut down the host from the thread that owns it)"
+            );
+            core::mem::forget(self.rt.take());
+        }
+        if self.rt.is_some() {
+            let report = self.shutdown_inner(Duration::from_secs(5));
+            if report.unfinished > 0 {
+                eprintln!(
+                    "purloin::process: {} processes were still inside a step when the host \
+                     was dropped; their workers were detached",
+                    report.unfinished
+                );
+            }
+        }
+    }
+}
+
+/// The identity of `runtime` as seen from its workers: the address of its user data (which
+/// `purloin::Runtime`'s builder always sets). Learnt by stepping a one-shot stackless task on
+/// it (no green thread, no stack), because only code on a worker can see it.
+fn runtime_identity(runtime: &Runtime) -> usize {
+    struct Probe(Arc<(Mutex<Option<usize>>, Condvar)>);
+    impl purloin_sched::Task for Probe {
+        fn step(&self) -> purloin_sched::TaskStep {
+            let addr = purloin_sched::with_user_data(|d| d.map_or(0, data_addr));
+            *lock(&self.0.0) = Some(addr);
+            self.0.1.notify_all();
+            purloin_sched::TaskStep::Done
+        }
+    }
+    // A runtime built without user data gets some, so that it has an identity (ignored if
+    // it already has its own).
+    let _ = runtime.scheduler().set_user_data(StdArc::new(()));
+    let slot = Arc::new((Mutex::new(None), Condvar::new()));
+    runtime
+        .scheduler()
+        .spawn_task(StdArc::new(Probe(slot.clone())))
+        .expect("a runtime that was just handed over is running");
+    let mut addr = lock(&slot.0);
+    loop {
+        if let Some(a) = *addr {
+            return a;
+        }
+        addr = slot.1.wait(addr).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+fn data_addr(d: &(dyn core::any::Any + Send + Sync)) -> usize {
+    d as *const (dyn core::any::Any + Send + Sync) as *const () as usize
+}
+
+/// Whether this code runs on a worker's own stack (a process step or an inline handler): a
+/// blocking wait there would block the worker thread.
+fn on_worker_stack() -> bool {
+    !purloin_sched::in_green_thread() && purloin_sched::with_user_data(|d| d.is_some())
+}
+
+impl HostHandle {
+    pub(crate) fn shared(&self) -> &HostShared {
+        &self.0
+    }
+
+    /// Starts `process` (see [`Host::spawn_process`]) from a green thread, handler or process
+    /// step of the host's runtime (from elsewhere use [`Host::spawn_process`]).
+    ///
+    /// # Errors
+    /// As [`Host::spawn_process`], and: called from outside the host's runtime.
+    pub fn spawn_process<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> io::Result<Pid> {
+        self.0.spawn(None, self, Box::new(process), method, input)
+    }
+
+    /// Sends `message` to process `pid`: it arrives as a [`Message`](super::EventKind::Message)
+    /// event and wakes the process if it is Idle (a Blocked process sees it when its yields
+    /// are answered). Never blocks.
+    ///
+    /// `Ok` means the message was queued; a process that completes before its next step
+    /// never sees it (it is dropped with the process's queue).
+    ///
+    /// # Errors
+    /// The pid is unknown to this host, or the process has completed; the message is in the
+    /// error.
+    pub fn send(&self, pid: Pid, message: Payload) -> Result<(), SendError> {
+        self.deliver(pid, Event::message(message), Wake::IfIdle)
+    }
+
+    /// Asks process `pid` to stop: sends it a [`Cancel`](super::EventKind::Cancel) event
+    /// (which wakes it even when Blocked). The process decides how to complete.
+    ///
+    /// # Errors
+    /// As [`send`](HostHandle::send).
+    pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
+        let why = Error::cancelled(format!("{pid} was cancelled with HostHandle::cancel"));
+        self.deliver(pid, Event::cancel(why), Wake::IfWaiting)
+    }
+
+    fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
+        let to_wake = {
+            let Some(shard) = self.0.shard(pid) else {
+                return Err(SendError::new(SendErrorKind::UnknownPid, pid, event.data));
+            };
+            let table = lock(shard);
+            let Some(cell) = table.get(&pid.0) else {
+                return Err(SendError::new(SendErrorKind::UnknownPid, pid, event.data));
+            };
+            match cell.push(event, wake) {
+                Ok(w) => w,
+                Err(event) => {
+                    return Err(SendError::new(SendErrorKind::Finished, pid, event.data));
+                }
+            }
+        };
+        if let Some(t) = to_wake {
+            t.unpark();
+        }
+        Ok(())
+    }
+
+    /// Answers yield `tag` of process `pid` with `result`: the process receives a
+    /// [`YieldComplete`](super::EventKind::YieldComplete) event. A Blocked process is woken
+    /// by the answer to its last yield in flight; an Idle one by any answer. Never blocks.
+    ///
+    /// # Errors
+    /// The pid is unknown, the process has completed, or no yield with this tag is in
+    /// flight (each yield is answered exactly once).
+    pub fn complete_yield(
+        &self,
+        pid: Pid,
+        tag: u64,
+        result: Result<Payload, Error>,
+    ) -> Result<(), CompleteError> {
+        let to_wake = {
+            let Some(shard) = self.0.shard(pid) else {
+                return Err(CompleteError::new(CompleteErrorKind::UnknownPid, pid, tag));
+            };
+            let table = lock(shard);
+            let Some(cell) = table.get(&pid.0) else {
+                return Err(CompleteError::new(CompleteErrorKind::UnknownPid, pid, tag));
+            };
+            cell.complete(tag, result).map_err(|k| CompleteError::new(k, pid, tag))?
+        };
+        if let Some(t) = to_wake {
+            t.unpark();
+        }
+        Ok(())
+    }
+
+    /// Waits until process `pid` completes and takes its result (the value it completed
+    /// with, or its error: a failure, a panic, a close at shutdown). Parks a green thread;
+    /// blocks a plain thread.
+    ///
+    /// The result is taken by exactly one waiter, and the pid is then forgotten.
+    ///
+    /// # Errors
+    /// The process's error; or [`ErrorKind::UnknownPid`] (never spawned here, result
+    /// already taken, host shut down); or [`ErrorKind::WouldBlock`] when called inside a
+    /// process step or an inline handler (that would block a worker thread: yield a command
+    /// whose handler waits instead).
+    pub fn wait(&self, pid: Pid) -> Result<Payload, Error> {
+        self.wait_inner(pid, None)
+    }
+
+    /// [`wait`](HostHandle::wait) for at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`wait`](HostHandle::wait), and [`ErrorKind::TimedOut`] (the process keeps
+    /// running; wait again later).
+    pub fn wait_timeout(&self, pid: Pid, timeout: Duration) -> Result<Payload, Error> {
+        self.wait_inner(pid, Some(Instant::now() + timeout))
+    }
+
+    fn wait_inner(&self, pid: Pid, deadline: Option<Instant>) -> Result<Payload, Error> {
+        if on_worker_stack() {
+            return Err(Error::with_kind(
+                ErrorKind::WouldBlock,
+                format!(
+                    "wait({pid}) inside a process step or inline handler would block a worker \
+                     thread; yield a command whose (green-thread) handler waits instead"
+                ),
+            ));
+        }
+        let cell = self.0.lookup(pid).ok_or_else(|| unknown_pid(pid))?;
+        let me = purloin_sched::current();
+        let mut registered = false;
+        let mut exit = lock(&cell.exit);
+        loop {
+            if exit.done {
+                let Some(result) = exit.result.take() else {
+                    return Err(unknown_pid(pid));
+                };
+                exit.taken = true;
+                drop(exit);
+                self.0.forget(&cell);
+                return result;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                if let Some(g) = me {
+                    exit.green_waiters.retain(|w| *w != g);
+                }
+                return Err(Error::with_kind(
+                    ErrorKind::TimedOut,
+                    format!("{pid} did not complete within the timeout; it is still running"),
+                ));
+            }
+            match me {
+                Some(g) => {
+                    if !registered {
+                        exit.green_waiters.push(g);
+                        registered = true;
+                    }
+                    drop(exit);
+                    let object = StdArc::as_ptr(&cell) as *const () as usize;
+                    purloin_sched::set_wait_info(Some(WaitInfo {
+                        kind: WaitKind::Join,
+                        object,
+                        holder: None,
+                    }));
+                    match deadline {
+                        Some(d) => purloin_sched::park_deadline(d),
+                        None => purloin_sched::park(),
+                    }
+                    purloin_sched::set_wait_info(None);
+                    exit = lock(&cell.exit);
+                }
+                None => {
+                    exit.os_waiters += 1;
+                    exit = match deadline {
+                        Some(d) => match cell.exit_cv.wait_timeout(exit, d - now) {
+                            Ok((g, _)) => g,
+                            Err(p) => p.into_inner().0,
+                        },
+                        None => cell.exit_cv.wait(exit).unwrap_or_else(|p| p.into_inner()),
+                    };
+                    exit.os_waiters -= 1;
+                }
+            }
+        }
+    }
+
+    /// Says nobody will wait for `pid`: its result is dropped when it completes (at once if
+    /// it already has) and the pid is forgotten. Without `wait` or `detach`, a completed
+    /// process's result is kept until the host shuts down.
+    ///
+    /// # Errors
+    /// [`ErrorKind::UnknownPid`].
+    pub fn detach(&self, pid: Pid) -> Result<(), Error> {
+        let cell = self.0.lookup(pid).ok_or_else(|| unknown_pid(pid))?;
+        let mut exit = lock(&cell.exit);
+        if exit.taken {
+            return Err(unknown_pid(pid));
+        }
+        exit.detached = true;
+        if exit.done {
+            let result = exit.result.take();
+            exit.taken = true;
+            drop(exit);
+            drop(result);
+            self.0.forget(&cell);
+        }
+        Ok(())
+    }
+
+    /// The state of process `pid` (a snapshot), or `None` if the pid is unknown.
+    pub fn status(&self, pid: Pid) -> Option<ProcessState> {
+        self.0.lookup(pid).map(|c| c.state())
+    }
+
+    /// Number of processes spawned and not yet completed.
+    pub fn live_processes(&self) -> usize {
+        self.0.live.load(Ordering::Relaxed)
+    }
+
+    /// Registers `handler` for yields of `command` (replacing an earlier one). Each yield
+    /// runs on a new green thread of the host's runtime, so the handler may block (sleep,
+    /// lock, do I/O, wait for another process). It answers with [`Yield::complete`].
+    ///
+    /// A yield whose command has no handler is answered at once with an
+    /// [`ErrorKind::NoHandler`] error.
+    pub fn register<F>(&self, command: impl Into<Cow<'static, str>>, handler: F)
+    where
+        F: Fn(Yield) + Send + Sync + 'static,
+    {
+        self.0.register(command.into(), Mode::Green, StdArc::new(handler));
+    }
+
+    /// Registers a handler that runs on the worker right after the step that yielded, without
+    /// a green thread: for cheap, non-blocking commands (it must not block: a blocking call
+    /// there stalls the worker, and [`wait`](HostHandle::wait) returns
+    /// [`ErrorKind::WouldBlock`]). A panic in it answers the yield with
+    /// [`ErrorKind::HandlerLost`].
+    pub fn register_inline<F>(&self, command: impl Into<Cow<'static, str>>, handler: F)
+    where
+        F: Fn(Yield) + Send + Sync + 'static,
+    {
+        self.0.register(command.into(), Mode::Inline, StdArc::new(handler));
+    }
+}
+
+fn unknown_pid(pid: Pid) -> Error {
+    Error::with_kind(
+        ErrorKind::UnknownPid,
+        format!(
+            "{pid} is unknown to this host: it was never spawned here, its result was already \
+             taken by another wait, or the host shut down"
+        ),
+    )
+}
+
+impl HostShared {
+    /// Whether the calling code runs on a worker (green thread or step) of this host's
+    /// runtime.
+    fn on_runtime(&self) -> bool {
+        purloin_sched::with_user_data(|d| d.is_some_and(|d| data_addr(d) == self.runtime_id))
+    }
+
+    fn shard(&self, pid: Pid) -> Option<&Mutex<Table>> {
+        if pid.host() != self.id {
+            return None;
+        }
+        Some(&self.shards[(pid.seq() as usize) & (SHARDS - 1)])
+    }
+
+    fn lookup(&self, pid: Pid) -> Option<StdArc<ProcCell>> {
+        lock(self.shard(pid)?).get(&pid.0).cloned()
+    }
+
+    /// Removes `cell` from the table (if it is still the entry for its pid).
+    fn forget(&self, cell: &StdArc<ProcCell>) {
+        let Some(shard) = self.shard(cell.pid) else { return };
+        let removed = {
+            let mut table = lock(shard);
+            match table.get(&cell.pid.0) {
+                Some(c) if StdArc::ptr_eq(c, cell) => table.remove(&cell.pid.0),
+                _ => None,
+            }
+        };
+        drop(removed);
+    }
+
+    fn spawn(
+        &self,
+        runtime: Option<&Runtime>,
+        handle: &HostHandle,
+        mut process: Box<dyn Process>,
+        method: &str,
+        input: Payload,
+    ) -> io::Result<Pid> {
+        if runtime.is_none() && !self.on_runtime() {
+            return Err(io::Error::other(
+                "HostHandle::spawn_process was called outside the host's runtime, where it \
+                 has no scheduler to use; call Host::spawn_process on the Host, or call it from \
+                 a process step, a handler or a green thread of the host's runtime",
+            ));
+        }
+        if self.closing.load(Ordering::Relaxed) {
+            return Err(shutting_down());
+        }
+        if let Err(e) = process.init(method, input) {
+            process.close();
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let pid = Pid(self.id << Pid::SEQ_BITS | seq);
+        let cell = StdArc::new(ProcCell::new(pid, handle.clone(), process));
+        self.live.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut table = lock(self.shard(pid).expect("our own pid"));
+            // D2: checked under the shard lock shutdown also takes.
+            if self.closing.load(Ordering::Relaxed) {
+                drop(table);
+                self.live.fetch_sub(1, Ordering::Relaxed);
+                cell.abandon();
+                return Err(shutting_down());
+            }
+            table.insert(pid.0, cell.clone());
+        }
+        let task: StdArc<dyn purloin_sched::Task> = cell.clone();
+        let spawned = match runtime {
+            Some(rt) => rt.scheduler().spawn_task(task),
+            None => purloin_sched::spawn_task(task),
+        };
+        match spawned {
+            Ok(thread) => {
+                cell.publish_handle(thread);
+                Ok(pid)
+            }
+            Err(e) => {
+                self.forget(&cell);
+                self.live.fetch_sub(1, Ordering::Relaxed);
+                cell.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    fn register(&self, command: Cow<'static, str>, mode: Mode, f: StdArc<HandlerFn>) {
+        let thread_name: StdArc<str> = StdArc::from(format!("handler:{command}"));
+        let mut handlers = lock(&self.handlers);
+        let mut next = Handlers::clone(&handlers);
+        next.insert(command, handler::Entry { mode, f, thread_name });
+        *handlers = StdArc::new(next);
+    }
+
+    /// Hands a step's yields to their handlers (called by the step, on its worker).
+    pub(crate) fn dispatch(
+        &self,
+        cell: &ProcCell,
+        commands: impl Iterator<Item = super::Command>,
+    ) {
+        let handlers = lock(&self.handlers).clone();
+        for c in commands {
+            let Some(entry) = handlers.get(c.name.as_ref()) else {
+                let why = Error::with_kind(
+                    ErrorKind::NoHandler,
+                    format!(
+                        "{} yielded command `{}` (tag {}) but no handler is registered for it; \
+                         call HostHandle::register(\"{}\", ..) before spawning the process",
+                        cell.pid, c.name, c.tag, c.name
+                    ),
+                );
+                if let Ok(Some(t)) = cell.complete(c.tag, Err(why)) {
+                    t.unpark();
+                }
+                continue;
+            };
+            let y = Yield::new(cell.pid, c.tag, c.name, c.data, cell.host.clone());
+            match entry.mode {
+                Mode::Inline => {
+                    let f = &entry.f;
+                    // A panic drops `y` while unwinding, which answers it (HandlerLost).
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(y)));
+                }
+                Mode::Green => {
+                    let f = entry.f.clone();
+                    let opts = SpawnOptions {
+                        name: Some(entry.thread_name.clone()),
+                        ..SpawnOptions::default()
+                    };
+                    // If the spawn fails the closure, and `y` with it, is dropped: the yield
+                    // is answered with HandlerLost.
+                    if let Ok(h) =
+                        purloin_sched::spawn_with(opts, crate::local::with_locals(move || f(y)))
+                    {
+                        drop(h);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A process finished (called at the end of its last step): publishes the exit status.
+    pub(crate) fn process_finished(
+        &self,
+        cell: &ProcCell,
+        result: Result<Payload, Error>,
+        closed: bool,
+    ) {
+        if closed {
+            self.closed_count.fetch_add(1, Ordering::Relaxed);
+        }
+        let (greens, detached, unneeded) = {
+            let mut exit = lock(&cell.exit);
+            exit.done = true;
+            let unneeded = if exit.detached {
+                exit.taken = true;
+                Some(result)
+            } else {
+                exit.result = Some(result);
+                None
+            };
+            if exit.os_waiters > 0 {
+                cell.exit_cv.notify_all();
+            }
+            (core::mem::take(&mut exit.green_waiters), exit.detached, unneeded)
+        };
+        drop(unneeded);
+        for g in greens {
+            g.unpark();
+        }
+        if detached && let Some(shard) = self.shard(cell.pid) {
+            let removed = lock(shard).remove(&cell.pid.0);
+            drop(removed);
+        }
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        // D1: the decrement before the load of `closing`.
+        fence(Ordering::SeqCst);
+        if self.closing.load(Ordering::Relaxed) {
+            let _g = lock(&self.shut);
+            self.shut_cv.notify_all();
+        }
+    }
+
+    /// Every process not yet complete.
+    fn snapshot_live(&self) -> Vec<StdArc<ProcCell>> {
+        let mut v = Vec::new();
+        for shard in self.shards.iter() {
+            v.extend(lock(shard).values().filter(|c| !c.is_complete()).cloned());
+        }
+        v
+    }
+
+    /// Waits until no process is live or `deadline` passes.
+    fn wait_live_zero(&self, deadline: Instant) {
+        let mut g = lock(&self.shut);
+        // D1: Relaxed loads under the lock; the fences order them with the finishers.
+        while self.live.load(Ordering::Relaxed) > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            g = match self.shut_cv.wait_timeout(g, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// Cancels, waits, closes, waits. Returns (cancelled, timed out, unfinished).
+    fn shutdown_processes(&self, timeout: Duration) -> (usize, usize, usize) {
+        self.closing.store(true, Ordering::Relaxed);
+        // D1/D2: `closing` before the reads of `live` and the shard walk.
+        fence(Ordering::SeqCst);
+        let running = self.snapshot_live();
+        for cell in &running {
+            let why = Error::cancelled(format!(
+                "{} is cancelled because its host is shutting down; complete soon",
+                cell.pid
+            ));
+            if let Ok(Some(t)) = cell.push(Event::cancel(why), Wake::IfWaiting) {
+                t.unpark();
+            }
+        }
+        self.wait_live_zero(Instant::now() + timeout);
+        let late: Vec<_> = running.iter().filter(|c| !c.is_complete()).collect();
+        let cancelled = running.len() - late.len();
+        if !late.is_empty() {
+            for cell in &late {
+                if let Some(t) = cell.request_close() {
+                    t.unpark();
+                }
+            }
+            self.wait_live_zero(Instant::now() + timeout.max(Duration::from_millis(100)));
+        }
+        let unfinished = late.iter().filter(|c| !c.is_complete()).count();
+        let timed_out = late.len() - unfinished;
+        // Break the cycles (table → cell → host, registry → handler → host).
+        for shard in self.shards.iter() {
+            let table = core::mem::take(&mut *lock(shard));
+            drop(table);
+        }
+        let handlers = core::mem::replace(&mut *lock(&self.handlers), StdArc::new(Handlers::new()));
+        drop(handlers);
+        (cancelled, timed_out, unfinished)
+    }
+}
+
+fn shutting_down() -> io::Error {
+    io::Error::other(
+        "cannot spawn a process: its host is shutting down (spawn before Host::shutdown, or \
+         check the error in the processes that spawn children)",
+    )
+}

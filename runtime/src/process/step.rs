@@ -1,0 +1,345 @@
+//! The [`Process`] trait and what a step sees and produces: [`Events`] in, [`StepOutput`]
+//! (status and yields) out.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::fmt;
+
+use super::{Error, HostHandle, Payload};
+
+/// A process's id on its host. Unique for the host's lifetime (never reused) and distinct
+/// between hosts, so a pid from another host is reported as unknown, not misrouted.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pid(pub(crate) u64);
+
+impl Pid {
+    /// Bits of the per-host sequence number; the host's id is above them.
+    pub(crate) const SEQ_BITS: u32 = 40;
+
+    /// The raw value (`host << 40 | sequence`), e.g. for logs.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+
+    /// The sequence number within its host.
+    pub(crate) fn seq(self) -> u64 {
+        self.0 & ((1 << Self::SEQ_BITS) - 1)
+    }
+
+    pub(crate) fn host(self) -> u64 {
+        self.0 >> Self::SEQ_BITS
+    }
+}
+
+impl fmt::Debug for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pid({}.{})", self.host(), self.seq())
+    }
+}
+
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {}.{}", self.host(), self.seq())
+    }
+}
+
+/// A state machine advanced by events: seed 003's process.
+///
+/// The host calls [`init`](Process::init) once (in
+/// [`spawn_process`](super::Host::spawn_process), on the caller's thread), then
+/// [`step`](Process::step) on a worker thread each time the process is ready, and
+/// [`close`](Process::close) exactly once at the end (after it completed, failed, panicked,
+/// or was closed at shutdown). No step follows `close`; steps of one process never overlap.
+///
+/// A step runs on a worker's own stack, like a stackless task: it must not block. Work that
+/// blocks (I/O, waiting, sleeping) goes into a **yield**: a command that the host dispatches
+/// to a handler running on a green thread, whose answer comes back as an event.
+///
+/// ```
+/// use purloin::process::{Error, Events, Payload, Process, StepOutput};
+///
+/// /// Adds the numbers it is sent until it receives 0.
+/// #[derive(Default)]
+/// struct Adder(u64);
+///
+/// impl Process for Adder {
+///     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
+///         match method {
+///             "sum" => {
+///                 self.0 = input.take::<u64>()?;
+///                 Ok(())
+///             }
+///             other => Err(Error::unknown_method(other, &["sum"])),
+///         }
+///     }
+///
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+///         for event in events {
+///             match event.data.take::<u64>()? {
+///                 0 => {
+///                     out.complete(Payload::new(self.0));
+///                     return Ok(());
+///                 }
+///                 n => self.0 += n,
+///             }
+///         }
+///         out.idle();
+///         Ok(())
+///     }
+/// }
+/// # let _ = Adder::default();
+/// ```
+pub trait Process: Send + 'static {
+    /// Prepares the process for the entry point `method` with its `input`.
+    ///
+    /// A process may have several entry points; return [`Error::unknown_method`] for a
+    /// method it does not have (that error is what
+    /// [`spawn_process`](super::Host::spawn_process) reports, and the process never runs).
+    ///
+    /// # Errors
+    /// The method is unknown or the input is invalid.
+    fn init(&mut self, method: &str, input: Payload) -> Result<(), Error>;
+
+    /// Advances the state machine with `events` (yield completions, messages, cancellation,
+    /// in arrival order) and writes the status and any yields into `out`.
+    ///
+    /// Events not taken from `events` are dropped after the step. The first step has no
+    /// events (unless messages already arrived).
+    ///
+    /// # Errors
+    /// Returning an error fails the process: its waiters receive the error. A panic does the
+    /// same, with [`ErrorKind::Panicked`](super::ErrorKind::Panicked).
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error>;
+
+    /// Releases resources. Called exactly once, after the last step (also after a failed
+    /// `init`). The default does nothing.
+    fn close(&mut self) {}
+}
+
+/// The kind of an [`Event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// The answer to a yield: `tag` is the yield's tag, `data` the result, `error` set if the
+    /// command failed.
+    YieldComplete,
+    /// A message sent with [`send`](super::HostHandle::send): `data` is the message, `tag` 0.
+    Message,
+    /// The process is asked to stop (host shutdown or
+    /// [`cancel`](super::HostHandle::cancel)); `error` says why. The process should complete
+    /// soon; at shutdown it is closed when the timeout passes.
+    Cancel,
+}
+
+/// Something that happened to a process, delivered to its next step.
+#[derive(Debug)]
+pub struct Event {
+    /// What happened.
+    pub kind: EventKind,
+    /// The correlation tag of a [`YieldComplete`](EventKind::YieldComplete) (0 otherwise).
+    pub tag: u64,
+    /// The result of a yield, or a message's body (empty for a cancellation or a failed
+    /// yield).
+    pub data: Payload,
+    /// The failure of a yield, or the reason of a cancellation.
+    pub error: Option<Error>,
+}
+
+impl Event {
+    pub(crate) fn message(data: Payload) -> Event {
+        Event { kind: EventKind::Message, tag: 0, data, error: None }
+    }
+
+    pub(crate) fn cancel(reason: Error) -> Event {
+        Event { kind: EventKind::Cancel, tag: 0, data: Payload::empty(), error: Some(reason) }
+    }
+
+    pub(crate) fn completion(tag: u64, result: Result<Payload, Error>) -> Event {
+        match result {
+            Ok(data) => Event { kind: EventKind::YieldComplete, tag, data, error: None },
+            Err(e) => Event {
+                kind: EventKind::YieldComplete,
+                tag,
+                data: Payload::empty(),
+                error: Some(e),
+            },
+        }
+    }
+
+    /// The yield's result as a `Result` (for a [`YieldComplete`](EventKind::YieldComplete)).
+    pub fn into_result(self) -> Result<Payload, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.data),
+        }
+    }
+}
+
+/// The events of one step, oldest first. An iterator: `for event in events { .. }` takes
+/// them; those not taken are dropped after the step.
+#[derive(Debug, Default)]
+pub struct Events {
+    pub(crate) queue: VecDeque<Event>,
+}
+
+impl Events {
+    /// Number of events not yet taken.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether every event has been taken (or there were none).
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The events not yet taken, without taking them.
+    pub fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.queue.iter()
+    }
+
+    /// Whether a [`Cancel`](EventKind::Cancel) event is among those not yet taken.
+    pub fn has_cancel(&self) -> bool {
+        self.queue.iter().any(|e| e.kind == EventKind::Cancel)
+    }
+}
+
+impl Iterator for Events {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.queue.len(), Some(self.queue.len()))
+    }
+}
+
+/// A command for a handler, made by [`StepOutput::yield_command`].
+#[derive(Debug)]
+pub struct Command {
+    /// Which handler runs it (as registered with [`register`](super::HostHandle::register)).
+    pub name: Cow<'static, str>,
+    /// The correlation tag: the answer comes back as a
+    /// [`YieldComplete`](EventKind::YieldComplete) event with this tag. Unique among the
+    /// process's yields in flight.
+    pub tag: u64,
+    /// The command's argument.
+    pub data: Payload,
+}
+
+/// What a process asks for after a step.
+#[derive(Debug)]
+pub enum Status {
+    /// Step me again soon (after other ready work): seed 003's Running → Ready.
+    Continue,
+    /// Wake me when **all** my yields in flight have been answered (or on a cancellation);
+    /// messages arriving meanwhile wait for that step: Running → Blocked.
+    WaitYields,
+    /// Wake me on any event (a message, any yield's answer, a cancellation): Running → Idle.
+    Idle,
+    /// I am finished, with this result: Running → Complete.
+    Complete(Result<Payload, Error>),
+}
+
+/// The state of a process as the host sees it (seed 003's states), from
+/// [`status`](super::HostHandle::status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProcessState {
+    /// Queued to run (or about to be).
+    Ready,
+    /// A worker is running its step.
+    Running,
+    /// Waiting for its yields to be answered.
+    Blocked,
+    /// Waiting for any event (messages).
+    Idle,
+    /// Finished; its result waits for [`wait`](super::HostHandle::wait).
+    Complete,
+}
+
+/// Where a step writes its status and its yields.
+///
+/// If the step sets no status, the process waits: [`Status::WaitYields`] if it made yields
+/// in this step, [`Status::Idle`] otherwise.
+pub struct StepOutput<'a> {
+    pid: super::Pid,
+    host: &'a HostHandle,
+    pub(crate) status: Option<Status>,
+    pub(crate) yields: Vec<Command>,
+}
+
+impl<'a> StepOutput<'a> {
+    pub(crate) fn new(pid: super::Pid, host: &'a HostHandle, yields: Vec<Command>) -> Self {
+        StepOutput { pid, host, status: None, yields }
+    }
+
+    /// The pid of the process being stepped.
+    pub fn pid(&self) -> super::Pid {
+        self.pid
+    }
+
+    /// The host running the process: to [`send`](HostHandle::send) messages to other
+    /// processes or [`spawn`](HostHandle::spawn_process) new ones from inside a step.
+    pub fn host(&self) -> &'a HostHandle {
+        self.host
+    }
+
+    /// Asks the handler registered for `command` to run it with `data`; the answer comes back
+    /// as a [`YieldComplete`](EventKind::YieldComplete) event with this `tag`. Tags must be
+    /// unique among the process's yields in flight (reusing one fails the process with
+    /// [`ErrorKind::Protocol`](super::ErrorKind::Protocol)).
+    pub fn yield_command(&mut self, command: impl Into<Cow<'static, str>>, tag: u64, data: Payload) {
+        self.yields.push(Command { name: command.into(), tag, data });
+    }
+
+    /// Sets the status (replacing an earlier one of this step).
+    pub fn set_status(&mut self, status: Status) {
+        self.status = Some(status);
+    }
+
+    /// Shorthand for [`Status::Continue`].
+    pub fn continue_(&mut self) {
+        self.set_status(Status::Continue);
+    }
+
+    /// Shorthand for [`Status::WaitYields`].
+    pub fn wait_yields(&mut self) {
+        self.set_status(Status::WaitYields);
+    }
+
+    /// Shorthand for [`Status::Idle`].
+    pub fn idle(&mut self) {
+        self.set_status(Status::Idle);
+    }
+
+    /// Shorthand for [`Status::Complete`] with a result.
+    pub fn complete(&mut self, result: Payload) {
+        self.set_status(Status::Complete(Ok(result)));
+    }
+
+    /// Shorthand for [`Status::Complete`] with an error.
+    pub fn fail(&mut self, error: Error) {
+        self.set_status(Status::Complete(Err(error)));
+    }
+
+    /// The status set so far in this step, if any.
+    pub fn status(&self) -> Option<&Status> {
+        self.status.as_ref()
+    }
+
+    /// The yields made so far in this step.
+    pub fn yields(&self) -> &[Command] {
+        &self.yields
+    }
+}
+
+impl fmt::Debug for StepOutput<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepOutput")
+            .field("pid", &self.pid)
+            .field("status", &self.status)
+            .field("yields", &self.yields)
+            .finish()
+    }
+}
