@@ -103,12 +103,13 @@ impl Builder {
     /// overflow handler.
     pub fn build(self) -> io::Result<Runtime> {
         let sched = self.sched.build()?;
+        let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
             deadlock_detection: self.deadlock_detection,
             deadlock_grace: self.deadlock_grace,
+            net,
         });
         let _ = sched.set_user_data(data.clone());
-        crate::net::install(&sched)?;
         let sched = Arc::new(sched);
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
         Ok(Runtime { sched: Some(sched), data, trace })
@@ -120,6 +121,8 @@ impl Builder {
 pub(crate) struct RuntimeData {
     pub(crate) deadlock_detection: bool,
     pub(crate) deadlock_grace: Duration,
+    /// The netpoller (sockets used by this runtime's green threads register with it).
+    pub(crate) net: Arc<crate::net::Driver>,
 }
 
 /// A purloin runtime: workers running green threads. Dropping it shuts it down: runnable
