@@ -1,7 +1,245 @@
 //! The guided tour of purloin: `cargo run --release --example tour`.
 //!
-//! It grows with the runtime; each section shows one layer at work and prints what it measured.
+//! Each section shows one capability at work and prints what it measured on this machine.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use purloin::{Builder, GreenThread, StackSize};
 
 fn main() {
-    println!("purloin tour: the runtime layers are being built; sections appear as they land.");
+    if std::env::var_os("PURLOIN_TOUR_OVERFLOW").is_some() {
+        overflow_child();
+    }
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!(
+        "purloin tour — {workers} workers (one per CPU), global runtime started on first spawn\n"
+    );
+
+    spawn_and_join();
+    fork_join_fib();
+    parked_green_threads();
+    panics_reach_join();
+    stack_overflow();
+    scheduler_stats();
+}
+
+fn section(title: &str) {
+    println!("== {title}");
+}
+
+/// 1. Spawn 100,000 green threads from `main` and join them.
+fn spawn_and_join() {
+    section("spawn 100,000 green threads and join them");
+    let n = 100_000u64;
+    // Warm the runtime up (it starts lazily on the first spawn).
+    purloin::spawn(|| ()).join().unwrap();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..n).map(|i| purloin::spawn(move || black_box(i) * 2)).collect();
+    let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let el = t.elapsed();
+    assert_eq!(sum, n * (n - 1));
+    println!(
+        "   from main:          {:>8.1} ms  ({:.0} ns per spawn + join)",
+        el.as_secs_f64() * 1e3,
+        el.as_nanos() as f64 / n as f64
+    );
+    let t = Instant::now();
+    let sum = purloin::spawn(move || {
+        let hs: Vec<_> = (0..n).map(|i| purloin::spawn(move || black_box(i) * 2)).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+    })
+    .join()
+    .unwrap();
+    let el = t.elapsed();
+    assert_eq!(sum, n * (n - 1));
+    println!(
+        "   from a green thread:{:>8.1} ms  ({:.0} ns per spawn + join; local queues)\n",
+        el.as_secs_f64() * 1e3,
+        el.as_nanos() as f64 / n as f64
+    );
+}
+
+/// 2. Seed 004's fork-join walk-through: fib(30) with `purloin::join`.
+fn fork_join_fib() {
+    section("fork-join: fib(30) with purloin::join (join-helping runs unstolen halves inline)");
+    fn fib(n: u64) -> u64 {
+        if n < 2 {
+            return n;
+        }
+        let (a, b) = purloin::join(|| fib(n - 1), || fib(n - 2));
+        a + b
+    }
+    fn forks(n: u64) -> u64 {
+        if n < 2 { 0 } else { 1 + forks(n - 1) + forks(n - 2) }
+    }
+    let before = purloin::stats();
+    let t = Instant::now();
+    let r = purloin::spawn(|| fib(30)).join().unwrap();
+    let el = t.elapsed();
+    let after = purloin::stats();
+    assert_eq!(r, 832_040);
+    let f = forks(30);
+    println!(
+        "   fib(30) = {r} in {:.1} ms: {f} forks, {:.1} ns per fork; {} ran inline, {} stolen\n",
+        el.as_secs_f64() * 1e3,
+        el.as_nanos() as f64 / f as f64,
+        after.total.inline_joins - before.total.inline_joins,
+        after.total.stolen - before.total.stolen,
+    );
+}
+
+/// Counts this process's memory mappings.
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps").map(|m| m.lines().count()).unwrap_or(0)
+}
+
+/// A field of /proc/self/status or /proc/meminfo, in KiB.
+fn kib(file: &str, field: &str) -> u64 {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// 3. Many parked green threads, each on its own guard-paged stack.
+fn parked_green_threads() {
+    let available_gib = kib("/proc/meminfo", "MemAvailable:") / (1024 * 1024);
+    let n: usize = if available_gib >= 10 { 1_000_000 } else { 100_000 };
+    section(&format!("{n} parked green threads, each on its own 32 KiB stack with a guard page"));
+    let rt = purloin::runtime::Builder::new().stack_size(StackSize::Small).build().unwrap();
+    let maps_before = mappings();
+    let rss_before = kib("/proc/self/status", "VmRSS:");
+    let parked = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(AtomicBool::new(false));
+    let t = Instant::now();
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let (p, r) = (parked.clone(), release.clone());
+            rt.spawn(move || {
+                p.fetch_add(1, Ordering::Relaxed);
+                while !r.load(Ordering::Acquire) {
+                    purloin::park();
+                }
+            })
+        })
+        .collect();
+    while parked.load(Ordering::Relaxed) < n {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let spawned_in = t.elapsed();
+    let maps_after = mappings();
+    let rss_after = kib("/proc/self/status", "VmRSS:");
+    let threads: Vec<GreenThread> = handles.iter().map(|h| *h.thread()).collect();
+    println!(
+        "   all parked after {:.2} s; memory mappings {} -> {} (+{}), RSS +{:.0} MiB = {:.2} KiB per \
+         parked green thread",
+        spawned_in.as_secs_f64(),
+        maps_before,
+        maps_after,
+        maps_after.saturating_sub(maps_before),
+        (rss_after.saturating_sub(rss_before)) as f64 / 1024.0,
+        (rss_after.saturating_sub(rss_before)) as f64 / n as f64,
+    );
+    println!(
+        "   (an mprotect guard costs 2 mappings per stack: at vm.max_map_count = {} that design \
+         stops near {} stacks)",
+        std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap_or_default().trim(),
+        std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .map_or(0, |m| m / 2)
+    );
+    let t = Instant::now();
+    release.store(true, Ordering::Release);
+    for g in &threads {
+        g.unpark();
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    println!("   woken and joined in {:.2} s\n", t.elapsed().as_secs_f64());
+    drop(rt);
+    purloin::stack::trim();
+}
+
+/// 4. A panic inside a green thread reaches its joiner, like std::thread.
+fn panics_reach_join() {
+    section("a panic inside a green thread is handed to join() as Err");
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let h = Builder::new().name("doomed").spawn(|| -> u32 { panic!("something broke") }).unwrap();
+    let err = h.join().unwrap_err();
+    std::panic::set_hook(prev);
+    println!(
+        "   join() = Err({:?}); the runtime keeps going: {}\n",
+        err.downcast_ref::<&str>().unwrap(),
+        purloin::spawn(|| "still running").join().unwrap()
+    );
+}
+
+/// 5. A stack overflow lands on the guard page; the handler names the green thread.
+fn stack_overflow() {
+    section("a stack overflow is caught on the guard page (in a child process)");
+    let exe = std::env::current_exe().expect("the tour's own path");
+    let out = Command::new(exe).env("PURLOIN_TOUR_OVERFLOW", "1").output();
+    match out {
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let line = stderr.lines().find(|l| l.contains("overflowed")).unwrap_or("(no message)");
+            println!("   child said: {line}");
+            println!("   child ended with: {}\n", out.status);
+        }
+        Err(e) => println!("   could not start the child: {e}\n"),
+    }
+}
+
+fn overflow_child() -> ! {
+    fn recurse(depth: u64) -> u64 {
+        let buf = [depth as u8; 512];
+        black_box(&buf);
+        recurse(depth + 1) + black_box(buf[0] as u64)
+    }
+    let h = Builder::new()
+        .name("deep-recursion")
+        .stack_size(StackSize::Small)
+        .spawn(|| recurse(0))
+        .unwrap();
+    let _ = h.join();
+    std::process::exit(0)
+}
+
+/// 6. What the scheduler did.
+fn scheduler_stats() {
+    section("scheduler stats of the global runtime");
+    let s = purloin::stats();
+    println!(
+        "   workers {}, OS threads {}, green threads switched in {}, spawned {}, yields {}",
+        s.procs.len(),
+        s.threads,
+        s.total.switches,
+        s.total.spawned,
+        s.total.yields
+    );
+    println!(
+        "   steals {} of {} attempts ({} moved), global pulls {}, run inline by joiners {}",
+        s.total.steals,
+        s.total.steal_attempts,
+        s.total.stolen,
+        s.total.global_pulls,
+        s.total.inline_joins
+    );
+    println!(
+        "   worker parks {}, wake-ups sent {} / skipped {}, blocking handoffs {}",
+        s.total.parks, s.global.wakes_sent, s.global.wakes_skipped, s.global.handoffs
+    );
+    println!("   (set PURLOIN_SCHEDTRACE=1000 for a line like this every second)");
 }

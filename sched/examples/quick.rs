@@ -12,44 +12,47 @@ fn main() {
         let sched = Builder::new().workers(workers).stack_size(StackSize::Small).build().unwrap();
         let n = 1_000_000u32;
         let t = Instant::now();
-        sched.spawn(move || {
-            for _ in 0..n {
-                purloin_sched::yield_now();
-            }
-        })
-        .join()
-        .unwrap();
+        sched
+            .spawn(move || {
+                for _ in 0..n {
+                    purloin_sched::yield_now();
+                }
+            })
+            .join()
+            .unwrap();
         println!("workers={workers} yield: {:.1} ns", t.elapsed().as_nanos() as f64 / n as f64);
 
         let n = 200_000u32;
         let t = Instant::now();
-        sched.spawn(move || {
-            for _ in 0..n {
-                purloin_sched::spawn(|| ()).unwrap().join().unwrap();
-            }
-        })
-        .join()
-        .unwrap();
+        sched
+            .spawn(move || {
+                for _ in 0..n {
+                    purloin_sched::spawn(|| ()).unwrap().join().unwrap();
+                }
+            })
+            .join()
+            .unwrap();
         println!(
             "workers={workers} spawn+join (join-helping): {:.1} ns",
             t.elapsed().as_nanos() as f64 / n as f64
         );
 
         let t = Instant::now();
-        sched.spawn(move || {
-            let done = Arc::new(AtomicUsize::new(0));
-            for _ in 0..n {
-                let d = done.clone();
-                drop(purloin_sched::spawn(move || {
-                    d.fetch_add(1, Ordering::Relaxed);
-                }));
-            }
-            while done.load(Ordering::Relaxed) < n as usize {
-                purloin_sched::yield_now();
-            }
-        })
-        .join()
-        .unwrap();
+        sched
+            .spawn(move || {
+                let done = Arc::new(AtomicUsize::new(0));
+                for _ in 0..n {
+                    let d = done.clone();
+                    drop(purloin_sched::spawn(move || {
+                        d.fetch_add(1, Ordering::Relaxed);
+                    }));
+                }
+                while done.load(Ordering::Relaxed) < n as usize {
+                    purloin_sched::yield_now();
+                }
+            })
+            .join()
+            .unwrap();
         println!(
             "workers={workers} spawn+run+exit via queues: {:.1} ns",
             t.elapsed().as_nanos() as f64 / n as f64

@@ -24,12 +24,11 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::g::GRef;
-use crate::p::{HANDOFF, RUNNING, SYSCALL};
+use crate::p::{RUNNING, SYSCALL};
 use crate::stats::bump;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
 use crate::worker::{
-    ACT_REQUEUE_GLOBAL, M, NO_P, PHASE_STOPPED, Shared, current_worker, start_worker,
-    switch_out,
+    ACT_REQUEUE_GLOBAL, M, NO_P, PHASE_STOPPED, Shared, current_worker, start_worker, switch_out,
 };
 
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
@@ -41,11 +40,10 @@ pub fn enter_blocking() {
         return;
     }
     let p = m.p();
-    p.syscall_tick.store(p.syscall_tick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     bump(&p.stats.blocking);
     m.in_blocking.set(true);
     // B1: Release ends this holder's use of the P's owner-only parts.
-    p.status.store(SYSCALL, Ordering::Release);
+    p.enter_syscall();
     m.shared.monitor_kick();
 }
 
@@ -60,7 +58,7 @@ pub fn exit_blocking() {
     m.in_blocking.set(false);
     let p = m.p();
     // B1: the CAS races the monitor's retake on the same word.
-    if p.status.compare_exchange(SYSCALL, RUNNING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+    if p.try_exit_syscall() {
         return;
     }
     // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's
@@ -131,11 +129,9 @@ pub(crate) fn wait_as_spare(m: &M) -> bool {
 /// Becomes the holder of a P the monitor retook (`HANDOFF => RUNNING`).
 pub(crate) fn take_handed_p(m: &M, p: usize) {
     m.p.set(p);
-    let status = &m.shared.ps[p].status;
-    debug_assert_eq!(status.load(Ordering::Relaxed), HANDOFF);
-    // Release: publishes to a later retake; the Acquire side of B1/B2 happened when the P was
-    // handed to us.
-    status.store(RUNNING, Ordering::Release);
+    // The Acquire side of B1/B2 happened when the P was handed to us.
+    m.shared.ps[p].take_handed();
+    m.shared.ps[p].holder.store(crate::os::current_thread(), Ordering::Relaxed);
 }
 
 impl Shared {
@@ -150,6 +146,7 @@ impl Shared {
     }
 
     /// Hands retaken P `p` to a spare worker, or starts a new worker thread for it.
+    #[cfg(not(loom))]
     fn hand_off(this: &Arc<Self>, p: usize) -> io::Result<()> {
         let this_ref: &Shared = this;
         this_ref.stats.handoffs.fetch_add(1, STAT);
@@ -173,16 +170,29 @@ pub(crate) struct MonitorHandle {
 }
 
 /// What the monitor remembers about a P between its wake-ups.
+#[cfg(not(loom))]
 #[derive(Clone, Copy)]
 struct Seen {
     syscall_tick: u64,
     syscall_since: Instant,
     schedtick: u64,
     sched_since: Instant,
+    /// CPU time of the P's worker thread when `schedtick` last changed.
+    cpu_at_tick: Option<Duration>,
     reported_tick: u64,
 }
 
-/// The monitor thread body.
+/// Why the monitor reports a green thread.
+#[cfg(not(loom))]
+enum LongRun {
+    /// It ran on the CPU this long without a scheduling point.
+    Cpu(Duration),
+    /// It blocked its worker's OS thread in the kernel this long.
+    Blocked(Duration),
+}
+
+/// The monitor thread body (not under loom: the models drive the retake protocol directly).
+#[cfg(not(loom))]
 pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker) {
     let cfg = shared.config.clone();
     let now = Instant::now();
@@ -192,6 +202,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             syscall_since: now,
             schedtick: 0,
             sched_since: now,
+            cpu_at_tick: None,
             reported_tick: u64::MAX,
         };
         shared.ps.len()
@@ -226,9 +237,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                         && worth_it
                         && p.pinned.load(Ordering::Relaxed) == 0
                         && shared.threads_alive.load(Ordering::Relaxed) < cfg.max_threads
-                        && p.status
-                            .compare_exchange(SYSCALL, HANDOFF, Ordering::AcqRel, Ordering::Relaxed)
-                            .is_ok()
+                        && p.try_retake()
                     {
                         if let Err(e) = Shared::hand_off(&shared, i) {
                             eprintln!("purloin: blocking handoff failed: {e}");
@@ -244,14 +253,32 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                 if tick != s.schedtick || running.is_null() {
                     s.schedtick = tick;
                     s.sched_since = now;
+                    s.cpu_at_tick = crate::os::thread_cpu_time(p.holder.load(Ordering::Relaxed));
                 } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
                 {
-                    s.reported_tick = tick;
-                    // SAFETY: `running` names a record (records are never freed while the
-                    // scheduler lives).
-                    if let Some(g) = unsafe { GRef::from_ptr(running) } {
-                        report_long_runner(&shared, g, now.duration_since(s.sched_since));
+                    let holder = p.holder.load(Ordering::Relaxed);
+                    let wall = now.duration_since(s.sched_since);
+                    let cpu = crate::os::thread_cpu_time(holder)
+                        .zip(s.cpu_at_tick)
+                        .map(|(now, then)| now.saturating_sub(then));
+                    // Tell a green thread that hogs its worker (CPU time advanced), or blocks
+                    // its OS thread in the kernel (a std lock, a sleep, blocking I/O), from a
+                    // worker the OS simply did not schedule (neither: not the green thread's
+                    // fault, not reported).
+                    let verdict = match cpu {
+                        Some(c) if c >= cfg.long_run_threshold / 2 => Some(LongRun::Cpu(c)),
+                        _ if crate::os::thread_is_blocked(holder) => Some(LongRun::Blocked(wall)),
+                        None => Some(LongRun::Cpu(wall)),
+                        Some(_) => None,
+                    };
+                    if let Some(verdict) = verdict {
+                        s.reported_tick = tick;
+                        // SAFETY: `running` names a record (records are never freed while the
+                        // scheduler lives).
+                        if let Some(g) = unsafe { GRef::from_ptr(running) } {
+                            report_long_runner(&shared, g, verdict);
+                        }
                     }
                 }
                 if !running.is_null() {
@@ -271,7 +298,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     }
 }
 
-fn report_long_runner(shared: &Shared, g: GRef, ran: Duration) {
+#[cfg(not(loom))]
+fn report_long_runner(shared: &Shared, g: GRef, why: LongRun) {
     if !g.try_ref() {
         return;
     }
@@ -281,12 +309,21 @@ fn report_long_runner(shared: &Shared, g: GRef, ran: Duration) {
         crate::g::recycle_anywhere(g);
     }
     shared.stats.long_runners.fetch_add(1, STAT);
-    eprintln!(
-        "purloin: green thread {} '{}' has run for {:?} without a scheduling point (yield, park, \
-         channel or I/O wait); it delays the other green threads of its worker — add \
-         purloin::yield_now() in long loops or wrap blocking calls in purloin::blocking()",
+    let who = format!(
+        "green thread {} '{}'",
         g.id_with(generation),
-        name.as_deref().unwrap_or("<unnamed>"),
-        ran
+        name.as_deref().unwrap_or("<unnamed>")
     );
+    match why {
+        LongRun::Cpu(ran) => eprintln!(
+            "purloin: {who} has run for {ran:?} of CPU time without a scheduling point (yield, \
+             park, lock, channel or I/O wait); it delays the other green threads of its worker — \
+             call purloin::yield_now() in long loops"
+        ),
+        LongRun::Blocked(for_) => eprintln!(
+            "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
+             std::thread::sleep or blocking I/O); use purloin::sync / purloin::sleep, or wrap \
+             the call in purloin::blocking() so the worker's other green threads move on"
+        ),
+    }
 }

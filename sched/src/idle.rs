@@ -138,6 +138,12 @@ impl Idle {
         }
     }
 
+    /// A worker whose idle re-check found work searches for it even past the "at most half"
+    /// limit (Go does the same after `checkRunqsNoP` finds work): the work is there now.
+    pub(crate) fn start_searching_unconditionally(&self) {
+        self.state.fetch_add(SEARCH_ONE, Ordering::SeqCst);
+    }
+
     /// A searching worker found work. Returns true if it was the last searcher: the caller
     /// must then wake another worker if there may be more work (Go's `resetspinning`).
     pub(crate) fn stop_searching(&self) -> bool {

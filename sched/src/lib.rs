@@ -51,6 +51,7 @@ mod blocking;
 mod g;
 mod idle;
 mod join;
+mod os;
 mod p;
 mod poll;
 mod scheduler;
@@ -66,16 +67,16 @@ pub use join::JoinHandle;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    Builder, ParkedThread, Scheduler, ShutdownReport, SpawnOptions, Stats, current_parked, current_stats,
-    spawn_with, with_user_data,
+    Builder, ParkedThread, Scheduler, ShutdownReport, SpawnOptions, Stats, current_parked,
+    current_stats, spawn_with, with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ProcStats};
 pub use task::Cancelled;
 pub use thread::{
     ForcedUnwind, GreenId, GreenThread, WaitInfo, WaitKind, current, current_locals,
-    in_green_thread, park, set_current_locals,
-    park_deadline, park_timeout, set_wait_info, sleep, sleep_until, yield_now,
+    in_green_thread, park, park_deadline, park_timeout, set_current_locals, set_wait_info, sleep,
+    sleep_until, yield_now,
 };
 
 /// Spawns a green thread on the scheduler running the current green thread.

@@ -30,7 +30,9 @@ use purloin_deque::{Stealer, Worker};
 use crate::GreenThread;
 use crate::g::GRef;
 use crate::stats::PStats;
-use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock};
+use crate::sync::{
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
+};
 use crate::worker::{M, Shared};
 
 /// Local run-queue capacity (Go and tokio use 256; loom models use 4).
@@ -107,6 +109,9 @@ pub(crate) struct P {
     pinned_queue: Mutex<VecDeque<GRef>>,
     /// Length of `pinned_queue`, readable without the lock.
     pinned_len: AtomicUsize,
+    /// The OS thread holding this P (`os::ThreadHandle` as a word), for the monitor's CPU-time
+    /// and blocked-thread checks.
+    pub(crate) holder: AtomicU64,
     /// The G this P's worker is running (null on g0), for the monitor's long-runner report.
     pub(crate) running: AtomicPtr<crate::g::G>,
     pub(crate) stats: PStats,
@@ -137,6 +142,7 @@ impl P {
             pinned_queue: Mutex::new(VecDeque::new()),
             pinned_len: AtomicUsize::new(0),
             running: AtomicPtr::new(core::ptr::null_mut()),
+            holder: AtomicU64::new(0),
             stats: PStats::default(),
         }
     }
@@ -167,6 +173,31 @@ impl P {
         let old = self.runnext.swap(g.as_ptr(), Ordering::AcqRel);
         // SAFETY: runnext only ever holds pointers to live G records.
         unsafe { GRef::from_ptr(old) }
+    }
+
+    /// The holder enters a blocking section: `RUNNING => SYSCALL` (R2, Release: ends the
+    /// holder's use of the owner-only parts until it gets the P back).
+    pub(crate) fn enter_syscall(&self) {
+        self.syscall_tick.store(self.syscall_tick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.status.store(SYSCALL, Ordering::Release);
+    }
+
+    /// The holder leaves its blocking section: `SYSCALL => RUNNING` if the monitor did not
+    /// retake the P meanwhile (R2: the CAS races `try_retake` on the same word).
+    pub(crate) fn try_exit_syscall(&self) -> bool {
+        self.status.compare_exchange(SYSCALL, RUNNING, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// The monitor retakes the P of a blocked holder: `SYSCALL => HANDOFF` (R2: Acquire sees
+    /// the old holder's last writes, which the next holder inherits through the handoff).
+    pub(crate) fn try_retake(&self) -> bool {
+        self.status.compare_exchange(SYSCALL, HANDOFF, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// The new holder takes a handed-off P: `HANDOFF => RUNNING`.
+    pub(crate) fn take_handed(&self) {
+        debug_assert_eq!(self.status.load(Ordering::Relaxed), HANDOFF);
+        self.status.store(RUNNING, Ordering::Release);
     }
 
     /// Whether the P visibly has runnable work (racy snapshot: for the idle re-check and the
@@ -250,5 +281,73 @@ impl P {
             g.unpark();
         }
         n
+    }
+}
+
+/// Loom models of the P's own protocols: runnext taken by the owner vs. a last-pass thief
+/// (c), and the blocking handoff's retake vs. the holder's return (d, protocol 5).
+#[cfg(all(test, loom))]
+mod loom_p {
+    use super::*;
+    use crate::g::registry;
+    use crate::sync::{Arc, thread};
+
+    /// (c) The owner takes runnext while a thief steals it on its last pass: exactly one gets
+    /// it, and the taker sees the record as published by `put_runnext` (loom checks the cell).
+    #[test]
+    fn runnext_owner_vs_thief() {
+        loom::model(|| {
+            let p = Arc::new(P::new(0));
+            let g = registry().alloc();
+            // SAFETY: a fresh record, not yet published.
+            unsafe { g.locals.with_mut(|l| *l = 1 as *mut ()) };
+            assert!(p.put_runnext(g).is_none());
+            let p2 = p.clone();
+            let thief = thread::spawn(move || p2.take_runnext());
+            let mine = p.take_runnext();
+            let stolen = thief.join().unwrap();
+            let taken = mine.or(stolen).expect("somebody took it");
+            assert!(mine.is_none() || stolen.is_none(), "taken twice");
+            // SAFETY: the taker owns the record now; the write above happens-before (R1).
+            assert_eq!(unsafe { taken.locals.with(|l| *l) }, 1 as *mut ());
+        });
+    }
+
+    /// (d) The monitor retakes a P in a blocking section while its holder returns: exactly one
+    /// of them wins, and whoever holds the P next sees the old holder's writes to the owner-only
+    /// parts (the free-record cache here; loom flags a racing access). Mutation check: making
+    /// `enter_syscall` store with Relaxed fails this model (causality violation on the cell).
+    #[test]
+    fn retake_vs_exit_syscall() {
+        loom::model(|| {
+            let p = Arc::new(P::new(0));
+            let g = registry().alloc();
+            let p2 = p.clone();
+            // The monitor runs concurrently with the holder's last use of the P.
+            let monitor = thread::spawn(move || {
+                if p2.try_retake() {
+                    // The new holder (handed the P by the monitor) uses the cache.
+                    p2.take_handed();
+                    // SAFETY: the retake won: the P is ours now.
+                    let n = p2.free_gs.with_mut(|v| unsafe { (*v).pop().is_some() as usize });
+                    return Some(n);
+                }
+                None
+            });
+            // The holder uses an owner-only part, then enters a blocking section, then returns.
+            // SAFETY: the holder owns the cache until `enter_syscall`.
+            p.free_gs.with_mut(|v| unsafe { (*v).push(g) });
+            p.enter_syscall();
+            let back = p.try_exit_syscall();
+            let retaken = monitor.join().unwrap();
+            assert!(!(back && retaken.is_some()), "holder and monitor both won");
+            if back {
+                // SAFETY: the holder got its P back.
+                let n = p.free_gs.with_mut(|v| unsafe { (*v).len() });
+                assert_eq!(n, 1);
+            } else {
+                assert_eq!(retaken, Some(1));
+            }
+        });
     }
 }

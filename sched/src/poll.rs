@@ -87,7 +87,11 @@ pub(crate) fn poll_nonblocking(m: &M) -> usize {
 /// Called by a worker about to park: if a poller is installed and no other worker blocks in
 /// it, block in it (until `deadline`, a wake, or readiness) instead of on the lot. Returns
 /// false if the caller should park on its lot as usual.
-pub(crate) fn poll_blocking(m: &M, deadline: Option<Instant>, snapshot: &purloin_parking::State) -> bool {
+pub(crate) fn poll_blocking(
+    m: &M,
+    deadline: Option<Instant>,
+    snapshot: &purloin_parking::State,
+) -> bool {
     let slot = &m.shared.poller;
     let Some(poller) = slot.get() else { return false };
     let me = m.p.get();

@@ -26,9 +26,7 @@ use crate::join::JoinHandle;
 use crate::stats::{GlobalStats, ProcStats};
 use crate::sync::{Arc, Ordering, lock};
 use crate::task::TaskCell;
-use crate::worker::{
-    self, Config, PHASE_DRAINING, PHASE_STOPPED, Shared, current_worker,
-};
+use crate::worker::{self, Config, PHASE_DRAINING, PHASE_STOPPED, Shared, current_worker};
 
 /// Configures and builds a [`Scheduler`].
 #[derive(Clone, Debug)]
@@ -113,6 +111,12 @@ impl Builder {
         self
     }
 
+    /// The configuration, for the crate's loom models (which build `Shared` without threads).
+    #[cfg(all(test, loom))]
+    pub(crate) fn config_for_tests(self) -> Config {
+        self.config
+    }
+
     /// Starts the workers (and the monitor).
     ///
     /// # Errors
@@ -146,7 +150,14 @@ impl Builder {
             ));
         }
         #[cfg(not(loom))]
-        purloin_stack::overflow::install_handler()?;
+        {
+            purloin_stack::overflow::install_handler()?;
+            if purloin_context::valgrind::running_on_valgrind() {
+                // purloin-stack may not issue client requests (only purloin-context contains
+                // assembly): it calls this hook for every slot it hands out.
+                let _ = purloin_stack::valgrind::set_stack_register_hook(register_with_valgrind);
+            }
+        }
         let shared = Arc::new(Shared::new(self.config));
         for p in 0..shared.ps.len() {
             if let Err(e) = worker::start_worker(&shared, p) {
@@ -157,6 +168,12 @@ impl Builder {
         let monitor = if shared.config.monitor { start_monitor(&shared)? } else { None };
         Ok(Scheduler { shared, monitor })
     }
+}
+
+/// Registers a stack slot with valgrind for good (slots are never unmapped).
+#[cfg(not(loom))]
+fn register_with_valgrind(start: *mut u8, end: *mut u8) {
+    core::mem::forget(purloin_context::valgrind::StackRegistration::new(start, end));
 }
 
 #[cfg(not(loom))]
@@ -301,7 +318,6 @@ impl Scheduler {
     pub fn parked(&self) -> Vec<ParkedThread> {
         parked_of(&self.shared)
     }
-
 }
 
 fn parked_of(shared: &Arc<Shared>) -> Vec<ParkedThread> {
@@ -344,7 +360,9 @@ impl Scheduler {
             && parked as usize == s.ps.len()
             && s.live.load(Ordering::Acquire) > 0
             && s.injector.is_empty()
-            && s.ps.iter().all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
+            && s.ps
+                .iter()
+                .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
             && !s.poller.has_waiters()
             && lock(&s.spares).len() + s.ps.len() >= s.threads_alive.load(Ordering::Relaxed)
     }
@@ -451,7 +469,13 @@ where
         Some(shared.config.stack_size.bytes())
     };
     let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(cell.clone()), &opts)?;
-    Ok(JoinHandle { task: cell, thread, sched: Arc::as_ptr(shared), inline_stack, registered: false })
+    Ok(JoinHandle {
+        task: cell,
+        thread,
+        sched: Arc::as_ptr(shared),
+        inline_stack,
+        registered: false,
+    })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {

@@ -31,7 +31,6 @@ mod imp {
     pub(crate) fn spin_hint() {
         core::hint::spin_loop();
     }
-
 }
 
 #[cfg(loom)]
@@ -46,7 +45,6 @@ mod imp {
     pub(crate) fn spin_hint() {
         loom::thread::yield_now();
     }
-
 }
 
 pub(crate) use imp::*;

@@ -192,13 +192,11 @@ impl Shared {
 
     /// Whether any queue visibly holds work (the idle re-check).
     pub(crate) fn any_work(&self, my_p: usize) -> bool {
-        if !self.injector.is_empty() {
-            return true;
-        }
-        if my_p != NO_P && self.ps[my_p].has_pinned() {
-            return true;
-        }
+        // The local queues first: the injector's check pins crossbeam-epoch, which issues a
+        // SeqCst fence of its own; checked first, it would hide a missing F2 from the models.
         self.ps.iter().any(|p| p.has_work())
+            || (my_p != NO_P && self.ps[my_p].has_pinned())
+            || !self.injector.is_empty()
     }
 
     /// A green thread of this scheduler finished.
@@ -271,7 +269,9 @@ impl M {
             tick: Cell::new(0),
             runnext_streak: Cell::new(0),
             after_yield: Cell::new(false),
-            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)),
+            rng: Cell::new(
+                0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+            ),
             searching: Cell::new(false),
             spare_stack: Cell::new(None),
         }
@@ -542,16 +542,23 @@ impl M {
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())
             || self.poll_ready(false) > 0;
-        if !recheck {
-            bump(&p.stats.parks);
-            let poll_deadline = due;
-            if !self.poll_blocking(poll_deadline, &snapshot) {
-                match due {
-                    Some(d) => {
-                        lot.wait_deadline(snapshot, d);
-                    }
-                    None => lot.wait(snapshot),
+        if recheck {
+            // Work appeared between giving up and parking: search for it (as Go does after
+            // `checkRunqsNoP`), even past the half-of-the-workers limit.
+            if !shared.idle.unpark_self(pi) {
+                shared.idle.start_searching_unconditionally();
+            }
+            self.searching.set(true);
+            crate::sync::spin_hint();
+            return;
+        }
+        bump(&p.stats.parks);
+        if !self.poll_blocking(due, &snapshot) {
+            match due {
+                Some(d) => {
+                    lot.wait_deadline(snapshot, d);
                 }
+                None => lot.wait(snapshot),
             }
         }
         self.searching.set(shared.idle.unpark_self(pi));
@@ -600,7 +607,8 @@ impl M {
         self.current.set(Some(g));
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
-        let ctx = unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
+        let ctx =
+            unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
         // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to it); it
         // switches back to us with `switch_out`, passing an ACT_* code.
         let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
@@ -717,9 +725,8 @@ impl M {
             // The loom backend of purloin-context runs each context on a loom thread; the
             // stack pointers are not used.
             // SAFETY: the loom backend ignores the pointers; g is owned by this worker.
-            let ctx = unsafe {
-                Context::new(core::ptr::null_mut(), core::ptr::null_mut(), g_entry)
-            };
+            let ctx =
+                unsafe { Context::new(core::ptr::null_mut(), core::ptr::null_mut(), g_entry) };
             // SAFETY: as above.
             unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
         }
@@ -1066,6 +1073,11 @@ fn thread_builder(name: String) -> loom::thread::Builder {
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
+    if shared.ps[p].status.load(Ordering::Acquire) == p::HANDOFF {
+        // Started by the monitor for a retaken P (blocking handoff).
+        shared.ps[p].take_handed();
+    }
+    shared.ps[p].holder.store(crate::os::current_thread(), Ordering::Relaxed);
     let m = M::new(shared, p, id);
     crate::sync::set_current_worker_ptr((&m as *const M).cast());
     loop {
@@ -1084,4 +1096,83 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Loom models of protocol 2 (submit vs. going idle) on the real worker code: `find_runnable`
+/// (search, give up, the dance, park on the lot) against `Shared::push_global` +
+/// `notify_work`, without context switches (the models stop at "a worker found the G").
+#[cfg(all(test, loom))]
+mod loom_idle {
+    use super::*;
+    use crate::sync::Arc;
+    use crate::sync::thread as lthread;
+
+    /// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins
+    /// the epoch; its collector's teardown alone takes thousands of loom branches).
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.max_branches = b.max_branches.max(200_000);
+        b.check(f);
+    }
+
+    fn shared(workers: usize) -> Arc<Shared> {
+        let b = crate::Builder::new().workers(workers).monitor(false);
+        Arc::new(Shared::new(b.config_for_tests()))
+    }
+
+    fn new_g(shared: &Arc<Shared>) -> GRef {
+        let g = registry().alloc();
+        // SAFETY: a fresh FREE record, not yet published.
+        unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
+        g.prepare_spawn();
+        shared.live.fetch_add(1, Ordering::Relaxed);
+        g
+    }
+
+    /// Runs a worker's search on P `p` until it finds a G; returns it.
+    fn worker(shared: Arc<Shared>, p: usize) -> GRef {
+        let m = M::new(shared, p, p);
+        crate::sync::set_current_worker_ptr((&m as *const M).cast());
+        let g = m.find_runnable().expect("the scheduler is running");
+        m.found_work();
+        crate::sync::set_current_worker_ptr(core::ptr::null());
+        g
+    }
+
+    /// One worker going idle (searching, the re-check, parking) races an outside submission:
+    /// the worker always finds the G (a lost wake-up leaves it parked forever: loom reports
+    /// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) or F2
+    /// (`Idle::fence_before_recheck`) makes this model fail with a deadlock.
+    #[test]
+    fn outside_submission_vs_one_worker_going_idle() {
+        model(|| {
+            let s = shared(1);
+            let s2 = s.clone();
+            let w = lthread::spawn(move || worker(s2, 0));
+            let g = new_g(&s);
+            s.push_global(g);
+            let found = w.join().unwrap();
+            assert_eq!(found, g);
+        });
+    }
+
+    /// A worker whose green thread spawns (a local push + `notify_work`, then it keeps running
+    /// and never looks at its queue again) races the other worker going idle: the idle worker
+    /// must be woken (or see the G in its re-check) and steal it — Go's delicate dance between
+    /// `runqput` + `wakep` and the last spinner's re-check. Mutation check: removing F1 or F2
+    /// makes this model fail with a deadlock.
+    #[test]
+    fn local_spawn_vs_other_worker_going_idle() {
+        model(|| {
+            let s = shared(2);
+            let s2 = s.clone();
+            let idle = lthread::spawn(move || worker(s2, 1));
+            let g = new_g(&s);
+            let busy = M::new(s.clone(), 0, 0);
+            busy.push_local(g);
+            s.notify_work();
+            let found = idle.join().unwrap();
+            assert_eq!(found, g);
+        });
+    }
 }

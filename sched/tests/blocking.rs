@@ -35,11 +35,8 @@ fn blocking_outside_a_green_thread_just_runs() {
 #[test]
 fn a_long_runner_is_reported_once() {
     let _w = common::watchdog("long runner", Duration::from_secs(60));
-    let sched = Builder::new()
-        .workers(1)
-        .long_run_threshold(Duration::from_millis(20))
-        .build()
-        .unwrap();
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(20)).build().unwrap();
     let h = sched.spawn(|| {
         let end = std::time::Instant::now() + Duration::from_millis(200);
         let mut x = 0u64;
@@ -49,5 +46,16 @@ fn a_long_runner_is_reported_once() {
         }
     });
     h.join().unwrap();
+    assert_eq!(sched.stats().global.long_runners, 1);
+}
+
+/// A green thread that blocks its OS thread in the kernel (here `std::thread::sleep`; a
+/// `std::sync::Mutex` wait is the same to the monitor) is reported too, as blocking.
+#[test]
+fn a_green_thread_blocking_its_os_thread_is_reported() {
+    let _w = common::watchdog("blocked reporter", Duration::from_secs(60));
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(20)).build().unwrap();
+    sched.spawn(|| std::thread::sleep(Duration::from_millis(200))).join().unwrap();
     assert_eq!(sched.stats().global.long_runners, 1);
 }

@@ -14,8 +14,7 @@ use purloin_sched::{Builder, GreenThread};
 fn a_global_queue_green_thread_runs_within_the_interval_during_a_runnext_ping_pong() {
     let _w = common::watchdog("fairness", Duration::from_secs(120));
     let interval = 61u32;
-    let sched =
-        Builder::new().workers(1).global_queue_interval(interval).build().unwrap();
+    let sched = Builder::new().workers(1).global_queue_interval(interval).build().unwrap();
     let switches = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let slot: Arc<[std::sync::Mutex<Option<GreenThread>>; 2]> =

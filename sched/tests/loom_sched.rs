@@ -1,14 +1,29 @@
-//! Loom models of the scheduler's protocols, running the real scheduler code: workers are loom
-//! threads, green threads are contexts of purloin-context's loom backend (each a loom thread
-//! that runs only when switched to), every atomic and lock is loom's.
+//! End-to-end loom models of the whole scheduler: workers are loom threads, green threads are
+//! contexts of purloin-context's loom backend (each a loom thread that runs only when switched
+//! to), every atomic and lock is loom's — nothing is mocked but time.
 //!
-//! Run with `cargo xtask loom -p purloin-sched` (preemption bound 2).
+//! The protocols themselves are checked at preemption bound 2 by the unit models next to their
+//! code (`worker.rs` protocol 2, `g.rs` protocol 4, `p.rs` runnext and blocking handoff). The
+//! whole machine has thousands of atomic steps per execution (and the injector's
+//! crossbeam-epoch), so these integration models run at preemption bound 1: bound 2 takes from
+//! minutes to hours each on this 2-core machine (measured: 11 s, 47 s and > 10 min).
+//!
+//! Run with `cargo xtask loom -p purloin-sched`.
 #![cfg(loom)]
 
 use std::sync::Arc as StdArc;
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use purloin_sched::{Builder, GreenThread, Scheduler};
+
+/// `loom::model` at preemption bound 1 (see the module docs), with room for
+/// crossbeam-epoch's branches.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.max_branches = b.max_branches.max(200_000);
+    b.check(f);
+}
 
 fn sched(workers: usize) -> Scheduler {
     Builder::new().workers(workers).monitor(false).build().unwrap()
@@ -19,7 +34,7 @@ fn sched(workers: usize) -> Scheduler {
 /// leaves every thread blocked and loom reports the deadlock).
 #[test]
 fn outside_submission_vs_worker_going_idle() {
-    loom::model(|| {
+    model(|| {
         let s = sched(1);
         let h = s.spawn(|| 7);
         assert_eq!(h.join().unwrap(), 7);
@@ -31,7 +46,7 @@ fn outside_submission_vs_worker_going_idle() {
 /// searcher doing the re-check).
 #[test]
 fn outside_submission_vs_two_workers_going_idle() {
-    loom::model(|| {
+    model(|| {
         let s = sched(2);
         let h = s.spawn(|| 1);
         assert_eq!(h.join().unwrap(), 1);
@@ -44,7 +59,7 @@ fn outside_submission_vs_two_workers_going_idle() {
 /// thread twice: its context would be missing and the scheduler's invariant check panics).
 #[test]
 fn unpark_racing_park_is_never_lost_or_doubled() {
-    loom::model(|| {
+    model(|| {
         let s = sched(1);
         let flag = StdArc::new(AtomicBool::new(false));
         let f2 = flag.clone();
@@ -70,7 +85,7 @@ fn unpark_racing_park_is_never_lost_or_doubled() {
 /// (c); either way each runs exactly once.
 #[test]
 fn runnext_handoff_with_a_second_worker_stealing() {
-    loom::model(|| {
+    model(|| {
         let s = sched(2);
         let runs = StdArc::new(AtomicUsize::new(0));
         let r = runs.clone();
@@ -94,7 +109,7 @@ fn runnext_handoff_with_a_second_worker_stealing() {
 /// green thread, nothing runs after the scheduler is dropped, and no record leaks.
 #[test]
 fn shutdown_vs_concurrent_spawn() {
-    loom::model(|| {
+    model(|| {
         let s = sched(1);
         let ran = StdArc::new(AtomicUsize::new(0));
         let r = ran.clone();

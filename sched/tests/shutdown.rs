@@ -96,17 +96,24 @@ fn pinned_green_threads_never_change_os_thread() {
     let h = sched.spawn(|| {
         let kids: Vec<_> = (0..8)
             .map(|_| {
-                purloin_sched::spawn_with(SpawnOptions { pinned: true, ..Default::default() }, || {
-                    let me = std::thread::current().id();
-                    for i in 0..1000 {
-                        if i % 3 == 0 {
-                            purloin_sched::yield_now();
-                        } else {
-                            purloin_sched::sleep(Duration::from_micros(10));
+                purloin_sched::spawn_with(
+                    SpawnOptions { pinned: true, ..Default::default() },
+                    || {
+                        let me = std::thread::current().id();
+                        for i in 0..1000 {
+                            if i % 3 == 0 {
+                                purloin_sched::yield_now();
+                            } else {
+                                purloin_sched::sleep(Duration::from_micros(10));
+                            }
+                            assert_eq!(
+                                std::thread::current().id(),
+                                me,
+                                "a pinned green thread moved"
+                            );
                         }
-                        assert_eq!(std::thread::current().id(), me, "a pinned green thread moved");
-                    }
-                })
+                    },
+                )
                 .unwrap()
             })
             .collect();

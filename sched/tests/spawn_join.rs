@@ -54,8 +54,8 @@ fn join_helping_runs_an_unstarted_child_inline() {
         let me = purloin_sched::current().unwrap().id();
         // The child has not started when we join (one worker, and we do not yield): it runs
         // inline on our stack and sees itself as current().
-        let child = purloin_sched::spawn(move || purloin_sched::current().unwrap().id() != me)
-            .unwrap();
+        let child =
+            purloin_sched::spawn(move || purloin_sched::current().unwrap().id() != me).unwrap();
         let child_id = child.thread().id();
         let saw_itself = child.join().unwrap();
         (saw_itself, child_id != me)
