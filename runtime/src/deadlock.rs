@@ -59,7 +59,8 @@ impl fmt::Display for DeadlockReport {
                 }
                 None => "parked (no wait recorded)".to_string(),
             };
-            let root = if self.root.is_some_and(|r| r.id() == p.thread.id()) { " [root]" } else { "" };
+            let root =
+                if self.root.is_some_and(|r| r.id() == p.thread.id()) { " [root]" } else { "" };
             writeln!(f, "  green thread {}{root}: {what}", self.name_of(p.thread.id()))?;
         }
         for c in &self.cycles {

@@ -49,8 +49,8 @@ pub use purloin_stack as stack;
 pub use deadlock::{DeadlockReport, detect as detect_deadlock};
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
-    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinHandle, StackSize, Stats, blocking,
-    current, in_green_thread, park, park_deadline, park_timeout, yield_now,
+    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinHandle, StackSize, Stats, blocking, current,
+    in_green_thread, park, park_deadline, park_timeout, yield_now,
 };
 pub use scope::{Scope, ScopedJoinHandle, join, scope};
 pub use spawn::{Builder, spawn, spawn_urgent};

@@ -135,7 +135,9 @@ where
         None => purloin_sched::spawn_with(opts, boxed),
     };
     match spawned {
-        Ok(handle) => Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData }),
+        Ok(handle) => {
+            Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData })
+        }
         Err(e) => {
             state.running.fetch_sub(1, Ordering::AcqRel);
             Err(e)
@@ -280,8 +282,11 @@ pub fn scope<'env, F, R>(f: F) -> R
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 {
-    let sched =
-        if purloin_sched::in_green_thread() { SchedRef::Current } else { SchedRef::Runtime(crate::rt::global().scheduler()) };
+    let sched = if purloin_sched::in_green_thread() {
+        SchedRef::Current
+    } else {
+        SchedRef::Runtime(crate::rt::global().scheduler())
+    };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
     let wait = WaitAll(scope.state.clone());
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
@@ -315,13 +320,10 @@ where
     RA: Send,
     RB: Send,
 {
-    scope(|s| {
-        let hb = s.spawn(b);
-        let ra = panic::catch_unwind(AssertUnwindSafe(a));
-        let rb = hb.join();
-        match (ra, rb) {
-            (Ok(ra), Ok(rb)) => (ra, rb),
-            (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
-        }
-    })
+    if purloin_sched::in_green_thread() {
+        // Allocation-free fork-join: `b` waits on our stack, `a` runs here.
+        purloin_sched::join(a, crate::local::with_locals(b))
+    } else {
+        crate::rt::global().block_on(|| purloin_sched::join(a, crate::local::with_locals(b)))
+    }
 }

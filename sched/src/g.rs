@@ -49,7 +49,6 @@ use purloin_context::Context;
 use purloin_stack::{Stack, StackSize};
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
-use crate::task::Runnable;
 
 /// Status values (low 4 bits of the state word).
 pub(crate) const FREE: u32 = 0;
@@ -110,7 +109,9 @@ pub(crate) struct G {
     /// The stack, attached when the G first runs and detached on g0 after it exits.
     pub(crate) stack: UnsafeCell<Option<Stack>>,
     /// What the G runs; taken when it starts (or by a joiner running it inline).
-    pub(crate) task: UnsafeCell<Option<std::sync::Arc<dyn Runnable>>>,
+    pub(crate) task: UnsafeCell<Option<crate::task::TaskRef>>,
+    /// Not counted in the scheduler's live green threads (a fork-join job: its joiner is).
+    pub(crate) uncounted: UnsafeCell<bool>,
     /// A stackless task (stepped on the worker's own stack) instead of a green thread.
     pub(crate) step_task: UnsafeCell<Option<std::sync::Arc<dyn crate::Task>>>,
     /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
@@ -152,6 +153,7 @@ impl G {
             context: UnsafeCell::new(None),
             stack: UnsafeCell::new(None),
             task: UnsafeCell::new(None),
+            uncounted: UnsafeCell::new(false),
             step_task: UnsafeCell::new(None),
             name: UnsafeCell::new(None),
             stack_size: UnsafeCell::new(StackSize::default()),
@@ -367,6 +369,19 @@ impl G {
         bits_of(self.state.load(Ordering::Acquire)) & CANCEL != 0
     }
 
+    /// Recycles a record nobody else can reach (a join job's record its joiner popped back
+    /// from its own queue): like `recycle`, with plain stores.
+    pub(crate) fn recycle_exclusive(&self) {
+        self.refs.store(0, Ordering::Relaxed);
+        // SAFETY: exclusive access (caller's contract); only `task` and `uncounted` were set.
+        unsafe {
+            self.task.with_mut(|t| *t = None);
+            self.uncounted.with_mut(|u| *u = false);
+        }
+        let generation = self.generation().wrapping_add(1).max(1);
+        self.state.store(word(generation, FREE), Ordering::Release);
+    }
+
     /// Recycles the record after its last reference: bumps the generation (G4) and clears
     /// per-life fields. The caller must hold the last reference.
     pub(crate) fn recycle(&self) {
@@ -379,6 +394,7 @@ impl G {
         unsafe {
             self.name.with_mut(|n| *n = None);
             self.task.with_mut(|t| *t = None);
+            self.uncounted.with_mut(|u| *u = false);
             self.step_task.with_mut(|t| *t = None);
             self.context.with_mut(|c| *c = None);
             self.locals.with_mut(|l| *l = core::ptr::null_mut());

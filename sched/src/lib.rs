@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod fork;
 mod g;
 mod idle;
 mod join;
@@ -63,6 +64,7 @@ mod thread;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
+pub use fork::join;
 pub use join::JoinHandle;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;

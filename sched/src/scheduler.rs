@@ -556,7 +556,10 @@ fn drain_queues(shared: &Shared) {
                 task.fail(Box::new(crate::Cancelled));
             }
             g.finish_run();
-            shared.live.fetch_sub(1, Ordering::AcqRel);
+            // SAFETY: as above.
+            if !unsafe { g.uncounted.with(|u| *u) } {
+                shared.live.fetch_sub(1, Ordering::AcqRel);
+            }
         }
         if g.drop_ref() {
             g::recycle_anywhere(g);

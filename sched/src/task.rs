@@ -28,6 +28,35 @@ const EMPTY: u32 = 0;
 const WAITING: u32 = 1;
 const DONE: u32 = 2;
 
+/// What a G record holds to run: a shared task (a spawn), or a job borrowed from its joiner's
+/// stack (fork-join; the joiner does not return before the job is done).
+pub(crate) enum TaskRef {
+    Shared(std::sync::Arc<dyn Runnable>),
+    Borrowed(core::ptr::NonNull<dyn Runnable>),
+}
+
+// SAFETY: a `Borrowed` job is `Sync` (Runnable: Sync) and outlives the G (the joiner waits for
+// it); `Shared` is an `Arc` of a `Send + Sync` task.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    pub(crate) fn run(&self) {
+        match self {
+            TaskRef::Shared(t) => t.run(),
+            // SAFETY: the joiner keeps the job alive until it is done (see `fork`).
+            TaskRef::Borrowed(t) => unsafe { t.as_ref() }.run(),
+        }
+    }
+
+    pub(crate) fn fail(&self, payload: Box<dyn Any + Send>) {
+        match self {
+            TaskRef::Shared(t) => t.fail(payload),
+            // SAFETY: as in `run`.
+            TaskRef::Borrowed(t) => unsafe { t.as_ref() }.fail(payload),
+        }
+    }
+}
+
 /// Type-erased "run me" for the G record.
 pub(crate) trait Runnable: Send + Sync {
     /// Runs the entry (catching panics) and completes the packet. Called at most once.

@@ -758,16 +758,24 @@ impl M {
             self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
         }
         g.finish_run();
-        let shared = self.shared.clone();
+        // SAFETY: as above.
+        let counted = !unsafe { g.uncounted.with(|u| *u) };
         if g.drop_ref() {
             self.recycle(g);
         }
-        shared.g_finished();
+        if counted {
+            self.shared.g_finished();
+        }
     }
 
     /// Returns a record whose last reference was dropped to the free lists.
     pub(crate) fn recycle(&self, g: GRef) {
         g.recycle();
+        self.recycle_cached(g);
+    }
+
+    /// Puts an already recycled (FREE) record in the P's cache, or the global list.
+    pub(crate) fn recycle_cached(&self, g: GRef) {
         if self.holds_p() {
             // SAFETY: this worker holds its P (holds_p), so it owns the P's caches.
             let full = self.p().free_gs.with_mut(|v| unsafe {
@@ -800,6 +808,38 @@ impl M {
             }
         }
         registry().alloc()
+    }
+
+    /// Makes a runnable G visible in this worker's local queue and, if the queue (with runnext)
+    /// was empty, runs the submit side of the idle protocol (`notify_work`: the StoreLoad
+    /// fence and a wake-up if nobody searches).
+    ///
+    /// Pushing onto a queue that already held work needs no wake-up: when that work became
+    /// visible, a worker was woken, or one was searching (it takes the work or re-checks every
+    /// queue before it parks), or none was parked; and a searcher that finds work while others
+    /// remain wakes the next one (`found_work`). So every non-empty queue has someone coming.
+    pub(crate) fn push_local_and_notify(&self, g: GRef) {
+        let p = self.p();
+        let was_empty = p.runnext.load(Ordering::Relaxed).is_null()
+            // SAFETY: callers hold the P (see `push_local`).
+            && unsafe { p.local() }.is_empty();
+        self.push_local(g);
+        if was_empty {
+            self.shared.notify_work();
+        }
+    }
+
+    /// Puts a G readied by the running G in runnext (the displaced one goes to the local
+    /// queue), notifying as [`M::push_local_and_notify`] does.
+    pub(crate) fn put_runnext_and_notify(&self, g: GRef) {
+        let p = self.p();
+        // SAFETY: callers hold the P.
+        let local_empty = unsafe { p.local() }.is_empty();
+        match p.put_runnext(g) {
+            Some(old) => self.push_local(old),
+            None if local_empty => self.shared.notify_work(),
+            None => {}
+        }
     }
 
     /// Pushes a runnable G on this worker's local queue (overflowing half to the global queue).
@@ -927,15 +967,11 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     }
     if let Some(m) = current_worker() {
         if core::ptr::eq(&*m.shared, shared) && m.holds_p() {
-            let p = m.p();
             if use_runnext && m.current.get().is_some() {
-                if let Some(old) = p.put_runnext(g) {
-                    m.push_local(old);
-                }
+                m.put_runnext_and_notify(g);
             } else {
-                m.push_local(g);
+                m.push_local_and_notify(g);
             }
-            shared.notify_work();
             return;
         }
     }
@@ -1001,7 +1037,9 @@ pub(crate) fn spawn_g(
     // SAFETY: the record is FREE and not yet published: we own it.
     unsafe {
         match entry {
-            crate::stackless::Entry::Green(task) => g.task.with_mut(|t| *t = Some(task)),
+            crate::stackless::Entry::Green(task) => {
+                g.task.with_mut(|t| *t = Some(crate::task::TaskRef::Shared(task)))
+            }
             crate::stackless::Entry::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
         }
         g.name.with_mut(|n| *n = opts.name.clone());
@@ -1024,14 +1062,10 @@ pub(crate) fn spawn_g(
         Some(m) if m.holds_p() => {
             bump(&m.p().stats.spawned);
             if opts.urgent && m.current.get().is_some() {
-                if let Some(old) = m.p().put_runnext(g) {
-                    m.push_local(old);
-                }
-                shared.notify_work();
+                m.put_runnext_and_notify(g);
                 crate::yield_now();
             } else {
-                m.push_local(g);
-                shared.notify_work();
+                m.push_local_and_notify(g);
             }
         }
         _ => shared.push_global(g),

@@ -89,18 +89,48 @@ pub(crate) enum Refused {
     Closed,
 }
 
+/// `Readiness::drained` when no short transfer has been seen since the last reset.
+const NOT_DRAINED: u64 = u64::MAX;
+
 /// Readiness of one direction of one socket, and its waiters (`W`: a green thread handle in
 /// the runtime, a test handle in the models).
 pub(crate) struct Readiness<W> {
     /// `seq << 2 | CLOSED | WAITING` (see the constants).
     state: AtomicU64,
+    /// The edge count (`state & SEQ_MASK`) of the snapshot taken before the last short read
+    /// (or write) of a stream, or `NOT_DRAINED`. See [`Readiness::known_drained`].
+    drained: AtomicU64,
     /// Registered waiters, oldest first. `WAITING` mirrors "non-empty" under this lock.
     waiters: Mutex<VecDeque<W>>,
 }
 
 impl<W: PartialEq> Readiness<W> {
     pub(crate) fn new() -> Self {
-        Readiness { state: AtomicU64::new(0), waiters: Mutex::new(VecDeque::new()) }
+        Readiness {
+            state: AtomicU64::new(0),
+            drained: AtomicU64::new(NOT_DRAINED),
+            waiters: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Records that a stream transfer that started after `snap` moved fewer bytes than asked:
+    /// the kernel buffer was empty (read) or full (write) at that moment, so the next change
+    /// comes with a new edge (tokio's "a partial read drains the socket" rule).
+    pub(crate) fn mark_drained(&self, snap: Snapshot) {
+        // Relaxed: a hint; see `known_drained`.
+        self.drained.store(snap.0 & SEQ_MASK, Ordering::Relaxed);
+    }
+
+    /// Whether no edge was counted since a transfer found the buffer drained: trying the
+    /// syscall would return `WouldBlock`, so the caller may wait for the next edge at once.
+    ///
+    /// Sound with any value read: a mark `m` was stored by a transfer that saw the buffer
+    /// drained after its snapshot counted `m` edges. If the count is still `m`, anything the
+    /// kernel did after that transfer is an edge not yet counted, and it will wake a waiter
+    /// registered with this snapshot. (Data that arrived between the snapshot and the
+    /// transfer was consumed by it, or its edge moved the count past `m`.)
+    pub(crate) fn known_drained(&self, snap: Snapshot) -> bool {
+        self.drained.load(Ordering::Relaxed) == snap.0 & SEQ_MASK
     }
 
     /// The state before a syscall (P1/P2: Acquire, pairs with `fire` and `close`).
@@ -197,6 +227,7 @@ impl<W: PartialEq> Readiness<W> {
     pub(crate) fn reset(&self) {
         let list = lock(&self.waiters);
         debug_assert!(list.is_empty(), "a socket was released with green threads waiting on it");
+        self.drained.store(NOT_DRAINED, Ordering::Relaxed);
         // Bump the sequence so a snapshot of the previous socket never matches the new one.
         let _ = self.state.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
             Some(((s & SEQ_MASK) + SEQ_ONE) & SEQ_MASK)

@@ -77,6 +77,16 @@ fn nanos_to_timeout(n: u64) -> Option<Duration> {
     (n != 0).then(|| Duration::from_nanos(n))
 }
 
+/// How many bytes an operation's result moved (for the drained rule of
+/// [`Source::stream_op`]; results of other operations never use it).
+pub(crate) trait Transferred {
+    fn transferred(&self) -> usize;
+}
+
+impl<T> Transferred for T {
+    default_transferred!();
+}
+
 /// A socket `S` (a std socket in non-blocking mode) plus its netpoller state.
 pub(crate) struct Source<S> {
     // Declared before `sock`: fields drop in declaration order, and the registration must
@@ -161,21 +171,56 @@ impl<S: AsRawFd> Source<S> {
         self.op(Direction::Write, self.write_timeout(), op)
     }
 
+    /// A stream read or write of `len` bytes: like [`Source::op`], and a transfer shorter
+    /// than `len` marks the direction drained, so the next call waits for an edge without
+    /// first making a syscall that would return `WouldBlock` (one syscall per request saved
+    /// in a request/response loop).
+    pub(crate) fn stream_op(
+        &self,
+        dir: Direction,
+        len: usize,
+        op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let timeout = match dir {
+            Direction::Read => self.read_timeout(),
+            Direction::Write => self.write_timeout(),
+        };
+        self.run(dir, timeout, Some(len), op)
+    }
+
     /// The loop in the module docs.
     pub(crate) fn op<R>(
         &self,
         dir: Direction,
         timeout: Option<Duration>,
+        op: impl FnMut(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.run(dir, timeout, None, op)
+    }
+
+    fn run<R: Transferred>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        stream_len: Option<usize>,
         mut op: impl FnMut(&S) -> io::Result<R>,
     ) -> io::Result<R> {
         let mut deadline: Option<Instant> = None;
+        // A drained mark is only trusted after waits through the netpoller (whose edges move
+        // the count); after a poll(2) wait, try the syscall.
+        let mut trust_drained = true;
         loop {
             if self.closed.load(Ordering::Relaxed) {
                 return Err(closed_error());
             }
             let reg = self.reg.get();
             let snap = reg.map(|r| r.io().dir(dir).snapshot());
-            match op(&self.sock) {
+            let drained = trust_drained
+                && stream_len.is_some()
+                && matches!((reg, snap), (Some(r), Some(s)) if r.io().dir(dir).known_drained(s));
+            let result =
+                if drained { Err(io::ErrorKind::WouldBlock.into()) } else { op(&self.sock) };
+            match result {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if self.nonblocking.load(Ordering::Relaxed) {
                         return Err(e);
@@ -183,8 +228,17 @@ impl<S: AsRawFd> Source<S> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 done => {
-                    if let Some(w) = reg.and_then(|r| r.io().dir(dir).pass_baton()) {
-                        w.unpark();
+                    if let (Some(r), Some(s)) = (reg, snap) {
+                        let readiness = r.io().dir(dir);
+                        if let (Ok(v), Some(len)) = (&done, stream_len) {
+                            let n = v.transferred();
+                            if n > 0 && n < len {
+                                readiness.mark_drained(s);
+                            }
+                        }
+                        if let Some(w) = readiness.pass_baton() {
+                            w.unpark();
+                        }
                     }
                     return done;
                 }
@@ -197,31 +251,33 @@ impl<S: AsRawFd> Source<S> {
                     return Err(timed_out(dir));
                 }
             }
-            self.wait(dir, reg, snap, deadline)?;
+            trust_drained = self.wait(dir, reg, snap, deadline)?;
         }
     }
 
     /// Waits until `dir` may be ready (or the deadline); the caller retries its syscall.
+    /// Returns whether the wait went through the netpoller (`false`: through `poll(2)`).
     fn wait(
         &self,
         dir: Direction,
         reg: Option<&Registration>,
         snap: Option<Snapshot>,
         deadline: Option<Instant>,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         if !purloin_sched::in_green_thread() {
-            return poll_fd(self.sock.as_raw_fd(), dir, deadline);
+            return poll_fd(self.sock.as_raw_fd(), dir, deadline).map(|()| false);
         }
         let current = crate::rt::with_current(|d| d.map(|d| d.net.clone()));
         match (reg, snap, current) {
-            (None, _, Some(driver)) => self.register(driver),
+            (None, _, Some(driver)) => self.register(driver).map(|()| true),
             (Some(r), Some(snap), Some(driver)) if Arc::ptr_eq(&r.driver, &driver) => {
                 drop(driver);
-                wait_green(r, dir, snap, deadline)
+                wait_green(r, dir, snap, deadline).map(|()| true)
             }
             // Registered with another runtime's netpoller (or a bare scheduler without one):
             // wait on the descriptor, off the worker's processor.
-            _ => purloin_sched::blocking(|| poll_fd(self.sock.as_raw_fd(), dir, deadline)),
+            _ => purloin_sched::blocking(|| poll_fd(self.sock.as_raw_fd(), dir, deadline))
+                .map(|()| false),
         }
     }
 

@@ -241,8 +241,12 @@ impl ProcCell {
                 // IDLE, or BLOCKED and this wakes it.
                 _ => {
                     // S1: Relaxed, one winner; data travel through the queue and the unpark.
-                    match self.state.compare_exchange(s, READY, Ordering::Relaxed, Ordering::Relaxed)
-                    {
+                    match self.state.compare_exchange(
+                        s,
+                        READY,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
                         Ok(_) => return self.handle_for_wake(),
                         Err(actual) => s = actual,
                     }
@@ -311,7 +315,7 @@ impl ProcCell {
                     self.pid
                 ),
             );
-            return self.finish(o, Err(why), true);
+            return self.finish(o, Err(why));
         }
         let start = o.events.queue.len();
         self.queue.drain_into(&mut o.events.queue);
@@ -344,12 +348,12 @@ impl ProcCell {
                 commands.clear();
                 o.yields = commands;
                 let why = Error::from_panic(&format!("Process::step of {}", self.pid), &*payload);
-                return self.finish(o, Err(why), false);
+                return self.finish(o, Err(why));
             }
             Ok(Err(e)) => {
                 commands.clear();
                 o.yields = commands;
-                return self.finish(o, Err(e), false);
+                return self.finish(o, Err(e));
             }
             Ok(Ok(())) => {}
         }
@@ -359,7 +363,7 @@ impl ProcCell {
             if let Err(e) = self.dispatch(&mut commands) {
                 commands.clear();
                 o.yields = commands;
-                return self.finish(o, Err(e), false);
+                return self.finish(o, Err(e));
             }
             o.outstanding += made;
         }
@@ -385,14 +389,14 @@ impl ProcCell {
                         self.pid
                     ),
                 );
-                self.finish(o, Err(why), false)
+                self.finish(o, Err(why))
             }
             Status::WaitYields => {
                 o.blocked = true;
                 self.state.store(BLOCKED, Ordering::Relaxed);
                 TaskStep::Wait
             }
-            Status::Complete(result) => self.finish(o, result, false),
+            Status::Complete(result) => self.finish(o, result),
         }
     }
 
@@ -424,7 +428,7 @@ impl ProcCell {
     }
 
     /// Ends the process: `COMPLETE`, queue closed, `Process::close`, exit published.
-    fn finish(&self, o: &mut Owner, result: Result<Payload, Error>, closed: bool) -> TaskStep {
+    fn finish(&self, o: &mut Owner, result: Result<Payload, Error>) -> TaskStep {
         // Release: a waiter that sees COMPLETE (without the lock) sees the writes before.
         self.state.store(COMPLETE, Ordering::Release);
         let leftovers = self.queue.close();
@@ -436,7 +440,7 @@ impl ProcCell {
             let _ = catch_unwind(AssertUnwindSafe(|| process.close()));
             let _ = catch_unwind(AssertUnwindSafe(move || drop(process)));
         }
-        self.host.shared().process_finished(self, result, closed);
+        self.host.shared().process_finished(self, result);
         TaskStep::Done
     }
 }
@@ -457,7 +461,7 @@ impl Task for ProcCell {
             // step, before the task is released.
             let o = unsafe { &mut *o };
             if o.process.is_some() {
-                self.finish(o, Err(why), false);
+                self.finish(o, Err(why));
             }
         });
     }

@@ -75,8 +75,6 @@ pub(crate) struct HostShared {
     handlers: Mutex<StdArc<Handlers>>,
     /// Processes spawned and not yet finished (D1).
     live: AtomicUsize,
-    /// Processes the host closed at shutdown.
-    closed_count: AtomicUsize,
     /// Shutdown started: spawns fail (D2), finishers notify (D1).
     closing: AtomicBool,
     shut: Mutex<()>,
@@ -182,13 +180,11 @@ impl Host {
     pub fn new(runtime: Runtime) -> Host {
         let runtime_id = runtime_identity(&runtime);
         let shared = HostShared {
-            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed)
-                & ((1 << (64 - Pid::SEQ_BITS)) - 1),
+            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << (64 - Pid::SEQ_BITS)) - 1),
             next_seq: AtomicU64::new(0),
             shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
             handlers: Mutex::new(StdArc::new(Handlers::new())),
             live: AtomicUsize::new(0),
-            closed_count: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
             shut: Mutex::new(()),
             shut_cv: Condvar::new(),
@@ -685,11 +681,7 @@ impl HostShared {
     }
 
     /// Hands a step's yields to their handlers (called by the step, on its worker).
-    pub(crate) fn dispatch(
-        &self,
-        cell: &ProcCell,
-        commands: impl Iterator<Item = super::Command>,
-    ) {
+    pub(crate) fn dispatch(&self, cell: &ProcCell, commands: impl Iterator<Item = super::Command>) {
         let handlers = lock(&self.handlers).clone();
         for c in commands {
             let Some(entry) = handlers.get(c.name.as_ref()) else {
@@ -732,15 +724,10 @@ impl HostShared {
     }
 
     /// A process finished (called at the end of its last step): publishes the exit status.
-    pub(crate) fn process_finished(
-        &self,
-        cell: &ProcCell,
-        result: Result<Payload, Error>,
-        closed: bool,
-    ) {
-        if closed {
-            self.closed_count.fetch_add(1, Ordering::Relaxed);
-        }
+    pub(crate) fn process_finished(&self, cell: &ProcCell, result: Result<Payload, Error>) {
+        // Before the exit is published, so a waiter that got the result sees the process
+        // gone from `live_processes` too (the exit lock orders the two).
+        self.live.fetch_sub(1, Ordering::Relaxed);
         let (greens, detached, unneeded) = {
             let mut exit = lock(&cell.exit);
             exit.done = true;
@@ -764,8 +751,7 @@ impl HostShared {
             let removed = lock(shard).remove(&cell.pid.0);
             drop(removed);
         }
-        self.live.fetch_sub(1, Ordering::Relaxed);
-        // D1: the decrement before the load of `closing`.
+        // D1: the decrement (above) before the load of `closing`.
         fence(Ordering::SeqCst);
         if self.closing.load(Ordering::Relaxed) {
             let _g = lock(&self.shut);

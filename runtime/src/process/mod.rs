@@ -140,6 +140,4 @@ pub use error::{CompleteError, CompleteErrorKind, Error, ErrorKind, SendError, S
 pub use handler::Yield;
 pub use host::{Host, HostHandle, ShutdownReport};
 pub use payload::Payload;
-pub use step::{
-    Command, Event, EventKind, Events, Pid, Process, ProcessState, Status, StepOutput,
-};
+pub use step::{Command, Event, EventKind, Events, Pid, Process, ProcessState, Status, StepOutput};

@@ -289,7 +289,12 @@ impl<'a> StepOutput<'a> {
     /// as a [`YieldComplete`](EventKind::YieldComplete) event with this `tag`. Tags must be
     /// unique among the process's yields in flight (reusing one fails the process with
     /// [`ErrorKind::Protocol`](super::ErrorKind::Protocol)).
-    pub fn yield_command(&mut self, command: impl Into<Cow<'static, str>>, tag: u64, data: Payload) {
+    pub fn yield_command(
+        &mut self,
+        command: impl Into<Cow<'static, str>>,
+        tag: u64,
+        data: Payload,
+    ) {
         self.yields.push(Command { name: command.into(), tag, data });
     }
 

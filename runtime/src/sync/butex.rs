@@ -57,8 +57,9 @@ impl WaitQueue {
     /// waker claims the node or `deadline` passes.
     ///
     /// `validate` must not take this queue's lock. If the waiter is unwound (a forced unwind at
-    /// runtime shutdown) after a waker claimed it, `on_lost(token)` runs during the unwind so
-    /// the caller can pass the claim on (wake someone else, release a handed-off lock).
+    /// runtime shutdown) while it waits, `on_unwind` runs during the unwind after the node is
+    /// unlinked, with the token if a waker had claimed it, so the caller can pass the claim on
+    /// (wake someone else, release a handed-off lock).
     pub(crate) fn wait(
         &self,
         data: usize,
@@ -66,7 +67,7 @@ impl WaitQueue {
         validate: impl FnOnce() -> bool,
         deadline: Option<Instant>,
         info: Option<WaitInfo>,
-        on_lost: impl FnOnce(u32),
+        on_unwind: impl FnOnce(Option<u32>),
     ) -> Waited {
         let waiter = Waiter::new();
         let node = Node::new(&waiter, 0, data);
@@ -92,7 +93,12 @@ impl WaitQueue {
                 return Waited::Invalid;
             }
         }
-        let guard = UnlinkOnUnwind { queue: self, node: &node, waiter: &waiter, on_lost: Some(on_lost) };
+        let guard = UnlinkOnUnwind {
+            queue: self,
+            node: &node,
+            waiter: &waiter,
+            on_unwind: Some(on_unwind),
+        };
         let result = waiter.wait(deadline, info);
         guard.disarm();
         match result {
@@ -212,27 +218,27 @@ impl QueueGuard<'_> {
 
 /// Unlinks a waiter's node if its wait unwinds (forced unwind at runtime shutdown), passing on
 /// a claim it can no longer use.
-struct UnlinkOnUnwind<'a, F: FnOnce(u32)> {
+struct UnlinkOnUnwind<'a, F: FnOnce(Option<u32>)> {
     queue: &'a WaitQueue,
     node: &'a Node,
     waiter: &'a Waiter,
-    on_lost: Option<F>,
+    on_unwind: Option<F>,
 }
 
-impl<F: FnOnce(u32)> UnlinkOnUnwind<'_, F> {
+impl<F: FnOnce(Option<u32>)> UnlinkOnUnwind<'_, F> {
     fn disarm(mut self) {
-        self.on_lost = None;
+        self.on_unwind = None;
         core::mem::forget(self);
     }
 }
 
-impl<F: FnOnce(u32)> Drop for UnlinkOnUnwind<'_, F> {
+impl<F: FnOnce(Option<u32>)> Drop for UnlinkOnUnwind<'_, F> {
     fn drop(&mut self) {
         // Only reached while unwinding out of `Waiter::wait`.
         let claimed = self.waiter.abort();
         self.queue.unlink(self.node);
-        if let (Some(token), Some(on_lost)) = (claimed, self.on_lost.take()) {
-            on_lost(token);
+        if let Some(on_unwind) = self.on_unwind.take() {
+            on_unwind(claimed);
         }
     }
 }
@@ -336,25 +342,28 @@ impl Butex {
         deadline: Option<Instant>,
         kind: WaitKind,
     ) -> ButexWait {
-        self.wait_with(expected, deadline, super::wait_info(kind, self, None), |_| {
-            // Unwound after a wake chose us: give the wake to the next waiter.
-            self.wake_one();
+        self.wait_with(expected, deadline, super::wait_info(kind, self, None), |claimed| {
+            if claimed.is_some() {
+                // Unwound after a wake chose us: give the wake to the next waiter.
+                self.wake_one();
+            }
         })
     }
 
-    /// `wait` with explicit deadlock info and what to do with a wake consumed while unwinding.
+    /// `wait` with explicit deadlock info and what to do when unwound while waiting (see
+    /// [`WaitQueue::wait`]).
     pub(crate) fn wait_with(
         &self,
         expected: u32,
         deadline: Option<Instant>,
         info: Option<WaitInfo>,
-        on_lost: impl FnOnce(u32),
+        on_unwind: impl FnOnce(Option<u32>),
     ) -> ButexWait {
         if self.value.load(Ordering::Relaxed) != expected {
             return ButexWait::ValueChanged;
         }
         let validate = || self.value.load(Ordering::Relaxed) == expected;
-        match self.queue.wait(0, false, validate, deadline, info, on_lost) {
+        match self.queue.wait(0, false, validate, deadline, info, on_unwind) {
             Waited::Claimed(_) => ButexWait::Woken,
             Waited::TimedOut => ButexWait::TimedOut,
             Waited::Invalid => ButexWait::ValueChanged,

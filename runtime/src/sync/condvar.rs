@@ -184,7 +184,11 @@ impl Condvar {
 
     /// Unlocks, waits on the counter, re-locks (also when unwound, so the caller's guard stays
     /// valid for its destructor). Returns whether the deadline passed.
-    fn wait_inner<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>, deadline: Option<Instant>) -> bool {
+    fn wait_inner<T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        deadline: Option<Instant>,
+    ) -> bool {
         let mutex = guard.mutex();
         // Read before unlocking: a notification after this changes the word.
         let seq = self.seq.value().load(Ordering::Relaxed);
@@ -199,7 +203,11 @@ impl Condvar {
         unsafe { mutex.raw_unlock() };
         let _relock = Relock(mutex);
         let info = wait_info(WaitKind::Condvar, self, None);
-        let r = self.seq.wait_with(seq, deadline, info, |_| self.notify_one());
+        let r = self.seq.wait_with(seq, deadline, info, |claimed| {
+            if claimed.is_some() {
+                self.notify_one();
+            }
+        });
         r == ButexWait::TimedOut
     }
 }

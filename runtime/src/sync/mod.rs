@@ -20,26 +20,30 @@ mod poison;
 mod raw_lock;
 mod waiter;
 
+mod barrier;
 mod butex;
 mod condvar;
 mod mutex;
+mod once;
+mod rwlock;
+mod semaphore;
+mod waitgroup;
 
+pub use barrier::{Barrier, BarrierWaitResult};
 pub use butex::{Butex, ButexWait};
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::{Mutex, MutexGuard};
+pub use once::{Once, OnceLock, OnceState};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+pub use waitgroup::WaitGroup;
 
 use purloin_sched::{GreenId, WaitInfo, WaitKind};
 
 /// Whether waits record what they wait on for the runtime's deadlock report (a few relaxed
 /// stores per park).
 pub(crate) const RECORD_WAITS: bool = true;
-
-/// Whether lock holders are recorded (mutex and write-lock owners, once initialisers) so the
-/// deadlock report can print wait-for cycles: in debug builds, or with the
-/// `deadlock-detection` feature.
-pub(crate) const RECORD_HOLDERS: bool =
-    cfg!(any(debug_assertions, feature = "deadlock-detection"));
 
 /// The wait info for a wait of `kind` on `object`, held by `holder` (if recorded).
 #[inline]
@@ -48,7 +52,7 @@ pub(crate) fn wait_info<T: ?Sized>(
     object: &T,
     holder: Option<GreenId>,
 ) -> Option<WaitInfo> {
-    RECORD_WAITS.then(|| WaitInfo {
+    RECORD_WAITS.then_some(WaitInfo {
         kind,
         object: object as *const T as *const () as usize,
         holder,
@@ -56,7 +60,8 @@ pub(crate) fn wait_info<T: ?Sized>(
 }
 
 /// Who holds a lock, for deadlock reports: the holder's green-thread id (0 for none or an OS
-/// thread). Compiled to nothing unless [`RECORD_HOLDERS`].
+/// thread). Compiled to nothing unless debug assertions or the `deadlock-detection` feature
+/// are on.
 #[derive(Debug, Default)]
 pub(crate) struct Holder {
     #[cfg(any(debug_assertions, feature = "deadlock-detection"))]

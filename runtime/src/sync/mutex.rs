@@ -232,8 +232,7 @@ impl<T: ?Sized> Mutex<T> {
     /// - The calling thread holds the lock and has no guard for this acquisition yet.
     #[inline]
     unsafe fn guard(&self) -> LockResult<MutexGuard<'_, T>> {
-        let guard =
-            MutexGuard { lock: self, poison: self.poison.guard(), _not_send: PhantomData };
+        let guard = MutexGuard { lock: self, poison: self.poison.guard(), _not_send: PhantomData };
         poison::map_result(&self.poison, guard)
     }
 
@@ -337,7 +336,11 @@ impl<T: ?Sized> Mutex<T> {
                 || word.load(Ordering::Relaxed) == expected,
                 None,
                 info,
-                |token| self.pass_on(token),
+                |claimed| {
+                    if let Some(token) = claimed {
+                        self.pass_on(token);
+                    }
+                },
             );
             match waited {
                 Waited::Claimed(HANDOFF) => {
@@ -371,11 +374,7 @@ impl<T: ?Sized> Mutex<T> {
     pub(crate) unsafe fn raw_unlock(&self) {
         self.holder.clear();
         // M1: Release pairs with the next acquisition.
-        if self
-            .word()
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
+        if self.word().compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed).is_err() {
             self.unlock_slow();
         }
     }

@@ -205,12 +205,7 @@ impl Waiter {
     /// token of the claim that won (after waiting for its `DONE`).
     pub(crate) fn abort(&self) -> Option<u32> {
         // W1: AcqRel; races the claim CAS.
-        match self.state.compare_exchange(
-            WAITING,
-            ABORTED,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
+        match self.state.compare_exchange(WAITING, ABORTED, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => None,
             Err(_) => Some(self.wait_done()),
         }
@@ -233,12 +228,6 @@ impl Waiter {
                 }
             }
         }
-    }
-
-    /// Whether the waiter is an OS thread.
-    #[cfg(test)]
-    pub(crate) fn is_os(&self) -> bool {
-        matches!(self.who, Who::Os)
     }
 }
 
@@ -359,12 +348,6 @@ impl List {
         self.len
     }
 
-    /// Whether no node is linked.
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The oldest node.
     #[inline]
     pub(crate) fn front(&self) -> Option<&Node> {
@@ -471,6 +454,7 @@ impl List {
         let mut at = self.head;
         // SAFETY: W3: under the lock; linked nodes are alive.
         while let Some(node) = unsafe { at.as_ref() } {
+            // SAFETY: W3: under the lock.
             let next = node.next.with(|n| unsafe { *n });
             if node.waiter != skip {
                 if node.waiter().try_claim(token.unwrap_or(node.token)) {
@@ -545,12 +529,6 @@ impl Claimed {
         Claimed { head: core::ptr::null(), tail: core::ptr::null() }
     }
 
-    /// Whether nothing was claimed.
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_null()
-    }
-
     fn push(&mut self, node: &Node) {
         let ptr: *const Node = node;
         // The claimer owns the claimed (unlinked) node's `next` until it finishes the waiter.
@@ -558,6 +536,7 @@ impl Claimed {
         node.next.with_mut(|n| unsafe { *n = core::ptr::null() });
         // SAFETY: as above for the previous tail, also claimed by us and not finished yet.
         match unsafe { self.tail.as_ref() } {
+            // SAFETY: the tail is claimed by us too; only we touch its links.
             Some(t) => t.next.with_mut(|n| unsafe { *n = ptr }),
             None => self.head = ptr,
         }
@@ -570,6 +549,7 @@ impl Claimed {
         let node = self.head;
         // SAFETY: claimed nodes are alive until finished, and only we touch their links.
         let n = unsafe { node.as_ref() }?;
+        // SAFETY: as above.
         self.head = n.next.with(|p| unsafe { *p });
         if self.head.is_null() {
             self.tail = core::ptr::null();

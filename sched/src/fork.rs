@@ -1,0 +1,259 @@
+//! Fork-join on green threads: [`join`] runs two closures potentially in parallel, like
+//! rayon's `join`, with work-first semantics (seed 004): the second closure becomes a green
+//! thread in this worker's local queue (where idle workers can steal it), the first runs right
+//! here, and at the join the second is taken back and run inline if nobody stole it.
+//!
+//! Nothing is allocated: the second closure and its result slot live in a [`StackJob`] on the
+//! joiner's stack, and the G record comes from the processor's cache. The joiner never leaves
+//! `join` before the job is done (it waits, also while unwinding), which is what makes lending
+//! its stack frame to another worker sound.
+//!
+//! # Memory ordering
+//!
+//! The guarantee: the joiner sees the job's result, and the completer never touches the job
+//! after the joiner may have left.
+//!
+//! - (F1) The completer writes the result, then publishes `DONE` (swap/CAS, AcqRel); the
+//!   joiner's Acquire load of `DONE` pairs with it.
+//! - (F2) A waiting joiner writes its handle into `waiter`, then CASes `PENDING => WAITING`
+//!   (Release); the completer reads `WAITING` (Acquire), then the handle, *then* stores `DONE`:
+//!   the joiner cannot return before `DONE`, so the handle is read while the frame is alive,
+//!   and after `DONE` the completer only uses its copy of the handle.
+
+use core::ptr::NonNull;
+use std::panic::{self, AssertUnwindSafe};
+use std::thread::Result as ThreadResult;
+
+use crate::GreenThread;
+use crate::g::GRef;
+use crate::stats::bump;
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::task::{Runnable, TaskRef};
+use crate::worker::{M, current_worker};
+
+const PENDING: u32 = 0;
+const WAITING: u32 = 1;
+const DONE: u32 = 2;
+
+/// A closure and its result slot, on the joiner's stack.
+struct StackJob<F, T> {
+    f: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<ThreadResult<T>>>,
+    state: AtomicU32,
+    waiter: UnsafeCell<Option<GreenThread>>,
+}
+
+// SAFETY: `f` is taken once by whoever runs the job (the G's holder or the joiner inline);
+// `result` is written before DONE and read after it (F1); `waiter` is written before WAITING and
+// read after it (F2). F and T cross threads, hence the Send bounds.
+unsafe impl<F: Send, T: Send> Sync for StackJob<F, T> {}
+
+impl<F, T> StackJob<F, T> {
+    fn new(f: F) -> Self {
+        StackJob {
+            f: UnsafeCell::new(Some(f)),
+            result: UnsafeCell::new(None),
+            state: AtomicU32::new(PENDING),
+            waiter: UnsafeCell::new(None),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        // Acquire pairs with the completer's publication of DONE (F1).
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    /// Parks the calling green thread until the job is done.
+    fn wait(&self) {
+        let me = crate::current().expect("join waits on a green thread");
+        // SAFETY: only the joiner writes `waiter`, before publishing WAITING (F2).
+        unsafe { self.waiter.with_mut(|w| *w = Some(me)) };
+        // Release publishes the waiter (F2); on failure the job is DONE (Acquire: F1).
+        if self
+            .state
+            .compare_exchange(PENDING, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        crate::set_wait_info(Some(crate::WaitInfo {
+            kind: crate::WaitKind::Join,
+            object: self as *const Self as *const u8 as usize,
+            holder: None,
+        }));
+        while !self.is_done() {
+            crate::park();
+        }
+        crate::set_wait_info(None);
+    }
+
+    fn take_result(&self) -> ThreadResult<T> {
+        debug_assert!(self.is_done());
+        // SAFETY: DONE was observed (F1); the completer no longer touches `result`.
+        unsafe { self.result.with_mut(|r| (*r).take()) }.expect("a finished job has a result")
+    }
+
+    fn complete(&self, result: ThreadResult<T>) {
+        // SAFETY: only the completer writes `result`, before DONE (F1).
+        unsafe { self.result.with_mut(|r| *r = Some(result)) };
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            let waiter = if cur == WAITING {
+                // SAFETY: WAITING was observed (Acquire, F2) and the joiner cannot leave before
+                // DONE, so the frame and `waiter` are alive.
+                unsafe { self.waiter.with(|w| *w) }
+            } else {
+                None
+            };
+            // AcqRel: Release publishes the result (F1).
+            match self.state.compare_exchange(cur, DONE, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // From here on the joiner may be gone: use only the copied handle.
+                    if let Some(w) = waiter {
+                        w.unpark();
+                    }
+                    return;
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}
+
+impl<F, T> StackJob<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    /// Runs the job on the joiner itself, when no other party can see it: no atomics needed.
+    fn run_exclusive(&self) {
+        // SAFETY: exclusive access (the caller popped the only queue entry of the job).
+        let f = unsafe { self.f.with_mut(|f| (*f).take()) };
+        if let Some(f) = f {
+            let r = panic::catch_unwind(AssertUnwindSafe(f));
+            // SAFETY: as above.
+            unsafe { self.result.with_mut(|slot| *slot = Some(r)) };
+        }
+        self.state.store(DONE, Ordering::Relaxed);
+    }
+}
+
+impl<F, T> Runnable for StackJob<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    fn run(&self) {
+        // SAFETY: taken once, by the holder of the job's G (or the joiner that took it back).
+        let Some(f) = (unsafe { self.f.with_mut(|f| (*f).take()) }) else { return };
+        self.complete(panic::catch_unwind(AssertUnwindSafe(f)));
+    }
+
+    fn fail(&self, payload: Box<dyn core::any::Any + Send>) {
+        // SAFETY: as in `run`.
+        if unsafe { self.f.with_mut(|f| (*f).take()) }.is_some() {
+            self.complete(Err(payload));
+        }
+    }
+}
+
+/// Waits for the job if `join` unwinds before joining it (a panic in the first closure is
+/// caught, so this only guards against the unexpected: the frame must outlive the job).
+struct WaitFor<'a, F, T>(&'a StackJob<F, T>);
+
+impl<F, T> Drop for WaitFor<'_, F, T> {
+    fn drop(&mut self) {
+        if !self.0.is_done() {
+            self.0.wait();
+        }
+    }
+}
+
+/// Runs `a` and `b` potentially in parallel and returns both results (see the module docs).
+/// Both may borrow. A panic in either is resumed after both have finished.
+///
+/// On a plain OS thread (no scheduler to fork onto) it runs `a` then `b`.
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some() && m.holds_p()) else {
+        return (a(), b());
+    };
+    let job = StackJob::new(b);
+    let dyn_job: &(dyn Runnable + '_) = &job;
+    // SAFETY: only the lifetime is erased: `job` lives in this frame, and this function does
+    // not return or unwind before the job is done (`WaitFor` below, and the explicit waits).
+    let ptr: NonNull<dyn Runnable> = unsafe {
+        core::mem::transmute::<NonNull<dyn Runnable + '_>, NonNull<dyn Runnable + 'static>>(
+            NonNull::from(dyn_job),
+        )
+    };
+    let g = fork(m, ptr);
+    let guard = WaitFor(&job);
+    let ra = panic::catch_unwind(AssertUnwindSafe(a));
+    if !job.is_done() && !take_back(g, &job) {
+        job.wait();
+    }
+    drop(guard);
+    match (ra, job.take_result()) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
+    }
+}
+
+/// Pushes a G for the borrowed job on `m`'s local queue.
+fn fork(m: &M, job: NonNull<dyn Runnable>) -> (GRef, u32) {
+    let g = m.alloc_g();
+    // SAFETY: a FREE record, not yet published: we own its cells.
+    unsafe {
+        g.task.with_mut(|t| *t = Some(TaskRef::Borrowed(job)));
+        g.uncounted.with_mut(|u| *u = true);
+        g.stack_size.with_mut(|s| *s = m.shared.config.stack_size);
+        g.sched.with_mut(|s| *s = crate::sync::Arc::as_ptr(&m.shared));
+    }
+    let generation = g.prepare_spawn();
+    bump(&m.p().stats.spawned);
+    m.push_local_and_notify(g);
+    (g, generation)
+}
+
+/// At the join: takes the job's G back and runs the job inline if nobody started it.
+fn take_back<F, T>(g: (GRef, u32), job: &StackJob<F, T>) -> bool
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    let (g, generation) = g;
+    // `a` may have switched workers: find ours again.
+    let Some(m) = current_worker().filter(|m| m.holds_p()) else { return false };
+    // SAFETY: this worker holds its P.
+    let local = unsafe { m.p().local() };
+    match local.pop() {
+        Some(top) if top == g => {
+            // Our own entry, popped: no other party can reach the job or the record (join
+            // jobs have no handles), so run it and recycle the record without atomics.
+            bump(&m.p().stats.inline_joins);
+            job.run_exclusive();
+            g.recycle_exclusive();
+            m.recycle_cached(g);
+            return true;
+        }
+        Some(top) => m.push_local(top),
+        None => {}
+    }
+    // Elsewhere in a queue (we spawned after it), or stolen: claim it where it is.
+    if !g.claim_inline(generation) {
+        return false;
+    }
+    bump(&m.p().stats.inline_joins);
+    job.run();
+    g.finish_run();
+    if g.drop_ref() {
+        crate::g::recycle_anywhere(g);
+    }
+    true
+}
