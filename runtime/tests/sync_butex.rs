@@ -245,6 +245,7 @@ fn shutdown_unwinds_butex_waiters() {
             }));
         }
         wait_until(|| b.waiters() == 10);
+        rt.shutdown_timeout(Duration::from_millis(100));
     }
     assert_eq!(drops.load(Ordering::SeqCst), 10);
     assert_eq!(b.waiters(), 0);
