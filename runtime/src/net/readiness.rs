@@ -13,8 +13,9 @@
 //!  ─────────────────────────────────────      ─────────────────────────────────────
 //!  s = snapshot()                   (P1 acq)  edge for this fd
 //!  syscall → WouldBlock                       old = state.fetch_add(SEQ)  (P1 rel)
-//!  lock; push me; old = fetch_or(WAITING)     if old & WAITING:
-//!    if old.seq != s.seq or CLOSED:             lock; pop the oldest waiter;
+//!  lock; push (s.seq, me);                    if old & WAITING:
+//!  old = fetch_or(WAITING)                      lock; pop the oldest waiter if it
+//!    if old.seq != s.seq or CLOSED:               registered before this edge;
 //!      pop me; unlock; retry the syscall          clear WAITING if none left; unlock
 //!  unlock                                       unpark it
 //!  park until state.seq != s.seq or CLOSED
@@ -23,7 +24,9 @@
 //! ```
 //!
 //! Every edge wakes at most one waiter (no thundering herd on a listener that many green
-//! threads accept on). The woken waiter may consume only part of the readiness (one of five
+//! threads accept on), and only one that registered *before* the edge: a poller that was
+//! slow to take the lock must not pop a registration made after its edge was counted (that
+//! waiter saw the edge itself; popping it would leave it parked and unregistered). The woken waiter may consume only part of the readiness (one of five
 //! pending connections), and no new edge will come for the rest; so whoever finishes an
 //! operation (success or error, not `WouldBlock`) while others wait passes the baton: it
 //! fires once more on their behalf ([`Readiness::pass_baton`]). A spurious edge costs one
@@ -100,8 +103,10 @@ pub(crate) struct Readiness<W> {
     /// The edge count (`state & SEQ_MASK`) of the snapshot taken before the last short read
     /// (or write) of a stream, or `NOT_DRAINED`. See [`Readiness::known_drained`].
     drained: AtomicU64,
-    /// Registered waiters, oldest first. `WAITING` mirrors "non-empty" under this lock.
-    waiters: Mutex<VecDeque<W>>,
+    /// Registered waiters, oldest first, each with the edge count of its snapshot (counts
+    /// never decrease along the list: a stale snapshot is refused). `WAITING` mirrors
+    /// "non-empty" under this lock.
+    waiters: Mutex<VecDeque<(u64, W)>>,
 }
 
 impl<W: PartialEq> Readiness<W> {
@@ -166,7 +171,7 @@ impl<W: PartialEq> Readiness<W> {
                 Err(why)
             }
             None => {
-                list.push_back(w);
+                list.push_back((snap.0 & SEQ_MASK, w));
                 Ok(())
             }
         }
@@ -176,7 +181,7 @@ impl<W: PartialEq> Readiness<W> {
     /// woken by an edge: a timeout, a spurious wake-up or an unwind ended the wait).
     pub(crate) fn deregister(&self, w: &W) -> bool {
         let mut list = lock(&self.waiters);
-        let Some(i) = list.iter().position(|x| x == w) else { return false };
+        let Some(i) = list.iter().position(|(_, x)| x == w) else { return false };
         list.remove(i);
         if list.is_empty() {
             self.state.fetch_and(!WAITING, Ordering::Relaxed);
@@ -191,7 +196,7 @@ impl<W: PartialEq> Readiness<W> {
         if old & WAITING == 0 {
             return None;
         }
-        self.pop_one()
+        self.pop_registered_before((old & SEQ_MASK) + SEQ_ONE)
     }
 
     /// After an operation that did not end in `WouldBlock`: if others wait, wake one of them
@@ -203,9 +208,16 @@ impl<W: PartialEq> Readiness<W> {
         self.fire()
     }
 
-    fn pop_one(&self) -> Option<W> {
+    /// Pops the oldest waiter whose snapshot predates the edge that made the count `seq`.
+    /// A waiter that registered after that edge (its snapshot already counts it: it saw the
+    /// edge itself, retried and registered again) is left for the next edge: popping it
+    /// would wake it for nothing, it would park again, and the next edge would find it gone.
+    fn pop_registered_before(&self, seq: u64) -> Option<W> {
         let mut list = lock(&self.waiters);
-        let w = list.pop_front();
+        if list.front().is_none_or(|(registered, _)| *registered >= seq) {
+            return None;
+        }
+        let w = list.pop_front().map(|(_, w)| w);
         if list.is_empty() {
             self.state.fetch_and(!WAITING, Ordering::Relaxed);
         }
@@ -217,7 +229,7 @@ impl<W: PartialEq> Readiness<W> {
     pub(crate) fn close(&self) -> Vec<W> {
         self.state.fetch_or(CLOSED, Ordering::Release);
         let mut list = lock(&self.waiters);
-        let all: Vec<W> = list.drain(..).collect();
+        let all: Vec<W> = list.drain(..).map(|(_, w)| w).collect();
         self.state.fetch_and(!WAITING, Ordering::Relaxed);
         all
     }
@@ -268,6 +280,23 @@ mod tests {
         assert_eq!(r.pass_baton(), Some(2));
         assert_eq!(r.pass_baton(), None);
         assert_eq!(r.fire(), None);
+    }
+
+    #[test]
+    fn an_edge_never_pops_a_waiter_registered_after_it() {
+        let r = Readiness::<u32>::new();
+        let s = r.snapshot();
+        r.register(s, 1).unwrap();
+        // An edge is counted; before its poller pops, waiter 1 sees it, leaves and registers
+        // again with a fresh snapshot.
+        let old = r.state.fetch_add(SEQ_ONE, Ordering::Release);
+        assert!(r.deregister(&1));
+        r.register(r.snapshot(), 1).unwrap();
+        // The slow poller now pops: nothing (waiter 1's snapshot already counts this edge).
+        assert_eq!(r.pop_registered_before((old & SEQ_MASK) + SEQ_ONE), None);
+        assert_eq!(r.waiter_count(), 1);
+        // The next edge wakes it.
+        assert_eq!(r.fire(), Some(1));
     }
 
     #[test]
@@ -378,6 +407,33 @@ mod loom_models {
             let s = Arc::new(Sock::new());
             let s2 = s.clone();
             let t = thread::spawn(move || assert!(s2.blocking_take(1)));
+            s.arrive();
+            t.join().unwrap();
+        });
+    }
+
+    /// One reader takes two items that arrive one after the other (two edges). The first
+    /// edge's poller can be slow to take the lock: by then the reader saw the edge by itself,
+    /// consumed the item and registered again for the second one. That stale `fire` must not
+    /// pop the new registration (it would leave the reader parked, unregistered, and the
+    /// second edge would find nobody to wake). Mutation check: popping the oldest waiter
+    /// without comparing its snapshot with the edge fails this model with a deadlock (the
+    /// bug an echo benchmark hit once in a few million requests).
+    ///
+    /// It runs at preemption bound 3 whatever `LOOM_MAX_PREEMPTIONS` says (the failing
+    /// interleaving needs 3; the model is small).
+    #[test]
+    fn stale_fire_does_not_pop_a_newer_registration() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let s = Arc::new(Sock::new());
+            let s2 = s.clone();
+            let t = thread::spawn(move || {
+                assert!(s2.blocking_take(1));
+                assert!(s2.blocking_take(1));
+            });
+            s.arrive();
             s.arrive();
             t.join().unwrap();
         });

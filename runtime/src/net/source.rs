@@ -77,16 +77,6 @@ fn nanos_to_timeout(n: u64) -> Option<Duration> {
     (n != 0).then(|| Duration::from_nanos(n))
 }
 
-/// How many bytes an operation's result moved (for the drained rule of
-/// [`Source::stream_op`]; results of other operations never use it).
-pub(crate) trait Transferred {
-    fn transferred(&self) -> usize;
-}
-
-impl<T> Transferred for T {
-    default_transferred!();
-}
-
 /// A socket `S` (a std socket in non-blocking mode) plus its netpoller state.
 pub(crate) struct Source<S> {
     // Declared before `sock`: fields drop in declaration order, and the registration must
@@ -185,7 +175,7 @@ impl<S: AsRawFd> Source<S> {
             Direction::Read => self.read_timeout(),
             Direction::Write => self.write_timeout(),
         };
-        self.run(dir, timeout, Some(len), op)
+        self.run(dir, timeout, true, |n: &usize| *n > 0 && *n < len, op)
     }
 
     /// The loop in the module docs.
@@ -195,14 +185,17 @@ impl<S: AsRawFd> Source<S> {
         timeout: Option<Duration>,
         op: impl FnMut(&S) -> io::Result<R>,
     ) -> io::Result<R> {
-        self.run(dir, timeout, None, op)
+        self.run(dir, timeout, false, |_: &R| false, op)
     }
 
-    fn run<R: Transferred>(
+    /// The loop. `stream`: the drained rule applies (`short` says whether a result was a
+    /// partial transfer).
+    fn run<R>(
         &self,
         dir: Direction,
         timeout: Option<Duration>,
-        stream_len: Option<usize>,
+        stream: bool,
+        short: impl Fn(&R) -> bool,
         mut op: impl FnMut(&S) -> io::Result<R>,
     ) -> io::Result<R> {
         let mut deadline: Option<Instant> = None;
@@ -216,7 +209,7 @@ impl<S: AsRawFd> Source<S> {
             let reg = self.reg.get();
             let snap = reg.map(|r| r.io().dir(dir).snapshot());
             let drained = trust_drained
-                && stream_len.is_some()
+                && stream
                 && matches!((reg, snap), (Some(r), Some(s)) if r.io().dir(dir).known_drained(s));
             let result =
                 if drained { Err(io::ErrorKind::WouldBlock.into()) } else { op(&self.sock) };
@@ -230,11 +223,8 @@ impl<S: AsRawFd> Source<S> {
                 done => {
                     if let (Some(r), Some(s)) = (reg, snap) {
                         let readiness = r.io().dir(dir);
-                        if let (Ok(v), Some(len)) = (&done, stream_len) {
-                            let n = v.transferred();
-                            if n > 0 && n < len {
-                                readiness.mark_drained(s);
-                            }
+                        if done.as_ref().is_ok_and(&short) {
+                            readiness.mark_drained(s);
                         }
                         if let Some(w) = readiness.pass_baton() {
                             w.unpark();

@@ -435,21 +435,24 @@ impl TcpStream {
 
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.src.read_op(|mut s| s.read(buf))
+        let len = buf.len();
+        self.src.stream_op(Direction::Read, len, |mut s| s.read(buf))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        self.src.read_op(|mut s| s.read_vectored(bufs))
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.src.stream_op(Direction::Read, len, |mut s| s.read_vectored(bufs))
     }
 }
 
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.src.write_op(|mut s| s.write(buf))
+        self.src.stream_op(Direction::Write, buf.len(), |mut s| s.write(buf))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.src.write_op(|mut s| s.write_vectored(bufs))
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.src.stream_op(Direction::Write, len, |mut s| s.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {

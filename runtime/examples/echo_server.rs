@@ -1,0 +1,201 @@
+//! An echo server on loopback, one green thread per connection — or, for comparison, the
+//! same server written with tokio, may or std threads.
+//!
+//! ```text
+//! cargo run --release --example echo_server -- [--server purloin|tokio|may|std]
+//!     [--addr 127.0.0.1:7878] [--workers 2] [--for 300]
+//! ```
+//!
+//! It prints `listening on <addr>` (the address really bound: port 0 picks a free one),
+//! serves until `--for` seconds have passed (default 300), then exits. Only loopback
+//! addresses are accepted: this is a benchmark target, not a server to expose. Drive it with
+//! the `echo_client` example, which can also start it for you (`--spawn-server`).
+//!
+//! The shapes compared (every server echoes whatever it reads, with `TCP_NODELAY` on):
+//! - `purloin`: a runtime with `--workers` workers; a green thread accepts and spawns a green
+//!   thread per connection that loops `read` → `write_all` (blocking-style code).
+//! - `tokio`: a multi-thread runtime with `--workers` workers; `TcpListener` + `spawn` per
+//!   connection, `read` → `write_all` (tokio's echo example).
+//! - `may`: `--workers` workers; `may::net::TcpListener` + `go!` per connection (may's echo
+//!   example).
+//! - `std`: a thread per connection.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+struct Args {
+    server: String,
+    addr: SocketAddr,
+    workers: usize,
+    run_for: Duration,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: echo_server [--server purloin|tokio|may|std] [--addr 127.0.0.1:PORT] \
+         [--workers N] [--for SECONDS]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        server: "purloin".into(),
+        addr: "127.0.0.1:7878".parse().unwrap(),
+        workers: 2,
+        run_for: Duration::from_secs(300),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| usage());
+        match flag.as_str() {
+            "--server" => a.server = value(),
+            "--addr" => a.addr = value().parse().unwrap_or_else(|_| usage()),
+            "--workers" => a.workers = value().parse().unwrap_or_else(|_| usage()),
+            "--for" => a.run_for = Duration::from_secs(value().parse().unwrap_or_else(|_| usage())),
+            _ => usage(),
+        }
+    }
+    if !a.addr.ip().is_loopback() {
+        eprintln!("echo_server: {} is not a loopback address; use 127.0.0.1 or [::1]", a.addr);
+        std::process::exit(2);
+    }
+    if a.workers == 0 {
+        eprintln!("echo_server: --workers must be at least 1");
+        std::process::exit(2);
+    }
+    a
+}
+
+fn announce(addr: SocketAddr) {
+    println!("listening on {addr}");
+    std::io::stdout().flush().unwrap();
+}
+
+fn main() {
+    let args = parse_args();
+    serve(&args.server, args.addr, args.workers, args.run_for);
+}
+
+/// Runs server `name` on `addr` (loopback) for `run_for`, then exits the process. Also used
+/// by `echo_client --spawn-server` and `--compare` (which include this file as a module).
+pub fn serve(name: &str, addr: SocketAddr, workers: usize, run_for: Duration) {
+    // Bounded in time whatever happens to the client.
+    std::thread::spawn(move || {
+        std::thread::sleep(run_for);
+        eprintln!("echo_server: --for elapsed; exiting");
+        std::process::exit(0);
+    });
+    let args = Args { server: name.into(), addr, workers, run_for };
+    match name {
+        "purloin" => purloin_server(&args),
+        "tokio" => tokio_server(&args),
+        "may" => may_server(&args),
+        "std" => std_server(&args),
+        other => {
+            eprintln!("echo_server: unknown server {other:?} (purloin, tokio, may or std)");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn purloin_server(args: &Args) {
+    let rt = purloin::runtime::Builder::new().workers(args.workers).build().unwrap();
+    rt.block_on(|| {
+        let listener = purloin::net::TcpListener::bind(args.addr).unwrap();
+        announce(listener.local_addr().unwrap());
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            conn.set_nodelay(true).unwrap();
+            purloin::spawn(move || {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if conn.write_all(&buf[..n]).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn tokio_server(args: &Args) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.addr).await.unwrap();
+        announce(listener.local_addr().unwrap());
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else { continue };
+            conn.set_nodelay(true).unwrap();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if conn.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn may_server(args: &Args) {
+    may::config().set_workers(args.workers);
+    let listener = may::net::TcpListener::bind(args.addr).unwrap();
+    announce(listener.local_addr().unwrap());
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { continue };
+        conn.set_nodelay(true).unwrap();
+        may::go!(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if conn.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn std_server(args: &Args) {
+    let listener = std::net::TcpListener::bind(args.addr).unwrap();
+    announce(listener.local_addr().unwrap());
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { continue };
+        conn.set_nodelay(true).unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if conn.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
