@@ -167,7 +167,7 @@ impl QueueGuard<'_> {
         // SAFETY: we hold the lock; the caller finishes `claimed` after dropping the guard
         // (every caller declares `claimed` before the guard, so it is dropped — and finished —
         // after the guard even on a panic).
-        let node = unsafe { self.list.claim_one(core::ptr::null(), Some(token), claimed) };
+        let node = unsafe { self.list.claim_one(core::ptr::null(), |_| token, claimed) };
         self.queue.len.store(self.list.len(), Ordering::Relaxed);
         // SAFETY: the claimed node is alive until we finish it.
         node.map(|n| unsafe { (*n).data })

@@ -22,6 +22,7 @@ mod waiter;
 
 mod barrier;
 mod butex;
+pub mod channel;
 mod condvar;
 mod mutex;
 mod once;

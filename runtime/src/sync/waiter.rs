@@ -201,12 +201,14 @@ impl Waiter {
         }
     }
 
-    /// Gives up waiting: `None` if nobody had claimed this waiter (now nobody can), or the
-    /// token of the claim that won (after waiting for its `DONE`).
+    /// Gives up waiting: `None` if nobody had claimed this waiter (now nobody can; also if it
+    /// had already given up), or the token of the claim that won (after waiting for its
+    /// `DONE`).
     pub(crate) fn abort(&self) -> Option<u32> {
         // W1: AcqRel; races the claim CAS.
         match self.state.compare_exchange(WAITING, ABORTED, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => None,
+            Err(s) if s & TAG == ABORTED => None,
             Err(_) => Some(self.wait_done()),
         }
     }
@@ -437,8 +439,8 @@ impl List {
         true
     }
 
-    /// Claims the oldest node whose waiter is still waiting and is not `skip`, with `token`
-    /// (or the node's own token if `token` is `None`), unlinks it, and adds it to `claimed`.
+    /// Claims the oldest node whose waiter is still waiting and is not `skip`, with the token
+    /// `token_of(node)`, unlinks it, and adds it to `claimed`.
     /// Nodes of waiters that gave up are unlinked on the way (their owners find them gone).
     /// Returns the claimed node.
     ///
@@ -448,7 +450,7 @@ impl List {
     pub(crate) unsafe fn claim_one(
         &mut self,
         skip: *const Waiter,
-        token: Option<u32>,
+        token_of: impl Fn(&Node) -> u32,
         claimed: &mut Claimed,
     ) -> Option<*const Node> {
         let mut at = self.head;
@@ -457,7 +459,7 @@ impl List {
             // SAFETY: W3: under the lock.
             let next = node.next.with(|n| unsafe { *n });
             if node.waiter != skip {
-                if node.waiter().try_claim(token.unwrap_or(node.token)) {
+                if node.waiter().try_claim(token_of(node)) {
                     // SAFETY: linked here; we hold the lock.
                     unsafe { self.remove(node) };
                     claimed.push(node);
