@@ -315,9 +315,13 @@ fn broken_processes_fail_with_clear_errors_and_the_host_keeps_running() {
         let _ = y.complete(Ok(Payload::empty()));
     });
     let run = |mode: &str| {
-        let pid =
-            host.spawn_process(Misbehave { mode: String::new(), stepped: false }, mode, Payload::empty())
-                .unwrap();
+        let pid = host
+            .spawn_process(
+                Misbehave { mode: String::new(), stepped: false },
+                mode,
+                Payload::empty(),
+            )
+            .unwrap();
         host.wait(pid).unwrap_err()
     };
     let e = run("wait-nothing");

@@ -85,6 +85,28 @@ const UNSET: u32 = 0;
 const SET: u32 = 1;
 const PENDING: u32 = 2;
 
+/// How to wake the task under a process: its scheduler handle (or, in the crate's own loom
+/// models, an emulation of the scheduler's token rules).
+#[derive(Clone)]
+pub(crate) enum TaskRef {
+    Green(GreenThread),
+    #[cfg(all(test, loom))]
+    Model(std::sync::Arc<super::models::FakeTask>),
+}
+
+impl TaskRef {
+    /// `GreenThread::unpark`: queues the parked task, or leaves a token for a running one.
+    pub(crate) fn unpark(&self) {
+        match self {
+            TaskRef::Green(g) => {
+                g.unpark();
+            }
+            #[cfg(all(test, loom))]
+            TaskRef::Model(t) => t.unpark(),
+        }
+    }
+}
+
 /// Which events wake a process in which state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Wake {
@@ -136,7 +158,7 @@ pub(crate) struct ProcCell {
     /// `UNSET` / `SET` / `PENDING` (H1).
     handle_state: AtomicU32,
     /// The task's handle, written once by the spawner before `handle_state = SET`.
-    handle: UnsafeCell<Option<GreenThread>>,
+    handle: UnsafeCell<Option<TaskRef>>,
     owner: UnsafeCell<Owner>,
     pub(crate) exit: Mutex<Exit>,
     pub(crate) exit_cv: Condvar,
@@ -191,10 +213,10 @@ impl ProcCell {
     }
 
     /// The spawner publishes the task's handle (H1); unparks if a waker deferred to it.
-    pub(crate) fn publish_handle(&self, thread: GreenThread) {
+    pub(crate) fn publish_handle(&self, thread: TaskRef) {
         // SAFETY: written once, by the spawner, before `SET` is published; no reader reads it
         // before an Acquire load of `SET` (H1).
-        unsafe { self.handle.with_mut(|h| *h = Some(thread)) };
+        unsafe { self.handle.with_mut(|h| *h = Some(thread.clone())) };
         // AcqRel: Release publishes `handle` (H1); Acquire pairs with a waker's `PENDING` CAS.
         if self.handle_state.swap(SET, Ordering::AcqRel) == PENDING {
             thread.unpark();
@@ -202,7 +224,7 @@ impl ProcCell {
     }
 
     /// The handle to unpark, or `None` if the spawner will unpark on our behalf (H1).
-    fn handle_for_wake(&self) -> Option<GreenThread> {
+    fn handle_for_wake(&self) -> Option<TaskRef> {
         // Acquire pairs with the spawner's swap to SET (H1).
         let mut hs = self.handle_state.load(Ordering::Acquire);
         if hs == UNSET {
@@ -219,7 +241,7 @@ impl ProcCell {
         }
         if hs == SET {
             // SAFETY: SET was read with Acquire: `handle` is written and never written again.
-            unsafe { self.handle.with(|h| *h) }
+            unsafe { self.handle.with(|h| (*h).clone()) }
         } else {
             None // PENDING: another waker already deferred to the spawner.
         }
@@ -227,7 +249,7 @@ impl ProcCell {
 
     /// After a publication (event push, close flag, `inflight` decrement): decides whether
     /// the process must be woken and returns the handle to unpark (outside any lock).
-    pub(crate) fn wake_decision(&self, wake: Wake) -> Option<GreenThread> {
+    pub(crate) fn wake_decision(&self, wake: Wake) -> Option<TaskRef> {
         // F2: orders the publication before the state load (module docs).
         fence(Ordering::SeqCst);
         let mut s = self.state.load(Ordering::Relaxed);
@@ -256,13 +278,13 @@ impl ProcCell {
     }
 
     /// Pushes `event` and decides the wake-up. Gives the event back if the process completed.
-    pub(crate) fn push(&self, event: Event, wake: Wake) -> Result<Option<GreenThread>, Event> {
+    pub(crate) fn push(&self, event: Event, wake: Wake) -> Result<Option<TaskRef>, Event> {
         self.queue.push(event)?;
         Ok(self.wake_decision(wake))
     }
 
     /// Asks the process to close at its next step (shutdown after the timeout).
-    pub(crate) fn request_close(&self) -> Option<GreenThread> {
+    pub(crate) fn request_close(&self) -> Option<TaskRef> {
         self.close_requested.store(true, Ordering::Relaxed);
         self.wake_decision(Wake::IfWaiting)
     }
@@ -272,7 +294,7 @@ impl ProcCell {
         &self,
         tag: u64,
         result: Result<Payload, Error>,
-    ) -> Result<Option<GreenThread>, CompleteErrorKind> {
+    ) -> Result<Option<TaskRef>, CompleteErrorKind> {
         if !lock(&self.tags).remove(&tag) {
             return Err(if self.is_complete() {
                 CompleteErrorKind::Finished
@@ -302,7 +324,11 @@ impl ProcCell {
 
     /// The body of a step (the caller holds the owner cell).
     fn run_step(&self, o: &mut Owner) -> TaskStep {
-        self.state.store(RUNNING, Ordering::Relaxed);
+        // A swap, not a store: an RMW is ordered after a waker's `=> READY` CAS that it
+        // replaces (a plain store from a thread that never synchronised with that CAS could be
+        // placed before it in the modification order by loom, which then lets the CAS's READY
+        // outlive a later COMPLETE in its model).
+        self.state.swap(RUNNING, Ordering::Relaxed);
         // F1: orders `RUNNING` before the reads of the close flag and the queue (module docs).
         fence(Ordering::SeqCst);
         if self.close_requested.load(Ordering::Relaxed) {

@@ -10,6 +10,9 @@
 //!   `fence(SeqCst)`, then loads `closing`; shutdown stores `closing`, then `fence(SeqCst)`,
 //!   then reads `live` under the `shut` lock. Either the finisher sees `closing` and notifies
 //!   under the lock, or shutdown sees the decrement: the notification is never lost.
+//! - (D3) A finishing process stores `COMPLETE` and then decrements `live` with Release;
+//!   shutdown reads `live` with Acquire, so once it has seen the count reach zero, every
+//!   `is_complete()` it checks is true.
 //! - (D2) `closing` is checked by spawners under the shard lock they insert with, and stored
 //!   by shutdown before it walks the shards (taking each lock): a spawner either inserts
 //!   before shutdown's snapshot of that shard or sees `closing` and gives up.
@@ -444,7 +447,7 @@ impl HostHandle {
     /// As [`wait`](HostHandle::wait), and [`ErrorKind::TimedOut`] (the process keeps
     /// running; wait again later).
     pub fn wait_timeout(&self, pid: Pid, timeout: Duration) -> Result<Payload, Error> {
-        self.wait_inner(pid, Some(Instant::now() + timeout))
+        self.wait_inner(pid, Instant::now().checked_add(timeout))
     }
 
     fn wait_inner(&self, pid: Pid, deadline: Option<Instant>) -> Result<Payload, Error> {
@@ -660,7 +663,7 @@ impl HostShared {
         };
         match spawned {
             Ok(thread) => {
-                cell.publish_handle(thread);
+                cell.publish_handle(super::cell::TaskRef::Green(thread));
                 Ok(pid)
             }
             Err(e) => {
@@ -726,8 +729,10 @@ impl HostShared {
     /// A process finished (called at the end of its last step): publishes the exit status.
     pub(crate) fn process_finished(&self, cell: &ProcCell, result: Result<Payload, Error>) {
         // Before the exit is published, so a waiter that got the result sees the process
-        // gone from `live_processes` too (the exit lock orders the two).
-        self.live.fetch_sub(1, Ordering::Relaxed);
+        // gone from `live_processes` too (the exit lock orders the two). Release (D3): the
+        // `COMPLETE` store and everything the step did happen before shutdown's Acquire load
+        // that reads the decrement.
+        self.live.fetch_sub(1, Ordering::Release);
         let (greens, detached, unneeded) = {
             let mut exit = lock(&cell.exit);
             exit.done = true;
@@ -768,24 +773,31 @@ impl HostShared {
         v
     }
 
-    /// Waits until no process is live or `deadline` passes.
-    fn wait_live_zero(&self, deadline: Instant) {
+    /// Waits until no process is live or `timeout` passes.
+    fn wait_live_zero(&self, timeout: Duration) {
+        let deadline = Instant::now().checked_add(timeout);
         let mut g = lock(&self.shut);
-        // D1: Relaxed loads under the lock; the fences order them with the finishers.
-        while self.live.load(Ordering::Relaxed) > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            g = match self.shut_cv.wait_timeout(g, deadline - now) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
+        // Acquire pairs with the finishers' Release decrement (D3); the fences (D1) make
+        // sure a finisher either sees `closing` or its decrement is seen here.
+        while self.live.load(Ordering::Acquire) > 0 {
+            g = match deadline {
+                None => self.shut_cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return;
+                    }
+                    match self.shut_cv.wait_timeout(g, d - now) {
+                        Ok((g, _)) => g,
+                        Err(p) => p.into_inner().0,
+                    }
+                }
             };
         }
     }
 
     /// Cancels, waits, closes, waits. Returns (cancelled, timed out, unfinished).
-    fn shutdown_processes(&self, timeout: Duration) -> (usize, usize, usize) {
+    pub(crate) fn shutdown_processes(&self, timeout: Duration) -> (usize, usize, usize) {
         self.closing.store(true, Ordering::Relaxed);
         // D1/D2: `closing` before the reads of `live` and the shard walk.
         fence(Ordering::SeqCst);
@@ -799,7 +811,7 @@ impl HostShared {
                 t.unpark();
             }
         }
-        self.wait_live_zero(Instant::now() + timeout);
+        self.wait_live_zero(timeout);
         let late: Vec<_> = running.iter().filter(|c| !c.is_complete()).collect();
         let cancelled = running.len() - late.len();
         if !late.is_empty() {
@@ -808,7 +820,7 @@ impl HostShared {
                     t.unpark();
                 }
             }
-            self.wait_live_zero(Instant::now() + timeout.max(Duration::from_millis(100)));
+            self.wait_live_zero(timeout.max(Duration::from_millis(100)));
         }
         let unfinished = late.iter().filter(|c| !c.is_complete()).count();
         let timed_out = late.len() - unfinished;
@@ -820,6 +832,36 @@ impl HostShared {
         let handlers = core::mem::replace(&mut *lock(&self.handlers), StdArc::new(Handlers::new()));
         drop(handlers);
         (cancelled, timed_out, unfinished)
+    }
+}
+
+/// Hooks for the crate's own loom models (`models.rs`), which drive a real process cell and
+/// this table without a runtime.
+#[cfg(all(test, loom))]
+impl HostHandle {
+    pub(crate) fn for_model() -> HostHandle {
+        HostHandle(Arc::new(HostShared {
+            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << (64 - Pid::SEQ_BITS)) - 1),
+            next_seq: AtomicU64::new(0),
+            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            handlers: Mutex::new(StdArc::new(Handlers::new())),
+            live: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+            shut: Mutex::new(()),
+            shut_cv: Condvar::new(),
+            runtime_id: usize::MAX,
+        }))
+    }
+
+    /// Makes a cell for `process` and enters it in the table (what `spawn` does before it
+    /// hands the task to the scheduler).
+    pub(crate) fn adopt_for_model(&self, process: Box<dyn Process>) -> StdArc<ProcCell> {
+        let seq = self.0.next_seq.fetch_add(1, Ordering::Relaxed);
+        let pid = Pid(self.0.id << Pid::SEQ_BITS | seq);
+        let cell = StdArc::new(ProcCell::new(pid, self.clone(), process));
+        self.0.live.fetch_add(1, Ordering::Relaxed);
+        lock(self.0.shard(pid).expect("own pid")).insert(pid.0, cell.clone());
+        cell
     }
 }
 

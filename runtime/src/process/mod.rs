@@ -132,6 +132,8 @@ mod cell;
 mod error;
 mod handler;
 mod host;
+#[cfg(all(test, loom))]
+mod models;
 mod payload;
 mod queue;
 mod step;

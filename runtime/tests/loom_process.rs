@@ -1,0 +1,93 @@
+//! End-to-end loom models of the process host: the real host on a real one-worker runtime
+//! (the worker is a loom thread; the scheduler's atomics and locks are loom's). They check
+//! that the host and purloin-sched compose: the process protocol's own races are modelled,
+//! much more cheaply, against an emulation of the scheduler's task rules in
+//! `runtime/src/process/models.rs`. A model of the whole runtime with a racing thread costs
+//! many minutes at preemption bound 2, so these keep to the main thread and the worker.
+//!
+//! Run with `cargo xtask loom -p purloin`. A lost wake-up shows up as a deadlock (every loom
+//! thread blocked), which loom reports.
+//!
+//! Mutation checks (made in `runtime/src/process/cell.rs`, run, seen to fail, reverted): with
+//! `wake_decision` returning `None` for `RUNNING` (no wakeup flag), or `publish_handle`
+//! ignoring `PENDING`, `a_wake_during_the_first_step_before_the_handle_is_published`
+//! deadlocks (main waiting for the exit status, the worker parked).
+#![cfg(loom)]
+
+use std::time::Duration;
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use purloin::process::{Error, ErrorKind, EventKind, Events, Host, Payload, Process, StepOutput};
+use purloin::runtime::Builder;
+
+fn host() -> Host {
+    Host::new(Builder::new().workers(1).monitor(false).build().expect("runtime"))
+}
+
+/// On its first step it sends itself a message (so it must be woken while the scheduler
+/// still runs it: the wakeup flag, sched's NOTIFIED token) and goes Idle; completes with the
+/// first message, or fails on a cancellation.
+struct SelfSend {
+    self_send: bool,
+    closes: Arc<AtomicUsize>,
+}
+
+impl Process for SelfSend {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        if std::mem::take(&mut self.self_send) {
+            out.host().send(out.pid(), Payload::new(3u64)).expect("own pid is live");
+        }
+        match events.next() {
+            Some(e) if e.kind == EventKind::Cancel => out.fail(e.error.unwrap()),
+            Some(e) => out.complete(e.data),
+            None => out.idle(),
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.closes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The task's first step may run before the spawner has published its handle, and wakes
+/// itself during that step: the wake-up is deferred to the spawner (H1) or becomes the
+/// scheduler's NOTIFIED token; either way the process runs again and completes.
+#[test]
+fn a_wake_during_the_first_step_before_the_handle_is_published() {
+    loom::model(|| {
+        let host = host();
+        let closes = Arc::new(AtomicUsize::new(0));
+        let p = SelfSend { self_send: true, closes: closes.clone() };
+        let pid = host.spawn_process(p, "self", Payload::empty()).unwrap();
+        assert_eq!(host.wait(pid).unwrap().take::<u64>().unwrap(), 3);
+        let r = host.shutdown(Duration::from_secs(1));
+        assert_eq!((r.cancelled, r.timed_out, r.unfinished), (0, 0, 0));
+        assert_eq!(closes.load(Ordering::Relaxed), 1);
+    });
+}
+
+/// Shutdown racing the process's first step: the process is queued, running, or Idle and
+/// parked when the Cancel event arrives; in each case it is stepped with the Cancel, fails
+/// with it, is closed once, and the report counts it as cancelled.
+#[test]
+fn shutdown_cancels_a_process_wherever_it_is() {
+    loom::model(|| {
+        let host = host();
+        let closes = Arc::new(AtomicUsize::new(0));
+        let p = SelfSend { self_send: false, closes: closes.clone() };
+        let pid = host.spawn_process(p, "idle", Payload::empty()).unwrap();
+        let h = host.handle();
+        let r = host.shutdown(Duration::from_secs(1));
+        assert_eq!((r.cancelled, r.timed_out, r.unfinished), (1, 0, 0), "{r:?}");
+        assert_eq!(r.runtime.unfinished, 0);
+        assert_eq!(closes.load(Ordering::Relaxed), 1);
+        // The result was dropped with the host; the pid is unknown now.
+        assert_eq!(h.wait(pid).unwrap_err().kind(), ErrorKind::UnknownPid);
+    });
+}

@@ -1,0 +1,126 @@
+//! Exactly-once delivery under contention: plain threads and green threads send to many
+//! processes at once while handlers answer yields; every message is seen once, every payload
+//! and process is dropped once.
+#![cfg(not(loom))]
+
+mod process_common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use process_common::{Counted, DropCounter, host, watchdog};
+use purloin::process::{Error, EventKind, Events, Payload, Pid, Process, StepOutput, Yield};
+
+const PROCESSES: usize = 64;
+const SENDERS: u64 = 6;
+const PER_SENDER: u64 = 2_000;
+
+/// Records every message id it gets; every 16th message also yields a command (answered on
+/// a green thread) so answers and messages interleave. Completes on Cancel with what it saw.
+struct Sink {
+    seen: Vec<u64>,
+    answers: u64,
+    next_tag: u64,
+    _drop: Counted,
+}
+
+impl Process for Sink {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        let mut cancelled = false;
+        for e in events {
+            match e.kind {
+                EventKind::Message => {
+                    let (id, _token) = e.data.take::<(u64, Counted)>()?;
+                    if id % 16 == 0 {
+                        self.next_tag += 1;
+                        out.yield_command("echo", self.next_tag, Payload::new(id));
+                    }
+                    self.seen.push(id);
+                }
+                EventKind::YieldComplete => {
+                    e.into_result()?.take::<u64>()?;
+                    self.answers += 1;
+                }
+                EventKind::Cancel => cancelled = true,
+            }
+        }
+        if cancelled {
+            let seen = core::mem::take(&mut self.seen);
+            out.complete(Payload::new((seen, self.answers)));
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn concurrent_senders_exactly_once_and_nothing_leaks() {
+    let _w = watchdog("stress", Duration::from_secs(300));
+    let host = host(2);
+    host.register("echo", |mut y: Yield| {
+        let v = y.take_data();
+        purloin::yield_now();
+        let _ = y.complete(Ok(v));
+    });
+    let process_drops = DropCounter::default();
+    let message_drops = DropCounter::default();
+    let pids: Arc<Vec<Pid>> = Arc::new(
+        (0..PROCESSES)
+            .map(|_| {
+                let sink = Sink {
+                    seen: Vec::new(),
+                    answers: 0,
+                    next_tag: 0,
+                    _drop: process_drops.token(),
+                };
+                host.spawn_process(sink, "sink", Payload::empty()).unwrap()
+            })
+            .collect(),
+    );
+    // Half the senders are plain threads, half green threads of the host's runtime.
+    let send_all =
+        |sender: u64, pids: &[Pid], h: &purloin::process::HostHandle, d: &DropCounter| {
+            for i in 0..PER_SENDER {
+                let id = sender * PER_SENDER + i;
+                let to = pids[(id as usize * 7 + sender as usize) % pids.len()];
+                h.send(to, Payload::new((id, d.token()))).unwrap();
+            }
+        };
+    let mut threads = Vec::new();
+    let mut greens = Vec::new();
+    for s in 0..SENDERS {
+        let (pids, h, d) = (pids.clone(), host.handle(), message_drops.clone());
+        if s % 2 == 0 {
+            threads.push(std::thread::spawn(move || send_all(s, &pids, &h, &d)));
+        } else {
+            greens.push(host.runtime().spawn(move || send_all(s, &pids, &h, &d)));
+        }
+    }
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    greens.into_iter().for_each(|g| g.join().unwrap());
+
+    // Every message is queued now; a cancel queued after them ends each process after it
+    // has seen all of its messages. Wait until each has also received its answers.
+    let mut all = Vec::new();
+    let mut answers = 0;
+    for pid in pids.iter() {
+        host.cancel(*pid).unwrap();
+        let (seen, a) = host.wait(*pid).unwrap().downcast::<(Vec<u64>, u64)>().unwrap();
+        all.extend(seen);
+        answers += a;
+    }
+    all.sort_unstable();
+    let expected: Vec<u64> = (0..SENDERS * PER_SENDER).collect();
+    assert_eq!(all, expected, "every message delivered exactly once");
+    // Answers that arrived before the cancel were counted; none was answered twice.
+    assert!(answers <= SENDERS * PER_SENDER / 16);
+    let report = host.shutdown(Duration::from_secs(5));
+    assert_eq!((report.cancelled, report.timed_out, report.unfinished), (0, 0, 0));
+    assert_eq!(message_drops.drops() as u64, SENDERS * PER_SENDER);
+    assert_eq!(process_drops.drops(), PROCESSES);
+}
