@@ -63,8 +63,9 @@ impl<F, T> StackJob<F, T> {
         self.state.load(Ordering::Acquire) == DONE
     }
 
-    /// Parks the calling green thread until the job is done.
-    fn wait(&self) {
+    /// Parks the calling green thread until the job is done (`runner` is the job's G, for
+    /// deadlock reports).
+    fn wait(&self, runner: Option<crate::GreenId>) {
         let me = crate::current().expect("join waits on a green thread");
         // SAFETY: only the joiner writes `waiter`, before publishing WAITING (F2).
         unsafe { self.waiter.with_mut(|w| *w = Some(me)) };
@@ -79,7 +80,7 @@ impl<F, T> StackJob<F, T> {
         crate::set_wait_info(Some(crate::WaitInfo {
             kind: crate::WaitKind::Join,
             object: self as *const Self as *const u8 as usize,
-            holder: None,
+            holder: runner,
         }));
         while !self.is_done() {
             crate::park();
@@ -164,7 +165,7 @@ struct WaitFor<'a, F, T>(&'a StackJob<F, T>);
 impl<F, T> Drop for WaitFor<'_, F, T> {
     fn drop(&mut self) {
         if !self.0.is_done() {
-            self.0.wait();
+            self.0.wait(None);
         }
     }
 }
@@ -196,7 +197,7 @@ where
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     if !job.is_done() && !take_back(g, &job) {
-        job.wait();
+        job.wait(Some(crate::GreenId(g.0.id_with(g.1))));
     }
     drop(guard);
     match (ra, job.take_result()) {
@@ -230,16 +231,27 @@ where
     let (g, generation) = g;
     // `a` may have switched workers: find ours again.
     let Some(m) = current_worker().filter(|m| m.holds_p()) else { return false };
+    let p = m.p();
+    // A join is a scheduling point, even when its job runs inline (the monitor's long-runner
+    // check counts these ticks).
+    p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     // SAFETY: this worker holds its P.
-    let local = unsafe { m.p().local() };
+    let local = unsafe { p.local() };
     match local.pop() {
-        Some(top) if top == g => {
-            // Our own entry, popped: no other party can reach the job or the record (join
-            // jobs have no handles), so run it and recycle the record without atomics.
+        // The same record *and* generation: a record is recycled as soon as its job is done,
+        // and may come back through a steal as another job's entry.
+        Some(top) if top == g && top.generation() == generation => {
+            // Our own entry, popped: no other party can run the job (join jobs have no
+            // handles), so run it without the job's atomics.
             bump(&m.p().stats.inline_joins);
             job.run_exclusive();
-            g.recycle_exclusive();
-            m.recycle_cached(g);
+            g.finish_run();
+            // Not a plain store: a diagnostic reader (or a joiner probing a recycled record)
+            // may hold a transient reference; whoever drops the last one recycles.
+            if g.drop_ref() {
+                // Not `m`: the job may have parked and resumed on another worker.
+                crate::g::recycle_anywhere(g);
+            }
             return true;
         }
         Some(top) => m.push_local(top),

@@ -216,8 +216,9 @@ impl G {
         let next = word(generation, CLAIMED);
         // The reference for the queue entry (which stays, stale) must exist before the CAS
         // publishes CLAIMED: a worker popping that entry right after the CAS drops one. Take
-        // it only on a live record (never resurrect a FREE one sitting in a free list).
-        if !self.try_ref() {
+        // it only on a live record (never resurrect a FREE one sitting in a free list), and
+        // not at all when the word already shows another state or generation.
+        if self.state.load(Ordering::Relaxed) != cur || !self.try_ref() {
             return false;
         }
         // AcqRel pairs with the Release that made it RUNNABLE (G2).
@@ -367,19 +368,6 @@ impl G {
     /// Whether shutdown asked this (running) G to unwind.
     pub(crate) fn is_cancelled(&self) -> bool {
         bits_of(self.state.load(Ordering::Acquire)) & CANCEL != 0
-    }
-
-    /// Recycles a record nobody else can reach (a join job's record its joiner popped back
-    /// from its own queue): like `recycle`, with plain stores.
-    pub(crate) fn recycle_exclusive(&self) {
-        self.refs.store(0, Ordering::Relaxed);
-        // SAFETY: exclusive access (caller's contract); only `task` and `uncounted` were set.
-        unsafe {
-            self.task.with_mut(|t| *t = None);
-            self.uncounted.with_mut(|u| *u = false);
-        }
-        let generation = self.generation().wrapping_add(1).max(1);
-        self.state.store(word(generation, FREE), Ordering::Release);
     }
 
     /// Recycles the record after its last reference: bumps the generation (G4) and clears

@@ -81,3 +81,15 @@ fn a_panic_on_either_side_is_resumed_after_both_finished() {
 fn join_outside_a_green_thread_runs_sequentially() {
     assert_eq!(purloin_sched::join(|| 1, || 2), (1, 2));
 }
+
+/// Regression: thousands of small fork-join trees on two workers, where joiners migrate
+/// between workers while running stolen or inline jobs (a stale worker reference after such a
+/// migration once corrupted a free list and lost jobs: this test hung).
+#[test]
+fn many_small_trees_never_lose_a_job() {
+    let _w = common::watchdog("fork stress", Duration::from_secs(240));
+    let sched = Builder::new().workers(2).build().unwrap();
+    for _ in 0..2000 {
+        assert_eq!(sched.spawn(|| fib(14)).join().unwrap(), 377);
+    }
+}

@@ -1,0 +1,98 @@
+//! Explicit runtimes: shutdown unwinds parked green threads, deadlock reports (in a child
+//! process), stats and schedtrace lines.
+#![cfg(not(loom))]
+
+#[path = "rt_common.rs"]
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+struct Drops(Arc<AtomicUsize>);
+impl Drop for Drops {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_a_runtime_unwinds_parked_green_threads() {
+    let _w = common::watchdog("shutdown", Duration::from_secs(60));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let parked = Arc::new(AtomicUsize::new(0));
+    let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    for _ in 0..50 {
+        let (d, p) = (drops.clone(), parked.clone());
+        drop(rt.spawn(move || {
+            let _g = Drops(d);
+            p.fetch_add(1, Ordering::SeqCst);
+            loop {
+                purloin::park();
+            }
+        }));
+    }
+    while parked.load(Ordering::SeqCst) < 50 {
+        std::thread::yield_now();
+    }
+    let report = rt.shutdown_timeout(Duration::from_millis(20));
+    assert_eq!(report.cancelled, 50);
+    assert_eq!(drops.load(Ordering::SeqCst), 50);
+}
+
+/// Run in a child process: a root that waits on a green thread that waits forever.
+#[test]
+fn deadlock_child() {
+    if std::env::var_os("PURLOIN_DEADLOCK_CHILD").is_none() {
+        return;
+    }
+    let rt = purloin::runtime::Builder::new()
+        .workers(2)
+        .deadlock_detection(true, Duration::from_millis(200))
+        .build()
+        .unwrap();
+    rt.block_on(|| {
+        let stuck = purloin::Builder::new()
+            .name("waits-forever")
+            .spawn(|| {
+                loop {
+                    purloin::park();
+                }
+            })
+            .unwrap();
+        stuck.join().unwrap();
+    });
+}
+
+#[test]
+fn a_global_deadlock_is_reported_and_panics_in_the_root() {
+    let _w = common::watchdog("deadlock", Duration::from_secs(60));
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--exact", "deadlock_child", "--nocapture", "--test-threads=1"])
+        .env("PURLOIN_DEADLOCK_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "the child must fail: {stdout}\n{stderr}");
+    assert!(stderr.contains("all green threads are asleep — deadlock!"), "{stderr}");
+    assert!(stderr.contains("'waits-forever'"), "{stderr}");
+    assert!(stderr.contains("[root]") && stderr.contains("joining a green thread"), "{stderr}");
+}
+
+#[test]
+fn stats_count_work_and_schedtrace_lines_read_well() {
+    let _w = common::watchdog("stats", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    rt.block_on(|| {
+        let hs: Vec<_> = (0..100).map(|i| purloin::spawn(move || i)).collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let s = purloin::stats();
+        assert_eq!(s.procs.len(), 2);
+        assert!(s.total.spawned >= 100, "{:?}", s.total);
+    });
+}
