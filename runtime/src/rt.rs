@@ -188,12 +188,14 @@ impl Runtime {
             crate::scope::spawn_scoped(Some(self.scheduler()), Default::default(), &state, f)
         };
         let mut root = spawned.unwrap_or_else(|e| panic!("purloin: block_on: {e}"));
-        self.wait_root(&mut root);
+        let deadlock = self.wait_root(&mut root);
         let result = root.join();
         drop(wait);
-        match result {
-            Ok(v) => v,
-            Err(payload) => std::panic::resume_unwind(payload),
+        match (result, deadlock) {
+            (Ok(v), _) => v,
+            // The root was unwound by the detector: panic here with the report's headline.
+            (Err(_), Some(report)) => panic!("{}", report.headline()),
+            (Err(payload), None) => std::panic::resume_unwind(payload),
         }
     }
 
@@ -210,12 +212,18 @@ impl Runtime {
         rt.block_on(f)
     }
 
-    fn wait_root<T>(&self, handle: &mut crate::scope::ScopedParts<'_, T>) {
+    /// Waits for the root; if the runtime deadlocks meanwhile, prints the report, unwinds the
+    /// root (it is borrowed from our caller's frame, so it must finish before we can panic),
+    /// and returns the report.
+    fn wait_root<T>(
+        &self,
+        handle: &mut crate::scope::ScopedParts<'_, T>,
+    ) -> Option<crate::deadlock::DeadlockReport> {
         let sched = self.scheduler();
         let mut quiet_since: Option<Instant> = None;
         loop {
             if handle.wait_timeout(Duration::from_millis(100)) {
-                return;
+                return None;
             }
             if !self.data.deadlock_detection {
                 continue;
@@ -225,7 +233,8 @@ impl Runtime {
                 if since.elapsed() >= self.data.deadlock_grace && sched.is_quiescent() {
                     let report = crate::deadlock::report(sched, Some(*handle.thread()));
                     eprintln!("{report}");
-                    panic!("{}", report.headline());
+                    sched.cancel(handle.thread());
+                    return Some(report);
                 }
             } else {
                 quiet_since = None;

@@ -53,14 +53,21 @@ fn deadlock_child() {
         .build()
         .unwrap();
     rt.block_on(|| {
+        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = started.clone();
         let stuck = purloin::Builder::new()
             .name("waits-forever")
-            .spawn(|| {
+            .spawn(move || {
+                s2.store(true, Ordering::SeqCst);
                 loop {
                     purloin::park();
                 }
             })
             .unwrap();
+        // Let it start on its own (a child joined before it starts runs inline instead).
+        while !started.load(Ordering::SeqCst) {
+            purloin::yield_now();
+        }
         stuck.join().unwrap();
     });
 }
@@ -79,7 +86,8 @@ fn a_global_deadlock_is_reported_and_panics_in_the_root() {
     assert!(!out.status.success(), "the child must fail: {stdout}\n{stderr}");
     assert!(stderr.contains("all green threads are asleep — deadlock!"), "{stderr}");
     assert!(stderr.contains("'waits-forever'"), "{stderr}");
-    assert!(stderr.contains("[root]") && stderr.contains("joining a green thread"), "{stderr}");
+    assert!(stderr.contains("[root]: waits on joining a green thread"), "{stderr}");
+    assert!(stderr.contains("held by green thread"), "{stderr}");
 }
 
 #[test]

@@ -126,6 +126,8 @@ pub(crate) struct G {
     /// While this G runs a child inline (join-helping), the child's identity for `current()`.
     /// Touched only by the G itself.
     pub(crate) inline_child: UnsafeCell<Option<crate::GreenThread>>,
+    /// The id of `inline_child` (0 if none), readable by reporters.
+    pub(crate) inline_child_id: crate::sync::DiagU64,
     /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
     /// itself; read racily (atomics) by reporters.
     pub(crate) wait_kind: crate::sync::DiagU32,
@@ -160,6 +162,7 @@ impl G {
             sched: UnsafeCell::new(core::ptr::null()),
             locals: UnsafeCell::new(core::ptr::null_mut()),
             inline_child: UnsafeCell::new(None),
+            inline_child_id: crate::sync::DiagU64::new(0),
             wait_kind: crate::sync::DiagU32::new(0),
             wait_object: crate::sync::DiagUsize::new(0),
             wait_holder: crate::sync::DiagU64::new(0),
@@ -387,6 +390,7 @@ impl G {
             self.context.with_mut(|c| *c = None);
             self.locals.with_mut(|l| *l = core::ptr::null_mut());
             self.inline_child.with_mut(|c| *c = None);
+            self.inline_child_id.store(0, crate::sync::STAT);
             self.stack.with_mut(|s| *s = None);
         }
         // Release: handles that CAS with the old generation now fail (G4).

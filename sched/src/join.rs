@@ -137,11 +137,13 @@ pub(crate) fn run_inline(
     let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
+    host.inline_child_id.store(child.id().0, crate::sync::STAT);
     if let Some(task) = task {
         task.run();
     }
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
+    host.inline_child_id.store(prev.map_or(0, |p| p.id().0), crate::sync::STAT);
     child.g.host.store(core::ptr::null_mut(), Ordering::Release);
     child.g.finish_run();
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as

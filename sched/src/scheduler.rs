@@ -243,6 +243,9 @@ pub struct ParkedThread {
     pub name: Option<StdArc<str>>,
     /// What it waits on, if the primitive it parked in recorded it.
     pub wait: Option<crate::WaitInfo>,
+    /// The child it was running inline (join-helping) when it parked: the wait is the
+    /// child's.
+    pub running_inline: Option<crate::GreenId>,
 }
 
 /// A snapshot of the scheduler's counters.
@@ -334,10 +337,12 @@ fn parked_of(shared: &Arc<Shared>) -> Vec<ParkedThread> {
             let ours = unsafe { gref.sched.with(|s| *s) } == me;
             if ours && g::status_of(w) == g::PARKED {
                 let thread = crate::GreenThread { g: gref, generation: g::generation_of(w) };
+                let inline = gref.inline_child_id.load(crate::sync::STAT);
                 out.push(ParkedThread {
                     thread,
                     name: gref.name(),
                     wait: crate::thread::wait_info_of(gref),
+                    running_inline: (inline != 0).then_some(crate::GreenId(inline)),
                 });
             }
             if gref.drop_ref() {
@@ -349,6 +354,21 @@ fn parked_of(shared: &Arc<Shared>) -> Vec<ParkedThread> {
 }
 
 impl Scheduler {
+    /// Asks a green thread of this scheduler to unwind, as shutdown does: if it is parked it
+    /// resumes at once, and its `park` (or next one) panics with
+    /// [`ForcedUnwind`](crate::ForcedUnwind), running its destructors; its joiner receives the
+    /// payload as `Err`. Returns false if the green thread has ended.
+    pub fn cancel(&self, thread: &crate::GreenThread) -> bool {
+        match thread.g.cancel(thread.generation) {
+            g::Unparked::Queue => {
+                self.shared.push_global(thread.g);
+                true
+            }
+            g::Unparked::Noted | g::Unparked::Forward => true,
+            g::Unparked::Stale => false,
+        }
+    }
+
     /// Whether nothing can make progress by itself: every worker is parked, no green thread is
     /// queued, no timer is pending, no I/O is awaited, yet green threads are alive (parked).
     /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the

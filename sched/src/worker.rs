@@ -357,18 +357,18 @@ impl M {
                 return Some(g);
             }
         }
-        if self.after_yield.replace(false) {
-            // The yielded G sits at the newest end; run the oldest first.
-            if let Some(g) = steal_success(p.stealer.steal()).and_then(|g| self.accept(g)) {
-                return Some(g);
-            }
-        }
         if self.runnext_streak.get() < self.shared.config.max_runnext_streak {
             if let Some(g) = p.take_runnext() {
                 self.runnext_streak.set(self.runnext_streak.get() + 1);
                 if let Some(g) = self.accept(g) {
                     return Some(g);
                 }
+            }
+        }
+        if self.after_yield.replace(false) {
+            // The yielded G sits at the newest end; run the oldest first.
+            if let Some(g) = steal_success(p.stealer.steal()).and_then(|g| self.accept(g)) {
+                return Some(g);
             }
         }
         self.runnext_streak.set(0);
@@ -625,6 +625,7 @@ impl M {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
                 g.publish_runnable();
+                bump(&p.stats.yields);
                 let pin = g.pinned_to.load(Ordering::Relaxed);
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
