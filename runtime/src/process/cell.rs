@@ -59,7 +59,7 @@
 //!   step of a task at a time and hands the task between workers with its own
 //!   Release/Acquire pairs (G2 in purloin-sched).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use purloin_sched::{GreenThread, Task, TaskStep};
@@ -116,17 +116,18 @@ pub(crate) enum Wake {
     IfWaiting,
 }
 
-/// What the worker stepping the process owns (touched only inside a step).
+/// What the worker stepping the process owns (touched only inside a step). Hot fields first.
+#[repr(C)]
 struct Owner {
     process: Option<Box<dyn Process>>,
-    /// Events drained but not yet given to `Process::step` (kept while Blocked).
-    events: Events,
-    /// Reused buffer for the step's yields.
-    yields: Vec<Command>,
     /// Yields dispatched minus answers drained: what the process still waits for.
     outstanding: usize,
     /// The last status was `WaitYields`.
     blocked: bool,
+    /// Reused buffer for the step's yields.
+    yields: Vec<Command>,
+    /// Events drained but not yet given to `Process::step` (kept while Blocked).
+    carry: VecDeque<Event>,
 }
 
 /// The exit status, under `exit`'s lock.
@@ -143,23 +144,28 @@ pub(crate) struct Exit {
 }
 
 /// One process: the task the scheduler steps, and what senders, handlers and waiters share.
+///
+/// `repr(C)` with the fields every message and step touches first: with the `Arc` header
+/// they share the first cache line, the owner's fields the second (a ring of 10,000
+/// processes touches each process once per lap, so every line a hop touches is a miss).
+#[repr(C)]
 pub(crate) struct ProcCell {
-    pub(crate) pid: Pid,
-    pub(crate) host: HostHandle,
     /// Seed 003's state (`READY`..`COMPLETE`): see the module docs.
     state: AtomicU32,
+    /// `UNSET` / `SET` / `PENDING` (H1).
+    handle_state: AtomicU32,
+    pub(crate) queue: super::queue::EventQueue,
+    /// The task's handle, written once by the spawner before `handle_state = SET`.
+    handle: UnsafeCell<Option<TaskRef>>,
+    pub(crate) pid: Pid,
+    owner: UnsafeCell<Owner>,
+    pub(crate) host: HostHandle,
     /// Shutdown asks the process to close (no further `Process::step`).
     close_requested: AtomicBool,
-    pub(crate) queue: super::queue::EventQueue,
     /// Yields dispatched and not yet answered (C1).
     inflight: AtomicUsize,
     /// Tags of the yields in flight: each is answered exactly once.
     tags: Mutex<HashSet<u64>>,
-    /// `UNSET` / `SET` / `PENDING` (H1).
-    handle_state: AtomicU32,
-    /// The task's handle, written once by the spawner before `handle_state = SET`.
-    handle: UnsafeCell<Option<TaskRef>>,
-    owner: UnsafeCell<Owner>,
     pub(crate) exit: Mutex<Exit>,
     pub(crate) exit_cv: Condvar,
 }
@@ -187,7 +193,7 @@ impl ProcCell {
             handle: UnsafeCell::new(None),
             owner: UnsafeCell::new(Owner {
                 process: Some(process),
-                events: Events::default(),
+                carry: VecDeque::new(),
                 yields: Vec::new(),
                 outstanding: 0,
                 blocked: false,
@@ -343,10 +349,9 @@ impl ProcCell {
             );
             return self.finish(o, Err(why));
         }
-        let start = o.events.queue.len();
-        self.queue.drain_into(&mut o.events.queue);
+        let fresh = self.queue.take_all();
         let (mut answers, mut cancels) = (0, 0);
-        for e in o.events.queue.range(start..) {
+        for e in fresh.iter() {
             match e.kind {
                 EventKind::YieldComplete => answers += 1,
                 EventKind::Cancel => cancels += 1,
@@ -358,6 +363,7 @@ impl ProcCell {
         if o.blocked && o.outstanding > 0 && cancels == 0 {
             // Still Blocked (woken by the wakeup flag for a message or a non-last answer):
             // keep the events for the step that the last answer triggers.
+            o.carry.extend(fresh);
             self.state.store(BLOCKED, Ordering::Relaxed);
             return TaskStep::Wait;
         }
@@ -365,9 +371,18 @@ impl ProcCell {
         let yields = core::mem::take(&mut o.yields);
         let mut out = StepOutput::new(self.pid, &self.host, yields);
         let process = o.process.as_mut().expect("a process is stepped only before it finishes");
-        let events = &mut o.events;
-        let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
-        o.events.queue.clear();
+        // `carry` holds events only after a Blocked re-park, which sets `blocked`: leave its
+        // (cold) cache line alone otherwise.
+        let carry = if o.blocked { core::mem::take(&mut o.carry) } else { VecDeque::new() };
+        let mut events = Events { carry, fresh };
+        let stepped = catch_unwind(AssertUnwindSafe(|| process.step(&mut events, &mut out)));
+        // Events not taken are dropped; the carry buffer's allocation is kept for next time.
+        let Events { mut carry, fresh } = events;
+        drop(fresh);
+        if carry.capacity() > 0 {
+            carry.clear();
+            o.carry = carry;
+        }
         let StepOutput { status, yields: mut commands, .. } = out;
         match stepped {
             Err(payload) => {
@@ -459,7 +474,7 @@ impl ProcCell {
         self.state.store(COMPLETE, Ordering::Release);
         let leftovers = self.queue.close();
         lock(&self.tags).clear();
-        o.events.queue.clear();
+        o.carry.clear();
         drop(leftovers);
         if let Some(mut process) = o.process.take() {
             // `close` must not take the host down; its panic is reported by the panic hook.

@@ -19,7 +19,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::sync::Arc as StdArc;
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use std::time::{Duration, Instant};
 use purloin_sched::{SpawnOptions, WaitInfo, WaitKind};
 
 use super::cell::{ProcCell, Wake};
+use super::table::{InsertError, Table};
 use super::error::{CompleteErrorKind, SendErrorKind};
 use super::handler::{self, HandlerFn, Mode};
 use super::{
@@ -34,46 +34,21 @@ use super::{
 };
 use crate::Runtime;
 use crate::loom::{
-    Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, StatCounter, fence, lock,
+    Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, StatCounter, fence, lock,
 };
 
 /// Host ids, so that a pid from another host is never routed here by mistake.
 static NEXT_HOST: StatCounter = StatCounter::new(1);
 
-/// Shards of the pid table (a power of two). Pids are sequential, so `seq & mask` spreads
-/// them evenly.
-#[cfg(not(loom))]
-const SHARDS: usize = 64;
-#[cfg(loom)]
-const SHARDS: usize = 2;
-
-/// A multiplicative hash for pids (they are already well-spread integers; SipHash would cost
-/// more than the rest of a lookup).
-#[derive(Default)]
-struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
+fn new_host_id() -> u64 {
+    NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << Pid::HOST_BITS) - 1)
 }
 
-type Table = HashMap<u64, StdArc<ProcCell>, BuildHasherDefault<PidHasher>>;
 type Handlers = HashMap<Cow<'static, str>, handler::Entry>;
 
 /// What the handles share.
 pub(crate) struct HostShared {
-    id: u64,
-    next_seq: AtomicU64,
-    shards: Box<[Mutex<Table>]>,
+    table: Table,
     /// Copy-on-write: dispatch clones the `Arc` under the lock and reads without it.
     handlers: Mutex<StdArc<Handlers>>,
     /// Processes spawned and not yet finished (D1).
@@ -96,7 +71,7 @@ pub struct HostHandle(Arc<HostShared>);
 impl std::fmt::Debug for HostHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostHandle")
-            .field("host", &self.0.id)
+            .field("host", &self.0.table.host())
             .field("live", &self.0.live.load(Ordering::Relaxed))
             .finish()
     }
@@ -183,9 +158,7 @@ impl Host {
     pub fn new(runtime: Runtime) -> Host {
         let runtime_id = runtime_identity(&runtime);
         let shared = HostShared {
-            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << (64 - Pid::SEQ_BITS)) - 1),
-            next_seq: AtomicU64::new(0),
-            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            table: Table::new(new_host_id()),
             handlers: Mutex::new(StdArc::new(Handlers::new())),
             live: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
@@ -376,20 +349,17 @@ impl HostHandle {
     }
 
     fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
-        let to_wake = {
-            let Some(shard) = self.0.shard(pid) else {
-                return Err(SendError::new(SendErrorKind::UnknownPid, pid, event.data));
-            };
-            let table = lock(shard);
-            let Some(cell) = table.get(&pid.0) else {
-                return Err(SendError::new(SendErrorKind::UnknownPid, pid, event.data));
-            };
-            match cell.push(event, wake) {
-                Ok(w) => w,
-                Err(event) => {
-                    return Err(SendError::new(SendErrorKind::Finished, pid, event.data));
-                }
+        let mut event = Some(event);
+        let pushed = self.0.table.with(pid, |cell| {
+            cell.push(event.take().expect("pushed once"), wake)
+        });
+        let to_wake = match pushed {
+            None => {
+                let data = event.take().expect("not pushed").data;
+                return Err(SendError::new(SendErrorKind::UnknownPid, pid, data));
             }
+            Some(Err(back)) => return Err(SendError::new(SendErrorKind::Finished, pid, back.data)),
+            Some(Ok(w)) => w,
         };
         if let Some(t) = to_wake {
             t.unpark();
@@ -410,16 +380,11 @@ impl HostHandle {
         tag: u64,
         result: Result<Payload, Error>,
     ) -> Result<(), CompleteError> {
-        let to_wake = {
-            let Some(shard) = self.0.shard(pid) else {
-                return Err(CompleteError::new(CompleteErrorKind::UnknownPid, pid, tag));
-            };
-            let table = lock(shard);
-            let Some(cell) = table.get(&pid.0) else {
-                return Err(CompleteError::new(CompleteErrorKind::UnknownPid, pid, tag));
-            };
-            cell.complete(tag, result).map_err(|k| CompleteError::new(k, pid, tag))?
-        };
+        let completed = self.0.table.with(pid, |cell| cell.complete(tag, result));
+        let to_wake = completed
+            .ok_or(CompleteErrorKind::UnknownPid)
+            .and_then(|r| r)
+            .map_err(|k| CompleteError::new(k, pid, tag))?;
         if let Some(t) = to_wake {
             t.unpark();
         }
@@ -595,28 +560,13 @@ impl HostShared {
         purloin_sched::with_user_data(|d| d.is_some_and(|d| data_addr(d) == self.runtime_id))
     }
 
-    fn shard(&self, pid: Pid) -> Option<&Mutex<Table>> {
-        if pid.host() != self.id {
-            return None;
-        }
-        Some(&self.shards[(pid.seq() as usize) & (SHARDS - 1)])
-    }
-
     fn lookup(&self, pid: Pid) -> Option<StdArc<ProcCell>> {
-        lock(self.shard(pid)?).get(&pid.0).cloned()
+        self.table.get(pid)
     }
 
     /// Removes `cell` from the table (if it is still the entry for its pid).
     fn forget(&self, cell: &StdArc<ProcCell>) {
-        let Some(shard) = self.shard(cell.pid) else { return };
-        let removed = {
-            let mut table = lock(shard);
-            match table.get(&cell.pid.0) {
-                Some(c) if StdArc::ptr_eq(c, cell) => table.remove(&cell.pid.0),
-                _ => None,
-            }
-        };
-        drop(removed);
+        self.table.remove(cell.pid);
     }
 
     fn spawn(
@@ -641,21 +591,32 @@ impl HostShared {
             process.close();
             return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let pid = Pid(self.id << Pid::SEQ_BITS | seq);
-        let cell = StdArc::new(ProcCell::new(pid, handle.clone(), process));
         self.live.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut table = lock(self.shard(pid).expect("our own pid"));
-            // D2: checked under the shard lock shutdown also takes.
-            if self.closing.load(Ordering::Relaxed) {
-                drop(table);
+        let mut process = Some(process);
+        // D2: `closing` is checked under the shard lock that shutdown also takes.
+        let inserted = self.table.insert(
+            || !self.closing.load(Ordering::Relaxed),
+            |pid| {
+                let p = process.take().expect("made once");
+                StdArc::new(ProcCell::new(pid, handle.clone(), p))
+            },
+        );
+        let cell = match inserted {
+            Ok(cell) => cell,
+            Err(why) => {
                 self.live.fetch_sub(1, Ordering::Relaxed);
-                cell.abandon();
-                return Err(shutting_down());
+                if let Some(mut p) = process {
+                    p.close();
+                }
+                return Err(match why {
+                    InsertError::Refused => shutting_down(),
+                    InsertError::Full => io::Error::other(
+                        "cannot spawn a process: the host has 16,777,216 live or unwaited \
+                         processes; wait for or detach finished ones",
+                    ),
+                });
             }
-            table.insert(pid.0, cell.clone());
-        }
+        };
         let task: StdArc<dyn purloin_sched::Task> = cell.clone();
         let spawned = match runtime {
             Some(rt) => rt.scheduler().spawn_task(task),
@@ -664,7 +625,7 @@ impl HostShared {
         match spawned {
             Ok(thread) => {
                 cell.publish_handle(super::cell::TaskRef::Green(thread));
-                Ok(pid)
+                Ok(cell.pid)
             }
             Err(e) => {
                 self.forget(&cell);
@@ -752,9 +713,8 @@ impl HostShared {
         for g in greens {
             g.unpark();
         }
-        if detached && let Some(shard) = self.shard(cell.pid) {
-            let removed = lock(shard).remove(&cell.pid.0);
-            drop(removed);
+        if detached {
+            self.table.remove(cell.pid);
         }
         // D1: the decrement (above) before the load of `closing`.
         fence(Ordering::SeqCst);
@@ -766,11 +726,7 @@ impl HostShared {
 
     /// Every process not yet complete.
     fn snapshot_live(&self) -> Vec<StdArc<ProcCell>> {
-        let mut v = Vec::new();
-        for shard in self.shards.iter() {
-            v.extend(lock(shard).values().filter(|c| !c.is_complete()).cloned());
-        }
-        v
+        self.table.collect(|c| !c.is_complete())
     }
 
     /// Waits until no process is live or `timeout` passes.
@@ -825,10 +781,7 @@ impl HostShared {
         let unfinished = late.iter().filter(|c| !c.is_complete()).count();
         let timed_out = late.len() - unfinished;
         // Break the cycles (table → cell → host, registry → handler → host).
-        for shard in self.shards.iter() {
-            let table = core::mem::take(&mut *lock(shard));
-            drop(table);
-        }
+        self.table.clear();
         let handlers = core::mem::replace(&mut *lock(&self.handlers), StdArc::new(Handlers::new()));
         drop(handlers);
         (cancelled, timed_out, unfinished)
@@ -841,9 +794,7 @@ impl HostShared {
 impl HostHandle {
     pub(crate) fn for_model() -> HostHandle {
         HostHandle(Arc::new(HostShared {
-            id: NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << (64 - Pid::SEQ_BITS)) - 1),
-            next_seq: AtomicU64::new(0),
-            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            table: Table::new(new_host_id()),
             handlers: Mutex::new(StdArc::new(Handlers::new())),
             live: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
@@ -856,12 +807,12 @@ impl HostHandle {
     /// Makes a cell for `process` and enters it in the table (what `spawn` does before it
     /// hands the task to the scheduler).
     pub(crate) fn adopt_for_model(&self, process: Box<dyn Process>) -> StdArc<ProcCell> {
-        let seq = self.0.next_seq.fetch_add(1, Ordering::Relaxed);
-        let pid = Pid(self.0.id << Pid::SEQ_BITS | seq);
-        let cell = StdArc::new(ProcCell::new(pid, self.clone(), process));
         self.0.live.fetch_add(1, Ordering::Relaxed);
-        lock(self.0.shard(pid).expect("own pid")).insert(pid.0, cell.clone());
-        cell
+        let made = self.0.table.insert(
+            || true,
+            |pid| StdArc::new(ProcCell::new(pid, self.clone(), process)),
+        );
+        made.ok().expect("a model table has room")
     }
 }
 

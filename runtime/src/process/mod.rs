@@ -137,6 +137,7 @@ mod models;
 mod payload;
 mod queue;
 mod step;
+mod table;
 
 pub use error::{CompleteError, CompleteErrorKind, Error, ErrorKind, SendError, SendErrorKind};
 pub use handler::Yield;

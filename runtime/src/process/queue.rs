@@ -4,7 +4,8 @@
 //! # Design
 //!
 //! A Treiber stack whose consumer never pops single nodes: it takes the whole list with one
-//! `swap(null)` and reverses it, which gives the events in arrival order. Producers only push
+//! `swap(null)` and reverses the links, which gives the events in arrival order without
+//! copying them: the step reads them straight out of the nodes (`NodeList`). Producers only push
 //! with a CAS on `head`; the consumer only swaps `head`. Because nobody ever CASes a *removed*
 //! node back, there is no ABA hazard: a producer whose CAS succeeds links its node to whatever
 //! `head` is at that moment, which is exactly what it must point to. Push is lock-free (a CAS
@@ -25,15 +26,13 @@
 //! `next` link) as written by its producer.
 //!
 //! - (Q1) A producer's successful `head` CAS is Release, after it wrote the node; the
-//!   consumer's `swap` in `drain_into` / `close` is Acquire and reads that CAS (or a later one
+//!   consumer's `swap` in `take_all` / `close` is Acquire and reads that CAS (or a later one
 //!   in `head`'s modification order: every later CAS is an RMW, so the release sequence
 //!   carries each earlier producer's Release to the consumer).
 //! - The producer's loads of `head` (to link its node and to retry) are Relaxed: it never
 //!   dereferences the head it read, only stores it as `next`.
 
 use core::ptr;
-use std::collections::VecDeque;
-
 use super::Event;
 use crate::loom::{AtomicPtr, Ordering, UnsafeCell};
 
@@ -61,7 +60,7 @@ pub(crate) struct EventQueue {
 unsafe impl Send for EventQueue {}
 // SAFETY: producers only touch their own node before publishing it and `head` atomically;
 // only the single consumer (the worker stepping the process, as the host guarantees) takes
-// nodes out (`drain_into`, `close`).
+// nodes out (`take_all`, `close`).
 unsafe impl Sync for EventQueue {}
 
 impl EventQueue {
@@ -96,61 +95,31 @@ impl EventQueue {
         }
     }
 
-    /// Moves every queued event, oldest first, to the back of `out`. Returns how many.
+    /// Takes every queued event, oldest first, without copying them: the list owns the
+    /// nodes and hands the events out one by one.
     ///
     /// Only the consumer may call this, and not after `close`.
-    pub(crate) fn drain_into(&self, out: &mut VecDeque<Event>) -> usize {
+    pub(crate) fn take_all(&self) -> NodeList {
         // Acquire pairs with the producers' Release CAS (Q1).
         let list = self.head.swap(ptr::null_mut(), Ordering::Acquire);
-        debug_assert!(list != closed(), "drain_into after close");
+        debug_assert!(list != closed(), "take_all after close");
         // SAFETY: `list` was taken out of `head` by our swap: the nodes are ours, fully
         // written (Q1), and were made by `Box::into_raw` in `push`.
-        unsafe { Self::take_list(list, out) }
+        unsafe { NodeList::from_stack(list) }
     }
 
     /// Closes the queue: later pushes fail. Returns the events that were still queued
     /// (oldest first) so the caller decides when their payloads are dropped.
     ///
     /// Only the consumer may call this (once).
-    pub(crate) fn close(&self) -> VecDeque<Event> {
+    pub(crate) fn close(&self) -> NodeList {
         // Acquire pairs with the producers' Release CAS (Q1).
         let list = self.head.swap(closed(), Ordering::Acquire);
-        let mut out = VecDeque::new();
-        if list != closed() {
-            // SAFETY: as in `drain_into`.
-            unsafe { Self::take_list(list, &mut out) };
+        if list == closed() {
+            return NodeList::default();
         }
-        out
-    }
-
-    /// Reverses `list` (newest first) and moves its events to `out` (oldest first).
-    ///
-    /// # Safety
-    /// - `list` is null or the head of a list of nodes made by `push`, owned by the caller
-    ///   (taken out of `head` by a swap) and fully published to it (Q1).
-    unsafe fn take_list(mut list: *mut Node, out: &mut VecDeque<Event>) -> usize {
-        let mut reversed: *mut Node = ptr::null_mut();
-        let mut n = 0;
-        while !list.is_null() {
-            // SAFETY: caller contract: `list` is a live node we own.
-            let node = unsafe { &*list };
-            // SAFETY: we own the node (caller contract); its `next` was published (Q1).
-            let next = unsafe { node.next.with_mut(|p| core::mem::replace(&mut *p, reversed)) };
-            reversed = list;
-            list = next;
-            n += 1;
-        }
-        while !reversed.is_null() {
-            // SAFETY: each node came from `Box::into_raw` in `push` and is owned by us; we
-            // free it exactly once, here.
-            let node = unsafe { Box::from_raw(reversed) };
-            // SAFETY: we own the node.
-            reversed = unsafe { node.next.with(|p| *p) };
-            // SAFETY: we own the node.
-            let event = unsafe { node.event.with_mut(|e| (*e).take()) };
-            out.push_back(event.expect("a published node holds its event"));
-        }
-        n
+        // SAFETY: as in `take_all`.
+        unsafe { NodeList::from_stack(list) }
     }
 }
 
@@ -158,9 +127,101 @@ impl Drop for EventQueue {
     fn drop(&mut self) {
         let list = self.head.swap(ptr::null_mut(), Ordering::Acquire);
         if list != closed() {
-            let mut rest = VecDeque::new();
             // SAFETY: `&mut self`: no producer or consumer is left; the list is ours (Q1).
-            unsafe { Self::take_list(list, &mut rest) };
+            drop(unsafe { NodeList::from_stack(list) });
+        }
+    }
+}
+
+/// Events taken out of an [`EventQueue`], oldest first. Owns its nodes (frees each as its
+/// event is taken, the rest on drop). Only the consumer that took them touches them.
+pub(crate) struct NodeList {
+    /// Oldest node (null when empty).
+    head: *mut Node,
+    len: usize,
+}
+
+// SAFETY: the list exclusively owns its nodes (taken out of the queue by the consumer's swap,
+// Q1); the events in them are `Send`.
+unsafe impl Send for NodeList {}
+
+impl Default for NodeList {
+    fn default() -> NodeList {
+        NodeList { head: ptr::null_mut(), len: 0 }
+    }
+}
+
+impl NodeList {
+    /// Turns a newest-first stack of nodes into an oldest-first list (reverses the links).
+    ///
+    /// # Safety
+    /// - `stack` is null or the head of a list of nodes made by `push`, owned by the caller
+    ///   (taken out of `head` by a swap) and fully published to it (Q1).
+    unsafe fn from_stack(mut stack: *mut Node) -> NodeList {
+        let mut reversed: *mut Node = ptr::null_mut();
+        let mut len = 0;
+        while !stack.is_null() {
+            // SAFETY: caller contract: `stack` is a live node we own.
+            let node = unsafe { &*stack };
+            // SAFETY: we own the node (caller contract); its `next` was published (Q1).
+            let next = unsafe { node.next.with_mut(|p| core::mem::replace(&mut *p, reversed)) };
+            reversed = stack;
+            stack = next;
+            len += 1;
+        }
+        NodeList { head: reversed, len }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The events, oldest first, without taking them.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
+        let mut node = self.head;
+        core::iter::from_fn(move || {
+            if node.is_null() {
+                return None;
+            }
+            // SAFETY: the list owns its live nodes (from_stack's contract) and they stay
+            // alive while `self` is borrowed; nobody writes them meanwhile.
+            let n = unsafe { &*node };
+            // SAFETY: as above.
+            node = unsafe { n.next.with(|p| *p) };
+            // SAFETY: as above; every node in the list still holds its event.
+            let event = unsafe { n.event.with(|e| (*e).as_ref()) };
+            Some(event.expect("a node in the list holds its event"))
+        })
+    }
+}
+
+impl Iterator for NodeList {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        if self.head.is_null() {
+            return None;
+        }
+        // SAFETY: the list owns its nodes, each made by `Box::into_raw` in `push`; this one
+        // leaves the list here and is freed exactly once (when `node` drops).
+        let node = unsafe { Box::from_raw(self.head) };
+        // SAFETY: we own the node.
+        self.head = unsafe { node.next.with(|p| *p) };
+        self.len -= 1;
+        // SAFETY: we own the node.
+        let event = unsafe { node.event.with_mut(|e| (*e).take()) };
+        Some(event.expect("a node in the list holds its event"))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl Drop for NodeList {
+    fn drop(&mut self) {
+        for event in self.by_ref() {
+            drop(event);
         }
     }
 }
@@ -174,8 +235,8 @@ mod tests {
         Event::message(Payload::new(v))
     }
 
-    fn values(q: &VecDeque<Event>) -> Vec<u64> {
-        q.iter().map(|e| *e.data.downcast_ref::<u64>().unwrap()).collect()
+    fn values(q: NodeList) -> Vec<u64> {
+        q.map(|e| *e.data.downcast_ref::<u64>().unwrap()).collect()
     }
 
     #[test]
@@ -184,12 +245,14 @@ mod tests {
         for i in 0..5 {
             q.push(msg(i)).unwrap();
         }
-        let mut out = VecDeque::new();
-        assert_eq!(q.drain_into(&mut out), 5);
-        assert_eq!(values(&out), [0, 1, 2, 3, 4]);
+        let all = q.take_all();
+        assert_eq!(all.len(), 5);
+        let peek: Vec<u64> = all.iter().map(|e| *e.data.downcast_ref::<u64>().unwrap()).collect();
+        assert_eq!(peek, [0, 1, 2, 3, 4]);
+        assert_eq!(values(all), [0, 1, 2, 3, 4]);
         q.push(msg(7)).unwrap();
         let rest = q.close();
-        assert_eq!(values(&rest), [7]);
+        assert_eq!(values(rest), [7]);
         let back = q.push(msg(9)).unwrap_err();
         assert_eq!(back.kind, EventKind::Message);
         assert_eq!(back.data.downcast::<u64>().unwrap(), 9);
@@ -210,11 +273,10 @@ mod tests {
             .collect();
         let mut seen = vec![0u64; 4];
         let mut total = 0;
-        let mut out = VecDeque::new();
         while total < 40_000 {
-            out.clear();
-            total += q.drain_into(&mut out);
-            for v in values(&out) {
+            let batch = q.take_all();
+            total += batch.len();
+            for v in values(batch) {
                 let (p, i) = ((v >> 32) as usize, v & 0xffff_ffff);
                 assert_eq!(seen[p], i, "producer {p} out of order");
                 seen[p] += 1;
@@ -261,13 +323,11 @@ mod loom_models {
                     })
                 })
                 .collect();
-            let mut got = VecDeque::new();
-            q.drain_into(&mut got);
+            let mut vals: Vec<u64> = q.take_all().map(|e| value(&e)).collect();
             for p in ps {
                 p.join().unwrap();
             }
-            q.drain_into(&mut got);
-            let vals: Vec<u64> = got.iter().map(value).collect();
+            vals.extend(q.take_all().map(|e| value(&e)));
             assert_eq!(vals.len(), 4);
             for p in 0..2u64 {
                 let mine: Vec<u64> = vals.iter().copied().filter(|v| v / 10 == p).collect();
@@ -286,10 +346,10 @@ mod loom_models {
             let producer = thread::spawn(move || q2.push(event(1)).map_err(|e| value(&e)));
             let rest = q.close();
             match producer.join().unwrap() {
-                Ok(()) => assert_eq!(rest.iter().map(value).collect::<Vec<_>>(), [1]),
+                Ok(()) => assert_eq!(rest.map(|e| value(&e)).collect::<Vec<_>>(), [1]),
                 Err(v) => {
                     assert_eq!(v, 1);
-                    assert!(rest.is_empty());
+                    assert_eq!(rest.len(), 0);
                 }
             }
         });

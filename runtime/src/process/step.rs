@@ -7,39 +7,53 @@ use std::fmt;
 
 use super::{Error, HostHandle, Payload};
 
-/// A process's id on its host. Unique for the host's lifetime (never reused) and distinct
-/// between hosts, so a pid from another host is reported as unknown, not misrouted.
+/// A process's id on its host: `host << 48 | generation << 24 | slot`.
+///
+/// The slot is reused after its process is forgotten (waited for, detached, or dropped at
+/// shutdown) and its generation bumped, so a stale pid is reported as unknown rather than
+/// routed to the slot's new process (until the same slot has been reused 2^24 times). The
+/// host part makes a pid of another host unknown here, never misrouted.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Pid(pub(crate) u64);
 
 impl Pid {
-    /// Bits of the per-host sequence number; the host's id is above them.
-    pub(crate) const SEQ_BITS: u32 = 40;
+    pub(crate) const SLOT_BITS: u32 = 24;
+    pub(crate) const GEN_BITS: u32 = 24;
+    pub(crate) const HOST_BITS: u32 = 64 - Self::SLOT_BITS - Self::GEN_BITS;
 
-    /// The raw value (`host << 40 | sequence`), e.g. for logs.
+    pub(crate) fn new(host: u64, generation: u32, slot: u32) -> Pid {
+        Pid(host << (Self::SLOT_BITS + Self::GEN_BITS)
+            | u64::from(generation) << Self::SLOT_BITS
+            | u64::from(slot))
+    }
+
+    /// The raw value, e.g. for logs.
     pub fn as_u64(self) -> u64 {
         self.0
     }
 
-    /// The sequence number within its host.
-    pub(crate) fn seq(self) -> u64 {
-        self.0 & ((1 << Self::SEQ_BITS) - 1)
+    pub(crate) fn slot(self) -> u32 {
+        (self.0 & ((1 << Self::SLOT_BITS) - 1)) as u32
+    }
+
+    pub(crate) fn generation(self) -> u32 {
+        ((self.0 >> Self::SLOT_BITS) & ((1 << Self::GEN_BITS) - 1)) as u32
     }
 
     pub(crate) fn host(self) -> u64 {
-        self.0 >> Self::SEQ_BITS
+        self.0 >> (Self::SLOT_BITS + Self::GEN_BITS)
     }
 }
 
 impl fmt::Debug for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pid({}.{})", self.host(), self.seq())
+        write!(f, "Pid({}.{}.{})", self.host(), self.slot(), self.generation())
     }
 }
 
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {}.{}", self.host(), self.seq())
+        write!(f, "pid {}.{}.{}", self.host(), self.slot(), self.generation())
     }
 }
 
@@ -176,30 +190,35 @@ impl Event {
 
 /// The events of one step, oldest first. An iterator: `for event in events { .. }` takes
 /// them; those not taken are dropped after the step.
-#[derive(Debug, Default)]
+///
+/// The events are read straight out of the event queue's nodes (no copy into a buffer).
+#[derive(Default)]
 pub struct Events {
-    pub(crate) queue: VecDeque<Event>,
+    /// Events drained by earlier wake-ups that did not step the process (while Blocked).
+    pub(crate) carry: VecDeque<Event>,
+    /// Events taken from the queue for this step.
+    pub(crate) fresh: super::queue::NodeList,
 }
 
 impl Events {
     /// Number of events not yet taken.
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.carry.len() + self.fresh.len()
     }
 
     /// Whether every event has been taken (or there were none).
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.len() == 0
     }
 
     /// The events not yet taken, without taking them.
     pub fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.queue.iter()
+        self.carry.iter().chain(self.fresh.iter())
     }
 
     /// Whether a [`Cancel`](EventKind::Cancel) event is among those not yet taken.
     pub fn has_cancel(&self) -> bool {
-        self.queue.iter().any(|e| e.kind == EventKind::Cancel)
+        self.iter().any(|e| e.kind == EventKind::Cancel)
     }
 }
 
@@ -207,11 +226,17 @@ impl Iterator for Events {
     type Item = Event;
 
     fn next(&mut self) -> Option<Event> {
-        self.queue.pop_front()
+        self.carry.pop_front().or_else(|| self.fresh.next())
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.queue.len(), Some(self.queue.len()))
+        (self.len(), Some(self.len()))
+    }
+}
+
+impl fmt::Debug for Events {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 

@@ -1,0 +1,270 @@
+//! Ring of 10,000 processes passing a token 10^6 hops (hops/s), next to the same ring built
+//! from purloin green threads and from tokio tasks, in the same run.
+//!
+//! - `purloin_process_ring`: 10,000 [`Process`]es on a [`Host`]; each hop is a
+//!   [`send`](purloin::process::HostHandle::send) from one process's step to the next process
+//!   (pid routing, MPSC queue push, wake-up of an Idle process, one step).
+//! - `green_thread_ring` (the baseline the issue names): 10,000 purloin green threads (32 KiB
+//!   stacks); each hop stores the token in the next thread's slot (an `AtomicU64`, the
+//!   cheapest channel there is) and unparks it, then parks. purloin's own channels were being
+//!   written in parallel; the slot is what a one-item channel reduces to.
+//! - `tokio_task_ring`: 10,000 tokio tasks on a 2-worker multi-thread runtime, linked by
+//!   unbounded `tokio::sync::mpsc` channels.
+//!
+//! All run on as many workers as there are CPUs (2 on the reference machine). Each iteration
+//! is 10^6 hops around an already-built ring; throughput is reported in hops (elements)/s.
+//! The Go version of the same ring is `bench-go/process/ring.go`.
+#![cfg(not(loom))]
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
+use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use purloin::process::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput};
+use purloin::runtime::Runtime;
+use purloin::sched::SpawnOptions;
+use purloin::{GreenThread, StackSize};
+
+const MEMBERS: usize = 10_000;
+const HOPS: u64 = 1_000_000;
+
+/// Workers of each runtime: one per CPU, or `PURLOIN_BENCH_WORKERS`.
+fn workers() -> usize {
+    std::env::var("PURLOIN_BENCH_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+// ------------------------------------------------------------------------------------------
+// Processes
+
+enum Msg {
+    Next(Pid),
+    Token(u64),
+}
+
+struct Member {
+    next: Option<Pid>,
+    done: crossbeam_channel::Sender<()>,
+}
+
+impl Process for Member {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        for e in events {
+            if e.kind == EventKind::Cancel {
+                out.complete(Payload::empty());
+                return Ok(());
+            }
+            match e.data.take::<Msg>()? {
+                Msg::Next(p) => self.next = Some(p),
+                Msg::Token(0) => self.done.send(()).expect("bench is waiting"),
+                Msg::Token(left) => {
+                    let next = self.next.expect("linked");
+                    if out.host().send(next, Payload::new(Msg::Token(left - 1))).is_err() {
+                        return Err(Error::new("ring broken"));
+                    }
+                }
+            }
+        }
+        out.idle();
+        Ok(())
+    }
+}
+
+struct ProcessRing {
+    host: Host,
+    first: Pid,
+    done: crossbeam_channel::Receiver<()>,
+}
+
+impl ProcessRing {
+    fn new() -> ProcessRing {
+        let host = Host::new(Runtime::builder().workers(workers()).build().unwrap());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let pids: Vec<Pid> = (0..MEMBERS)
+            .map(|_| {
+                let m = Member { next: None, done: tx.clone() };
+                host.spawn_process(m, "member", Payload::empty()).unwrap()
+            })
+            .collect();
+        for (i, p) in pids.iter().enumerate() {
+            host.send(*p, Payload::new(Msg::Next(pids[(i + 1) % MEMBERS]))).unwrap();
+        }
+        ProcessRing { host, first: pids[0], done: rx }
+    }
+
+    fn lap(&self, hops: u64) -> Duration {
+        let t = Instant::now();
+        self.host.send(self.first, Payload::new(Msg::Token(hops - 1))).unwrap();
+        self.done.recv().unwrap();
+        t.elapsed()
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Green threads
+
+/// Empty slot.
+const EMPTY: u64 = u64::MAX;
+/// Tells a member to forward the stop and exit.
+const STOP: u64 = u64::MAX - 1;
+
+struct Slot {
+    token: AtomicU64,
+}
+
+struct GreenRing {
+    rt: Runtime,
+    slots: Arc<Vec<Slot>>,
+    threads: Vec<GreenThread>,
+    joins: Vec<purloin::JoinHandle<()>>,
+    done: crossbeam_channel::Receiver<()>,
+}
+
+impl GreenRing {
+    fn new() -> GreenRing {
+        let rt = Runtime::builder().workers(workers()).build().unwrap();
+        let slots: Arc<Vec<Slot>> =
+            Arc::new((0..MEMBERS).map(|_| Slot { token: AtomicU64::new(EMPTY) }).collect());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // Members learn their successor's handle once every member exists.
+        let table: Arc<OnceLock<Vec<GreenThread>>> = Arc::default();
+        let opts = || SpawnOptions { stack_size: Some(StackSize::Small), ..Default::default() };
+        let joins: Vec<_> = (0..MEMBERS)
+            .map(|i| {
+                let (slots, table, done) = (slots.clone(), table.clone(), tx.clone());
+                rt.scheduler()
+                    .spawn_with(opts(), move || {
+                        let me = &slots[i];
+                        let next_i = (i + 1) % MEMBERS;
+                        loop {
+                            let v = me.token.swap(EMPTY, Ordering::Acquire);
+                            if v == EMPTY {
+                                purloin::park();
+                                continue;
+                            }
+                            let next = table.get().expect("set before the first token")[next_i];
+                            let forward = match v {
+                                STOP => STOP,
+                                0 => {
+                                    done.send(()).unwrap();
+                                    continue;
+                                }
+                                v => v - 1,
+                            };
+                            slots[next_i].token.store(forward, Ordering::Release);
+                            next.unpark();
+                            if v == STOP {
+                                return;
+                            }
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let threads: Vec<GreenThread> = joins.iter().map(|h| *h.thread()).collect();
+        table.set(threads.clone()).ok().expect("set once");
+        GreenRing { rt, slots, threads, joins, done: rx }
+    }
+
+    fn lap(&self, hops: u64) -> Duration {
+        let t = Instant::now();
+        self.slots[0].token.store(hops - 1, Ordering::Release);
+        self.threads[0].unpark();
+        self.done.recv().unwrap();
+        t.elapsed()
+    }
+
+    fn stop(self) {
+        self.slots[0].token.store(STOP, Ordering::Release);
+        self.threads[0].unpark();
+        for j in self.joins {
+            j.join().unwrap();
+        }
+        drop(self.rt);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// tokio
+
+struct TokioRing {
+    rt: tokio::runtime::Runtime,
+    first: tokio::sync::mpsc::UnboundedSender<u64>,
+    done: crossbeam_channel::Receiver<()>,
+}
+
+impl TokioRing {
+    fn new() -> TokioRing {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers())
+            .build()
+            .unwrap();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..MEMBERS).map(|_| tokio::sync::mpsc::unbounded_channel::<u64>()).unzip();
+        for (i, mut rx) in receivers.into_iter().enumerate() {
+            let next = senders[(i + 1) % MEMBERS].clone();
+            let done = done_tx.clone();
+            rt.spawn(async move {
+                while let Some(v) = rx.recv().await {
+                    if v == 0 {
+                        done.send(()).unwrap();
+                    } else if next.send(v - 1).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        TokioRing { rt, first: senders[0].clone(), done: done_rx }
+    }
+
+    fn lap(&self, hops: u64) -> Duration {
+        let t = Instant::now();
+        self.first.send(hops - 1).unwrap();
+        self.done.recv().unwrap();
+        t.elapsed()
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+
+fn ring(c: &mut Criterion) {
+    let mut g = c.benchmark_group("token_ring_10k");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(HOPS));
+
+    let procs = ProcessRing::new();
+    g.bench_with_input(BenchmarkId::new("purloin_process_ring", HOPS), &HOPS, |b, &hops| {
+        b.iter_custom(|iters| (0..iters).map(|_| procs.lap(hops)).sum())
+    });
+    procs.host.shutdown(Duration::from_secs(5));
+
+    let greens = GreenRing::new();
+    g.bench_with_input(BenchmarkId::new("green_thread_ring", HOPS), &HOPS, |b, &hops| {
+        b.iter_custom(|iters| (0..iters).map(|_| greens.lap(hops)).sum())
+    });
+    greens.stop();
+
+    let tokio = TokioRing::new();
+    g.bench_with_input(BenchmarkId::new("tokio_task_ring", HOPS), &HOPS, |b, &hops| {
+        b.iter_custom(|iters| (0..iters).map(|_| tokio.lap(hops)).sum())
+    });
+    drop(tokio.first);
+    tokio.rt.shutdown_timeout(Duration::from_secs(5));
+    g.finish();
+}
+
+criterion_group!(benches, ring);
+criterion_main!(benches);
