@@ -18,11 +18,13 @@
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
 
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use purloin::process::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput};
 use purloin::runtime::Runtime;
 use purloin::sched::SpawnOptions;
@@ -171,7 +173,7 @@ impl GreenRing {
             })
             .collect();
         let threads: Vec<GreenThread> = joins.iter().map(|h| *h.thread()).collect();
-        table.set(threads.clone()).ok().expect("set once");
+        assert!(table.set(threads.clone()).is_ok(), "set once");
         GreenRing { rt, slots, threads, joins, done: rx }
     }
 
@@ -204,10 +206,8 @@ struct TokioRing {
 
 impl TokioRing {
     fn new() -> TokioRing {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers())
-            .build()
-            .unwrap();
+        let rt =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..MEMBERS).map(|_| tokio::sync::mpsc::unbounded_channel::<u64>()).unzip();

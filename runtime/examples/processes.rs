@@ -16,9 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use purloin::process::{
-    Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput, Yield,
-};
+use purloin::process::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput, Yield};
 use purloin::runtime::Runtime;
 
 /// A pretend web: page → (size in bytes, links).
@@ -69,7 +67,8 @@ impl Process for Crawl {
         match method {
             "crawl" => {
                 let (site, coordinator) = input.take::<(String, Pid)>()?;
-                self.report = Some(Report { site: site.clone(), pages: 0, bytes: 0, errors: vec![] });
+                self.report =
+                    Some(Report { site: site.clone(), pages: 0, bytes: 0, errors: vec![] });
                 self.site = site;
                 self.coordinator = Some(coordinator);
                 Ok(())
@@ -118,7 +117,9 @@ impl Process for Crawl {
         let report = self.report.take().expect("reported once");
         let (pages, bytes) = (report.pages, report.bytes);
         let coordinator = self.coordinator.expect("init ran");
-        out.host().send(coordinator, Payload::new(report)).map_err(|e| Error::new(e.to_string()))?;
+        out.host()
+            .send(coordinator, Payload::new(report))
+            .map_err(|e| Error::new(e.to_string()))?;
         out.complete(Payload::new((pages, bytes)));
         Ok(())
     }
@@ -144,7 +145,8 @@ impl Process for Coordinator {
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
         if self.reports.is_empty() && events.is_empty() {
             for site in &self.sites {
-                let crawl = Crawl { site: String::new(), coordinator: None, pending: 0, report: None };
+                let crawl =
+                    Crawl { site: String::new(), coordinator: None, pending: 0, report: None };
                 let input = Payload::new((site.clone(), out.pid()));
                 let child = out.host().spawn_process(crawl, "crawl", input);
                 let child = child.map_err(|e| Error::new(format!("cannot start a crawl: {e}")))?;
@@ -206,7 +208,8 @@ pub fn run() -> Vec<String> {
     let sites: Vec<String> = ["alpha", "beta", "gamma"].iter().map(|s| s.to_string()).collect();
     let coordinator = Coordinator { sites: sites.clone(), reports: BTreeMap::new() };
     let pid = host.spawn_process(coordinator, "crawl-all", Payload::new(sites)).expect("spawn");
-    let summary = host.wait(pid).expect("the crawl completes").take::<Vec<String>>().expect("lines");
+    let summary =
+        host.wait(pid).expect("the crawl completes").take::<Vec<String>>().expect("lines");
     for line in &summary {
         println!("processes: {line}");
     }

@@ -529,3 +529,49 @@ fn processes_spawn_processes_and_handlers_wait_for_them() {
     assert!(err.to_string().contains("outside the host's runtime"), "{err}");
     host.shutdown(Duration::from_secs(1));
 }
+
+/// Steps (`Continue`) until processes have been seen on two different worker threads, then
+/// completes.
+struct Spread {
+    seen: Arc<Mutex<std::collections::HashSet<std::thread::ThreadId>>>,
+    steps: u64,
+}
+
+impl Process for Spread {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, _events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        self.steps += 1;
+        let mut seen = self.seen.lock().unwrap();
+        seen.insert(std::thread::current().id());
+        if seen.len() >= 2 {
+            out.complete(Payload::new(self.steps));
+        } else {
+            out.continue_();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn processes_are_spread_over_the_workers_like_green_threads() {
+    // Processes are tasks of the same scheduler: queued on the workers' local queues and the
+    // global queue, and stolen by idle workers. With two workers, ready processes end up on
+    // both (the watchdog fails the test if they never do).
+    let _w = watchdog("spread", Duration::from_secs(120));
+    let host = host(2);
+    let seen = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let pids: Vec<Pid> = (0..64)
+        .map(|_| {
+            let p = Spread { seen: seen.clone(), steps: 0 };
+            host.spawn_process(p, "spread", Payload::empty()).unwrap()
+        })
+        .collect();
+    for pid in pids {
+        host.wait(pid).unwrap();
+    }
+    assert!(seen.lock().unwrap().len() >= 2, "ran on at least two worker threads");
+    host.shutdown(Duration::from_secs(1));
+}

@@ -151,7 +151,7 @@ impl Process for Spinner {
 
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
         self.steps += 1;
-        if self.id % 3 == 0 && self.steps == 2 {
+        if self.id.is_multiple_of(3) && self.steps == 2 {
             panic!("spinner {} panics on its second step", self.id);
         }
         if events.has_cancel() {
@@ -173,7 +173,7 @@ fn panics_in_steps_fail_only_their_process() {
         .map(|i| host.spawn_process(Spinner { id: 0, steps: 0 }, "s", Payload::new(i)).unwrap())
         .collect();
     for (i, pid) in pids.iter().enumerate() {
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             let e = host.wait(*pid).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Panicked);
             assert!(e.message().contains(&format!("spinner {i} panics")), "{e}");

@@ -35,7 +35,7 @@ impl Process for Sink {
             match e.kind {
                 EventKind::Message => {
                     let (id, _token) = e.data.take::<(u64, Counted)>()?;
-                    if id % 16 == 0 {
+                    if id.is_multiple_of(16) {
                         self.next_tag += 1;
                         out.yield_command("echo", self.next_tag, Payload::new(id));
                     }

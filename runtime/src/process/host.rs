@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use purloin_sched::{SpawnOptions, WaitInfo, WaitKind};
 
 use super::cell::{ProcCell, Wake};
-use super::table::{InsertError, Table};
 use super::error::{CompleteErrorKind, SendErrorKind};
 use super::handler::{self, HandlerFn, Mode};
+use super::table::{InsertError, Table};
 use super::{
     CompleteError, Error, ErrorKind, Event, Payload, Pid, Process, ProcessState, SendError, Yield,
 };
@@ -350,9 +350,8 @@ impl HostHandle {
 
     fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
         let mut event = Some(event);
-        let pushed = self.0.table.with(pid, |cell| {
-            cell.push(event.take().expect("pushed once"), wake)
-        });
+        let pushed =
+            self.0.table.with(pid, |cell| cell.push(event.take().expect("pushed once"), wake));
         let to_wake = match pushed {
             None => {
                 let data = event.take().expect("not pushed").data;
@@ -808,10 +807,10 @@ impl HostHandle {
     /// hands the task to the scheduler).
     pub(crate) fn adopt_for_model(&self, process: Box<dyn Process>) -> StdArc<ProcCell> {
         self.0.live.fetch_add(1, Ordering::Relaxed);
-        let made = self.0.table.insert(
-            || true,
-            |pid| StdArc::new(ProcCell::new(pid, self.clone(), process)),
-        );
+        let made = self
+            .0
+            .table
+            .insert(|| true, |pid| StdArc::new(ProcCell::new(pid, self.clone(), process)));
         made.ok().expect("a model table has room")
     }
 }

@@ -32,9 +32,9 @@
 //! - The producer's loads of `head` (to link its node and to retry) are Relaxed: it never
 //!   dereferences the head it read, only stores it as `next`.
 
-use core::ptr;
 use super::Event;
 use crate::loom::{AtomicPtr, Ordering, UnsafeCell};
+use core::ptr;
 
 struct Node {
     /// The event; written before the node is published (Q1), taken by the consumer.

@@ -134,7 +134,9 @@ impl Table {
         let mut v = Vec::new();
         for shard in self.shards.iter() {
             let shard: MutexGuard<'_, Shard> = lock(shard);
-            v.extend(shard.entries.iter().filter_map(|e| e.cell.as_ref()).filter(|c| keep(c)).cloned());
+            v.extend(
+                shard.entries.iter().filter_map(|e| e.cell.as_ref()).filter(|c| keep(c)).cloned(),
+            );
         }
         v
     }
