@@ -1,57 +1,55 @@
-//! The short internal lock that guards wait queues and the rendezvous channel: a futex word
-//! (Drepper's three-state mutex) that spins briefly and then sleeps the OS thread.
+//! The short internal lock that guards wait queues and the rendezvous channel: a
+//! test-and-test-and-set spin lock whose holder never blocks or runs user code while holding
+//! it (the critical sections are a few pointer updates and claims).
 //!
-//! Critical sections under this lock are a few pointer updates long and never park or run
-//! user code, so a green thread that finds it taken may block its worker for that long (Go's
-//! runtime `lock` does the same for its channel and semaphore locks). It is *not* a user-facing
-//! lock: [`Mutex`](super::Mutex) parks the green thread instead.
+//! A spin lock rather than a futex mutex: unlocking is a plain Release store (no atomic
+//! read-modify-write), which matters on the hot paths (a channel ping-pong takes this lock four
+//! times per round trip). A thread that finds it taken spins briefly and then yields its OS
+//! thread: the holder is always running on another OS thread (a green thread holding it has
+//! no scheduling point inside, so it cannot be switched out), or was preempted by the OS, which
+//! the yield lets run. crossbeam-channel guards its waiter lists the same way.
 //!
 //! # Memory ordering
 //!
 //! The guarantee is a mutex's: everything written inside one critical section is visible to
 //! the next one.
 //!
-//! - (L1) `lock`'s successful `UNLOCKED => LOCKED` CAS and `swap(CONTENDED)` are Acquire;
-//!   they pair with the Release `swap(UNLOCKED)` in `unlock`.
+//! - (L1) `lock`'s successful `false => true` CAS is Acquire; it pairs with the Release store of
+//!   `false` in `unlock`.
 //!
 //! Under `cfg(loom)` [`Locked`] is loom's `Mutex` (the models check the protocols *around* the
-//! lock, and a modelled futex would multiply their size); [`FutexLock`] itself has its own
-//! model in this file.
+//! lock; modelling a spin loop would multiply their size); [`SpinLock`] itself has its own model
+//! in this file.
 
 use core::ops::{Deref, DerefMut};
 
-use purloin_parking::futex;
+use crate::loom::{AtomicBool, Ordering};
 
-use crate::loom::{AtomicU32, Ordering};
+/// Spins (with growing pauses) before yielding the OS thread.
+const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 6 };
 
-const UNLOCKED: u32 = 0;
-const LOCKED: u32 = 1;
-/// Locked, and a thread may be asleep in `futex::wait`: `unlock` must wake one.
-const CONTENDED: u32 = 2;
-
-/// Spin iterations before sleeping (none under loom: a spin is a state explosion there).
-const SPINS: u32 = if cfg!(loom) { 0 } else { 100 };
-
-/// A spin-then-futex lock word without data (see the module docs).
+/// A test-and-test-and-set lock word without data (see the module docs).
 #[derive(Debug)]
-pub(crate) struct FutexLock {
-    state: AtomicU32,
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) struct SpinLock {
+    locked: AtomicBool,
 }
 
-impl FutexLock {
+#[cfg_attr(loom, allow(dead_code))]
+impl SpinLock {
     loom_const_fn! {
-        pub(crate) fn new() -> FutexLock {
-            FutexLock { state: AtomicU32::new(UNLOCKED) }
+        pub(crate) fn new() -> SpinLock {
+            SpinLock { locked: AtomicBool::new(false) }
         }
     }
 
     /// Takes the lock.
     #[inline]
     pub(crate) fn lock(&self) {
-        // L1: Acquire pairs with the Release swap of the previous `unlock`.
+        // L1: Acquire pairs with the Release store of the previous `unlock`.
         if self
-            .state
-            .compare_exchange_weak(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             self.lock_contended();
@@ -61,31 +59,27 @@ impl FutexLock {
     #[cold]
     #[inline(never)]
     fn lock_contended(&self) {
-        let mut state = self.state.load(Ordering::Relaxed);
-        let mut spins = 0;
-        // The holder runs on another OS thread (or was preempted): its section is short.
-        while state == LOCKED && spins < SPINS {
-            core::hint::spin_loop();
-            spins += 1;
-            state = self.state.load(Ordering::Relaxed);
-        }
-        if state == UNLOCKED
-            // L1: as in `lock`.
-            && self
-                .state
-                .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            return;
-        }
+        let mut round = 0;
         loop {
-            // L1: Acquire pairs with `unlock`'s Release. Marking CONTENDED before sleeping
-            // makes the holder's `unlock` wake us; we may keep CONTENDED after taking the lock
-            // (one spare wake at worst).
-            if self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
+            // Test before test-and-set: wait on a shared copy of the line.
+            while self.locked.load(Ordering::Relaxed) {
+                if round < SPIN_ROUNDS {
+                    for _ in 0..1u32 << round {
+                        super::spin_hint();
+                    }
+                    round += 1;
+                } else {
+                    crate::loom::thread::yield_now();
+                }
+            }
+            // L1: as in `lock`.
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
                 return;
             }
-            futex::wait(&self.state, CONTENDED, None);
         }
     }
 
@@ -93,23 +87,19 @@ impl FutexLock {
     ///
     /// # Safety
     ///
-    /// - The calling thread holds the lock (took it with [`FutexLock::lock`] and has not
+    /// - The calling thread holds the lock (took it with [`SpinLock::lock`] and has not
     ///   released it since).
     #[inline]
     pub(crate) unsafe fn unlock(&self) {
         // L1: Release publishes the critical section to the next `lock`.
-        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
-            // A raw pointer: the lock may be freed by its next holder at once; a stale wake is
-            // harmless (purloin_parking's contract).
-            futex::wake_one(&self.state);
-        }
+        self.locked.store(false, Ordering::Release);
     }
 }
 
-/// Data guarded by a [`FutexLock`] (or by loom's `Mutex` under `cfg(loom)`).
+/// Data guarded by a [`SpinLock`] (or by loom's `Mutex` under `cfg(loom)`).
 pub(crate) struct Locked<T> {
     #[cfg(not(loom))]
-    lock: FutexLock,
+    lock: SpinLock,
     #[cfg(not(loom))]
     data: core::cell::UnsafeCell<T>,
     #[cfg(loom)]
@@ -127,7 +117,7 @@ impl<T> Locked<T> {
         pub(crate) fn new(value: T) -> Locked<T> {
             #[cfg(not(loom))]
             {
-                Locked { lock: FutexLock::new(), data: core::cell::UnsafeCell::new(value) }
+                Locked { lock: SpinLock::new(), data: core::cell::UnsafeCell::new(value) }
             }
             #[cfg(loom)]
             {
@@ -203,23 +193,23 @@ impl<T> Drop for LockedGuard<'_, T> {
 
 #[cfg(all(test, loom))]
 mod loom_models {
-    use super::FutexLock;
+    use super::SpinLock;
     use crate::loom::{Arc, UnsafeCell, thread};
 
     struct Shared {
-        lock: FutexLock,
+        lock: SpinLock,
         counter: UnsafeCell<u32>,
     }
     // SAFETY: `counter` is only touched while `lock` is held.
     unsafe impl Sync for Shared {}
 
-    /// Mutual exclusion and no lost wake-up for the three-state futex lock (three lockers, so
-    /// one of them sleeps in `futex::wait` on CONTENDED). Mutation check: making the unlock
-    /// `store(UNLOCKED)` without the CONTENDED wake leaves a sleeper forever (loom: deadlock).
+    /// Mutual exclusion of the spin lock, three lockers: loom checks every access to the
+    /// counter for a data race. Mutation check: making the lock's CAS `Relaxed` (or the unlock
+    /// store `Relaxed`) makes loom report a causality violation on the counter.
     #[test]
-    fn futex_lock_excludes_and_wakes() {
+    fn spin_lock_excludes() {
         loom::model(|| {
-            let s = Arc::new(Shared { lock: FutexLock::new(), counter: UnsafeCell::new(0) });
+            let s = Arc::new(Shared { lock: SpinLock::new(), counter: UnsafeCell::new(0) });
             let hs: Vec<_> = (0..2)
                 .map(|_| {
                     let s = s.clone();

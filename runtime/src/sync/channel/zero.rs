@@ -275,47 +275,39 @@ impl<T> Channel<T> {
     ) -> Result<(), SendTimeoutError<T>> {
         let mut msg = msg;
         loop {
+            let mut claimed = Claimed::new();
+            let mut inner = self.inner.lock();
+            // SAFETY: Z1: we hold the lock; the claimed node is finished by `write`.
+            let receiver =
+                unsafe { inner.receivers.claim_one(core::ptr::null(), node_token, &mut claimed) };
+            if let Some(r) = receiver {
+                let _ = claimed.pop();
+                drop(inner);
+                let mut token = Token::default();
+                // SAFETY: claimed: the node and its waiter stay alive until finished.
+                token.zero =
+                    unsafe { ZeroToken { packet: (*r).data as *mut u8, waiter: (*r).waiter } };
+                // SAFETY: `token` was filled from our claim just now.
+                return unsafe { self.write(&mut token, msg) }
+                    .map_err(SendTimeoutError::Disconnected);
+            }
+            if inner.disconnected {
+                return Err(SendTimeoutError::Disconnected(msg));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(SendTimeoutError::Timeout(msg));
+            }
+            // Wait with the message in a packet on our stack.
             let waiter = Waiter::new();
             let packet = Packet::on_stack(Some(msg));
             let node = Node::new(&waiter, 0, &packet as *const Packet<T> as usize);
-            {
-                let mut claimed = Claimed::new();
-                let mut inner = self.inner.lock();
-                // SAFETY: Z1: we hold the lock; finished below after the transfer.
-                let receiver = unsafe {
-                    inner.receivers.claim_one(core::ptr::null(), node_token, &mut claimed)
-                };
-                if let Some(r) = receiver {
-                    let _ = claimed.pop();
-                    drop(inner);
-                    // SAFETY: claimed: alive until finished; our own packet is ours.
-                    let mut token = Token::default();
-                    token.zero =
-                        unsafe { ZeroToken { packet: (*r).data as *mut u8, waiter: (*r).waiter } };
-                    // SAFETY: our packet is ours; `token` was filled from a claim just now.
-                    let m = unsafe { packet.take() }.expect("our message");
-                    return unsafe { self.write(&mut token, m) }
-                        .map_err(SendTimeoutError::Disconnected);
-                }
-                if inner.disconnected {
-                    drop(inner);
-                    // SAFETY: never linked: ours.
-                    return Err(SendTimeoutError::Disconnected(
-                        unsafe { packet.take() }.expect("ours"),
-                    ));
-                }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    drop(inner);
-                    // SAFETY: never linked: ours.
-                    return Err(SendTimeoutError::Timeout(unsafe { packet.take() }.expect("ours")));
-                }
-                // SAFETY: Z1: under the lock; `guard` below unlinks it on every path.
-                unsafe { inner.senders.push_back(&node) };
-            }
+            // SAFETY: Z1: under the lock; `guard` below unlinks the node on every path, and
+            // the node, packet and waiter stay in this frame until then.
+            unsafe { inner.senders.push_back(&node) };
+            drop(inner);
             let guard = Linked { chan: self, node: &node, waiter: &waiter, sender: true };
             let info = wait_info(WaitKind::ChannelSend, self, None);
-            let claimed = waiter.wait(deadline, info);
-            match claimed {
+            match waiter.wait(deadline, info) {
                 Some(token) => {
                     // The claimer unlinked the node.
                     core::mem::forget(guard);
@@ -356,42 +348,42 @@ impl<T> Channel<T> {
 
     pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         loop {
+            let mut claimed = Claimed::new();
+            let mut inner = self.inner.lock();
+            // SAFETY: Z1: we hold the lock; the claimed node is finished by `read`.
+            let sender =
+                unsafe { inner.senders.claim_one(core::ptr::null(), node_token, &mut claimed) };
+            if let Some(s) = sender {
+                let _ = claimed.pop();
+                drop(inner);
+                let mut token = Token::default();
+                // SAFETY: claimed: the node and its waiter stay alive until finished.
+                token.zero =
+                    unsafe { ZeroToken { packet: (*s).data as *mut u8, waiter: (*s).waiter } };
+                // SAFETY: `token` was filled from our claim just now.
+                match unsafe { self.read(&mut token) } {
+                    Ok(Some(m)) => return Ok(m),
+                    Ok(None) => continue,
+                    Err(()) => return Err(RecvTimeoutError::Disconnected),
+                }
+            }
+            if inner.disconnected {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            // Wait with an empty packet on our stack.
             let waiter = Waiter::new();
             let packet = Packet::<T>::on_stack(None);
             let node = Node::new(&waiter, 0, &packet as *const Packet<T> as usize);
-            {
-                let mut claimed = Claimed::new();
-                let mut inner = self.inner.lock();
-                // SAFETY: Z1: we hold the lock; finished by `read`.
-                let sender =
-                    unsafe { inner.senders.claim_one(core::ptr::null(), node_token, &mut claimed) };
-                if let Some(s) = sender {
-                    let _ = claimed.pop();
-                    drop(inner);
-                    let mut token = Token::default();
-                    // SAFETY: claimed: alive until finished.
-                    token.zero =
-                        unsafe { ZeroToken { packet: (*s).data as *mut u8, waiter: (*s).waiter } };
-                    // SAFETY: filled from a claim just now.
-                    match unsafe { self.read(&mut token) } {
-                        Ok(Some(m)) => return Ok(m),
-                        Ok(None) => continue,
-                        Err(()) => return Err(RecvTimeoutError::Disconnected),
-                    }
-                }
-                if inner.disconnected {
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Err(RecvTimeoutError::Timeout);
-                }
-                // SAFETY: Z1: under the lock; `guard` below unlinks it on every path.
-                unsafe { inner.receivers.push_back(&node) };
-            }
+            // SAFETY: Z1: under the lock; `guard` below unlinks the node on every path, and
+            // the node, packet and waiter stay in this frame until then.
+            unsafe { inner.receivers.push_back(&node) };
+            drop(inner);
             let guard = Linked { chan: self, node: &node, waiter: &waiter, sender: false };
             let info = wait_info(WaitKind::ChannelRecv, self, None);
-            let claimed = waiter.wait(deadline, info);
-            match claimed {
+            match waiter.wait(deadline, info) {
                 Some(token) => {
                     core::mem::forget(guard);
                     // SAFETY: DONE seen: the sender put the message before finishing us (Z2).

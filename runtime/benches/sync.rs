@@ -1,0 +1,300 @@
+//! `purloin::sync` against its peers, 2 workers everywhere, in the same criterion groups with
+//! the same parameters so `cargo xtask bench -p purloin sync` prints ratios. Our function ids
+//! start with `purloin`; peers' do not.
+//!
+//! Groups (the performance table):
+//! * `chan_pingpong`: one round trip (2 sends + 2 receives) between two green threads over two
+//!   channels — purloin `bounded(0)` (Go's unbuffered channel), `bounded(1)` and `unbounded`;
+//!   may coroutines with may's channel (`set_workers(2)`); tokio multi-thread `mpsc(1)`, 2
+//!   workers. (Go's figure comes from `bench-go/sync/chan_pingpong`, run separately.)
+//! * `mutex_contended`: 4 green threads incrementing one counter under a mutex, 2 workers —
+//!   purloin `Mutex` vs `tokio::sync::Mutex` (4 tasks) vs `may::sync::Mutex` (4 coroutines).
+//!   Time per increment.
+//! * `mpmc_bounded_1024`: 2 producers, 2 consumers on a `bounded(1024)` channel — purloin
+//!   green threads vs crossbeam-channel between OS threads. Time per message.
+#![cfg(not(loom))]
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use purloin::sync::Mutex;
+use purloin::sync::channel::{bounded, unbounded};
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+/// One purloin runtime (2 workers) for the whole run. It is leaked at exit: dropping it would
+/// only add a shutdown to the last sample.
+fn rt() -> &'static purloin::Runtime {
+    static RT: OnceLock<purloin::Runtime> = OnceLock::new();
+    RT.get_or_init(|| purloin::runtime::Builder::new().workers(2).build().unwrap())
+}
+
+fn tokio_rt() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap()
+    })
+}
+
+fn may_init() {
+    static INIT: OnceLock<()> = OnceLock::new();
+    INIT.get_or_init(|| {
+        may::config().set_workers(2);
+    });
+}
+
+/// `iters` round trips between two purloin green threads over channels made by `make`.
+fn purloin_pingpong(
+    iters: u64,
+    make: fn() -> (purloin::sync::channel::Sender<u64>, purloin::sync::channel::Receiver<u64>),
+) -> Duration {
+    rt().block_on(|| {
+        let (tx1, rx1) = make();
+        let (tx2, rx2) = make();
+        let echo = purloin::spawn(move || {
+            for v in rx1.iter() {
+                tx2.send(v).unwrap();
+            }
+        });
+        let driver = purloin::spawn(move || {
+            let start = Instant::now();
+            for i in 0..iters {
+                tx1.send(i).unwrap();
+                rx2.recv().unwrap();
+            }
+            start.elapsed()
+        });
+        let took = driver.join().unwrap();
+        echo.join().unwrap();
+        took
+    })
+}
+
+fn chan_pingpong(c: &mut Criterion) {
+    let mut g = c.benchmark_group("chan_pingpong");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(BenchmarkId::new("purloin-bounded0", "2w"), |b| {
+        b.iter_custom(|iters| purloin_pingpong(iters, || bounded(0)))
+    });
+    g.bench_function(BenchmarkId::new("purloin-bounded1", "2w"), |b| {
+        b.iter_custom(|iters| purloin_pingpong(iters, || bounded(1)))
+    });
+    g.bench_function(BenchmarkId::new("purloin-unbounded", "2w"), |b| {
+        b.iter_custom(|iters| purloin_pingpong(iters, unbounded))
+    });
+    may_init();
+    g.bench_function(BenchmarkId::new("may-mpsc", "2w"), |b| {
+        b.iter_custom(|iters| {
+            let (tx1, rx1) = may::sync::mpsc::channel::<u64>();
+            let (tx2, rx2) = may::sync::mpsc::channel::<u64>();
+            let echo = may::go!(move || {
+                while let Ok(v) = rx1.recv() {
+                    tx2.send(v).unwrap();
+                }
+            });
+            let driver = may::go!(move || {
+                let start = Instant::now();
+                for i in 0..iters {
+                    tx1.send(i).unwrap();
+                    rx2.recv().unwrap();
+                }
+                start.elapsed()
+            });
+            let took = driver.join().unwrap();
+            echo.join().unwrap();
+            took
+        })
+    });
+    g.bench_function(BenchmarkId::new("tokio-mpsc1", "2w"), |b| {
+        b.iter_custom(|iters| {
+            tokio_rt().block_on(async move {
+                let (tx1, mut rx1) = tokio::sync::mpsc::channel::<u64>(1);
+                let (tx2, mut rx2) = tokio::sync::mpsc::channel::<u64>(1);
+                let echo = tokio::spawn(async move {
+                    while let Some(v) = rx1.recv().await {
+                        tx2.send(v).await.unwrap();
+                    }
+                });
+                let driver = tokio::spawn(async move {
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        tx1.send(i).await.unwrap();
+                        rx2.recv().await.unwrap();
+                    }
+                    start.elapsed()
+                });
+                let took = driver.await.unwrap();
+                echo.await.unwrap();
+                took
+            })
+        })
+    });
+    g.finish();
+}
+
+const LOCKERS: u64 = 4;
+
+fn mutex_contended(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mutex_contended");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(BenchmarkId::new("purloin", "4x2w"), |b| {
+        b.iter_custom(|iters| {
+            rt().block_on(|| {
+                let m = Arc::new(Mutex::new(0u64));
+                let per = iters.div_ceil(LOCKERS);
+                let start = Instant::now();
+                let hs: Vec<_> = (0..LOCKERS)
+                    .map(|_| {
+                        let m = m.clone();
+                        purloin::spawn(move || {
+                            for _ in 0..per {
+                                *m.lock().unwrap() += 1;
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                let took = start.elapsed();
+                assert_eq!(*m.lock().unwrap(), per * LOCKERS);
+                took
+            })
+        })
+    });
+    g.bench_function(BenchmarkId::new("tokio", "4x2w"), |b| {
+        b.iter_custom(|iters| {
+            tokio_rt().block_on(async move {
+                let m = Arc::new(tokio::sync::Mutex::new(0u64));
+                let per = iters.div_ceil(LOCKERS);
+                let start = Instant::now();
+                let hs: Vec<_> = (0..LOCKERS)
+                    .map(|_| {
+                        let m = m.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..per {
+                                *m.lock().await += 1;
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.await.unwrap();
+                }
+                let took = start.elapsed();
+                assert_eq!(*m.lock().await, per * LOCKERS);
+                took
+            })
+        })
+    });
+    may_init();
+    g.bench_function(BenchmarkId::new("may", "4x2w"), |b| {
+        b.iter_custom(|iters| {
+            let m = Arc::new(may::sync::Mutex::new(0u64));
+            let per = iters.div_ceil(LOCKERS);
+            let start = Instant::now();
+            let hs: Vec<_> = (0..LOCKERS)
+                .map(|_| {
+                    let m = m.clone();
+                    may::go!(move || {
+                        for _ in 0..per {
+                            *m.lock().unwrap() += 1;
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            let took = start.elapsed();
+            assert_eq!(*m.lock().unwrap(), per * LOCKERS);
+            took
+        })
+    });
+    g.finish();
+}
+
+fn mpmc_bounded_1024(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mpmc_bounded_1024");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(BenchmarkId::new("purloin", "2p2c"), |b| {
+        b.iter_custom(|iters| {
+            rt().block_on(|| {
+                let (tx, rx) = bounded::<u64>(1024);
+                let per = iters.div_ceil(2);
+                let start = Instant::now();
+                let ps: Vec<_> = (0..2)
+                    .map(|_| {
+                        let tx = tx.clone();
+                        purloin::spawn(move || {
+                            for i in 0..per {
+                                tx.send(i).unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                drop(tx);
+                let cs: Vec<_> = (0..2)
+                    .map(|_| {
+                        let rx = rx.clone();
+                        purloin::spawn(move || rx.iter().count() as u64)
+                    })
+                    .collect();
+                for p in ps {
+                    p.join().unwrap();
+                }
+                let n: u64 = cs.into_iter().map(|c| c.join().unwrap()).sum();
+                let took = start.elapsed();
+                assert_eq!(n, per * 2);
+                took
+            })
+        })
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel", "2p2c"), |b| {
+        b.iter_custom(|iters| {
+            let (tx, rx) = crossbeam_channel::bounded::<u64>(1024);
+            let per = iters.div_ceil(2);
+            let start = Instant::now();
+            let ps: Vec<_> = (0..2)
+                .map(|_| {
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        for i in 0..per {
+                            tx.send(i).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            let cs: Vec<_> = (0..2)
+                .map(|_| {
+                    let rx = rx.clone();
+                    std::thread::spawn(move || rx.iter().count() as u64)
+                })
+                .collect();
+            for p in ps {
+                p.join().unwrap();
+            }
+            let n: u64 = cs.into_iter().map(|c| c.join().unwrap()).sum();
+            let took = start.elapsed();
+            assert_eq!(n, per * 2);
+            took
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = chan_pingpong, mutex_contended, mpmc_bounded_1024
+}
+criterion_main!(benches);
