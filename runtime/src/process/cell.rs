@@ -37,8 +37,9 @@
 //! step was already going to happen, the publisher wakes the process. No wake-up is lost, and
 //! an Idle/Blocked process is queued once per transition to Ready.
 //!
-//! - (F1/F2) Store→load (Dekker). The step stores `RUNNING`, then `fence(SeqCst)` (F1), then
-//!   reads the close flag and drains the queue. A publisher publishes (queue push, close flag
+//! - (F1/F2) Store→load (Dekker). The step swaps in `RUNNING` (an RMW, so it is ordered after
+//!   any `=> READY` CAS it replaces), then `fence(SeqCst)` (F1), then reads the close flag and
+//!   drains the queue. A publisher publishes (queue push, close flag
 //!   store, `inflight` decrement), then `fence(SeqCst)` (F2), then loads `state`. Either F1
 //!   precedes F2 — the publisher reads `RUNNING` or a later state and wakes as needed — or F2
 //!   precedes F1 — the step reads the publication. A publisher reading `READY` (a value older
@@ -55,6 +56,8 @@
 //!   waker loads it with Acquire (pairs) before reading `handle`. A waker that finds `UNSET`
 //!   CASes it to `PENDING` instead of unparking, and the spawner's swap, reading `PENDING`,
 //!   unparks on its behalf.
+//! - (E1) `finish` stores `COMPLETE` with Release before closing the queue and publishing the
+//!   exit status; `is_complete` loads with Acquire.
 //! - The owner-only fields (`owner`) are touched only inside a step; the scheduler runs one
 //!   step of a task at a time and hands the task between workers with its own
 //!   Release/Acquire pairs (G2 in purloin-sched).
