@@ -141,3 +141,25 @@ where
         f()
     }
 }
+
+/// Wraps the second half of a fork-join: if it runs as its own green thread (stolen), its
+/// green-locals are dropped at its end; if the joiner runs it inline, it shares the joiner's
+/// identity and green-locals, which must survive it.
+pub(crate) fn with_own_locals<F, T>(f: F) -> impl FnOnce() -> T + Send
+where
+    F: FnOnce() -> T + Send,
+{
+    let forker = purloin_sched::current().map(|g| g.id());
+    move || {
+        struct Free(Option<purloin_sched::GreenId>);
+        impl Drop for Free {
+            fn drop(&mut self) {
+                if purloin_sched::current().map(|g| g.id()) != self.0 {
+                    free_current();
+                }
+            }
+        }
+        let _free = Free(forker);
+        f()
+    }
+}

@@ -322,8 +322,8 @@ where
 {
     if purloin_sched::in_green_thread() {
         // Allocation-free fork-join: `b` waits on our stack, `a` runs here.
-        purloin_sched::join(a, crate::local::with_locals(b))
+        purloin_sched::join(a, crate::local::with_own_locals(b))
     } else {
-        crate::rt::global().block_on(|| purloin_sched::join(a, crate::local::with_locals(b)))
+        crate::rt::global().block_on(|| purloin_sched::join(a, crate::local::with_own_locals(b)))
     }
 }

@@ -267,7 +267,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     // worker the OS simply did not schedule (neither: not the green thread's
                     // fault, not reported).
                     let verdict = match cpu {
-                        Some(c) if c >= cfg.long_run_threshold / 2 => Some(LongRun::Cpu(c)),
+                        Some(c) if c >= cfg.long_run_threshold => Some(LongRun::Cpu(c)),
                         _ if crate::os::thread_is_blocked(holder) => Some(LongRun::Blocked(wall)),
                         None => Some(LongRun::Cpu(wall)),
                         Some(_) => None,

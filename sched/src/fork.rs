@@ -211,10 +211,11 @@ fn fork(m: &M, job: NonNull<dyn Runnable>) -> (GRef, u32) {
     let g = m.alloc_g();
     // SAFETY: a FREE record, not yet published: we own its cells.
     unsafe {
-        g.task.with_mut(|t| *t = Some(TaskRef::Borrowed(job)));
-        g.uncounted.with_mut(|u| *u = true);
-        g.stack_size.with_mut(|s| *s = m.shared.config.stack_size);
-        g.sched.with_mut(|s| *s = crate::sync::Arc::as_ptr(&m.shared));
+        // Plain writes: `recycle` emptied the fields (see `spawn_g`).
+        g.task.with_mut(|t| t.write(Some(TaskRef::Borrowed(job))));
+        g.uncounted.with_mut(|u| u.write(true));
+        g.stack_size.with_mut(|s| s.write(m.shared.config.stack_size));
+        g.sched.with_mut(|s| s.write(crate::sync::Arc::as_ptr(&m.shared)));
     }
     let generation = g.prepare_spawn();
     bump(&m.p().stats.spawned);

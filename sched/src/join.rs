@@ -147,12 +147,14 @@ pub(crate) fn run_inline(
     child.g.host.store(core::ptr::null_mut(), Ordering::Release);
     child.g.finish_run();
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
-    // live until `g_finished` below.
+    // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
     if child.g.drop_ref() {
         g::recycle_anywhere(child.g);
     }
-    shared.g_finished();
+    // The joiner may be on another worker now: fetch it again.
+    let holder = current_worker().filter(|m| m.holds_p() && core::ptr::eq(&*m.shared, shared));
+    shared.note_finished(holder.map(|m| m.p()));
     true
 }
 

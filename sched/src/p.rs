@@ -115,6 +115,9 @@ pub(crate) struct P {
     /// The G this P's worker is running (null on g0), for the monitor's long-runner report.
     pub(crate) running: AtomicPtr<crate::g::G>,
     pub(crate) stats: PStats,
+    /// Green threads spawned / finished by this P's holders (owner-written; see `Shared::live`).
+    pub(crate) started: AtomicU64,
+    pub(crate) finished: AtomicU64,
 }
 
 // SAFETY: the UnsafeCell fields (the deque's owner end, caches) are only touched by the
@@ -144,6 +147,8 @@ impl P {
             running: AtomicPtr::new(core::ptr::null_mut()),
             holder: AtomicU64::new(0),
             stats: PStats::default(),
+            started: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
         }
     }
 

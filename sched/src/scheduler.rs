@@ -378,7 +378,7 @@ impl Scheduler {
         let (searching, parked) = s.idle.counts();
         searching == 0
             && parked as usize == s.ps.len()
-            && s.live.load(Ordering::Acquire) > 0
+            && s.live() > 0
             && s.injector.is_empty()
             && s.ps
                 .iter()
@@ -432,7 +432,7 @@ impl Scheduler {
                     break;
                 }
                 if Instant::now() >= deadline {
-                    report.unfinished = shared.live.load(Ordering::Acquire);
+                    report.unfinished = shared.live();
                     break;
                 }
             }
@@ -500,16 +500,18 @@ where
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
+    // F5 (pairs with F6 in `note_finished`): the phase was stored before this call.
+    shared.fence_before_live_check();
     let mut guard = lock(&shared.all_done.0);
     loop {
-        if shared.live.load(Ordering::Acquire) == 0 {
+        if shared.live() == 0 {
             return true;
         }
         let now = Instant::now();
         if now >= deadline {
             return false;
         }
-        // Re-check at least every 10 ms: the notification comes from `g_finished`.
+        // Re-check at least every 10 ms: the notification comes from `note_finished`.
         let wait = (deadline - now).min(Duration::from_millis(10));
         guard = match shared.all_done.1.wait_timeout(guard, wait) {
             Ok((g, _)) => g,
@@ -578,7 +580,7 @@ fn drain_queues(shared: &Shared) {
             g.finish_run();
             // SAFETY: as above.
             if !unsafe { g.uncounted.with(|u| *u) } {
-                shared.live.fetch_sub(1, Ordering::AcqRel);
+                shared.note_finished(None);
             }
         }
         if g.drop_ref() {
@@ -598,7 +600,7 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         total,
         procs,
         global: shared.stats.snapshot(),
-        live: shared.live.load(Ordering::Relaxed),
+        live: shared.live(),
         queue_lens: shared.ps.iter().map(|p| p.queue_len()).collect(),
         global_queue_len: shared.injector.len(),
         searching,

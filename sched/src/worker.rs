@@ -38,7 +38,7 @@ use crate::idle::Idle;
 use crate::p::{self, P};
 use crate::stats::{SharedStats, add, bump};
 use crate::sync::{
-    Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, lock, thread,
+    Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, fence, lock, thread,
 };
 
 /// What a G asks g0 to do when it switches out (the `data` of the resume into g0).
@@ -95,8 +95,10 @@ pub(crate) struct Shared {
     pub(crate) injector: Injector<GRef>,
     pub(crate) idle: Idle,
     pub(crate) lots: ParkingLots,
-    /// Green threads spawned and not yet finished.
-    pub(crate) live: AtomicUsize,
+    /// Green threads started and finished by threads that held no P (outside submissions,
+    /// blocking sections, shutdown); the per-P counters hold the rest (see `live`).
+    started_outside: crate::sync::AtomicU64,
+    finished_outside: crate::sync::AtomicU64,
     pub(crate) phase: AtomicU32,
     /// Signalled when `live` drops to zero during shutdown.
     pub(crate) all_done: (Mutex<()>, Condvar),
@@ -126,7 +128,8 @@ impl Shared {
             injector: Injector::new(),
             idle: Idle::new(n),
             lots: ParkingLots::new(n),
-            live: AtomicUsize::new(0),
+            started_outside: crate::sync::AtomicU64::new(0),
+            finished_outside: crate::sync::AtomicU64::new(0),
             phase: AtomicU32::new(PHASE_RUNNING),
             all_done: (Mutex::new(()), Condvar::new()),
             config,
@@ -199,15 +202,66 @@ impl Shared {
             || !self.injector.is_empty()
     }
 
-    /// A green thread of this scheduler finished.
-    pub(crate) fn g_finished(&self) {
-        // Notify on every drop to zero, whatever the phase: a shutdown that starts
-        // concurrently checks `live` under the lock before it waits, and the notification is
-        // taken under the same lock, so it cannot be missed.
-        if self.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+    /// A green thread of this scheduler was spawned (counted in `live`). `p` is the P the
+    /// caller holds, if any: its owner-written counter avoids a contended read-modify-write.
+    pub(crate) fn note_started(&self, p: Option<&P>) {
+        match p {
+            Some(p) => {
+                let n = p.started.load(Ordering::Relaxed);
+                // Release: a reader that sees the matching `finished` sees this too (L1).
+                p.started.store(n + 1, Ordering::Release);
+            }
+            None => {
+                self.started_outside.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// A green thread of this scheduler finished. During shutdown this wakes the thread waiting
+    /// for the count to reach zero.
+    ///
+    /// # Memory ordering
+    ///
+    /// (L1) `live` reads every `finished` counter (Acquire) before every `started` one: a
+    /// finish it sees happened after its spawn, so the spawn is seen too, and the difference
+    /// never goes negative. (L2) The shutdown waiter stores `phase` then F5, then reads `live`
+    /// under `all_done`'s lock; a finisher stores its counter, then F6, then reads `phase`: one
+    /// of them sees the other (SeqCst fences), so a finish that brings `live` to zero during
+    /// shutdown always notifies, or the waiter sees zero before it sleeps.
+    pub(crate) fn note_finished(&self, p: Option<&P>) {
+        match p {
+            Some(p) => {
+                let n = p.finished.load(Ordering::Relaxed);
+                p.finished.store(n + 1, Ordering::Release);
+            }
+            None => {
+                self.finished_outside.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        // F6 (pairs with F5 in `fence_before_live_check`).
+        fence(Ordering::SeqCst);
+        if self.phase.load(Ordering::Relaxed) != PHASE_RUNNING {
             let _guard = lock(&self.all_done.0);
             self.all_done.1.notify_all();
         }
+    }
+
+    /// F5: the shutdown waiter's fence between storing the phase and reading `live` (L2).
+    pub(crate) fn fence_before_live_check(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    /// Green threads spawned and not yet finished (a snapshot; never negative, see L1).
+    pub(crate) fn live(&self) -> usize {
+        let mut finished = self.finished_outside.load(Ordering::Acquire);
+        for p in self.ps.iter() {
+            finished += p.finished.load(Ordering::Acquire);
+        }
+        let mut started = self.started_outside.load(Ordering::Acquire);
+        for p in self.ps.iter() {
+            started += p.started.load(Ordering::Acquire);
+        }
+        started.saturating_sub(finished) as usize
     }
 
     pub(crate) fn is_running(&self) -> bool {
@@ -770,7 +824,8 @@ impl M {
             self.recycle(g);
         }
         if counted {
-            self.shared.g_finished();
+            let p = self.holds_p().then(|| self.p());
+            self.shared.note_finished(p);
         }
     }
 
@@ -1040,21 +1095,23 @@ pub(crate) fn spawn_g(
         None => registry().alloc(),
     };
     let size = opts.stack_size.unwrap_or(shared.config.stack_size);
-    // SAFETY: the record is FREE and not yet published: we own it.
+    // SAFETY: the record is FREE and not yet published: we own it. Its optional fields were
+    // emptied by `recycle` (or never set), so plain writes (no drop of the old value, and no
+    // load of a cold cache line) are right.
     unsafe {
         match entry {
             crate::stackless::Entry::Green(task) => {
-                g.task.with_mut(|t| *t = Some(crate::task::TaskRef::Shared(task)))
+                g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Shared(task))))
             }
             crate::stackless::Entry::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
         }
-        g.name.with_mut(|n| *n = opts.name.clone());
-        g.stack_size.with_mut(|s| *s = size);
-        g.stack.with_mut(|s| *s = stack);
-        g.sched.with_mut(|s| *s = Arc::as_ptr(shared));
+        g.name.with_mut(|n| n.write(opts.name.clone()));
+        g.stack_size.with_mut(|s| s.write(size));
+        g.stack.with_mut(|s| s.write(stack));
+        g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
     let generation = g.prepare_spawn();
-    shared.live.fetch_add(1, Ordering::Relaxed);
+    shared.note_started(here.filter(|m| m.holds_p()).map(|m| m.p()));
     let handle = GreenThread { g, generation };
     if opts.pinned {
         let m = pinned_home.expect("checked above");
@@ -1165,7 +1222,7 @@ mod loom_idle {
         // SAFETY: a fresh FREE record, not yet published.
         unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
         g.prepare_spawn();
-        shared.live.fetch_add(1, Ordering::Relaxed);
+        shared.note_started(None);
         g
     }
 
