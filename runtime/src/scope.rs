@@ -167,9 +167,7 @@ impl<T> ScopedParts<'_, T> {
     pub(crate) fn join(self) -> ThreadResult<T> {
         // The body catches panics itself, so the scheduler-level result is Ok unless the
         // green thread never ran (cancelled at shutdown).
-        if let Err(payload) = self.handle.join() {
-            return Err(payload);
-        }
+        self.handle.join()?;
         let result = self
             .packet
             .result

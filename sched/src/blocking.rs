@@ -137,11 +137,11 @@ pub(crate) fn take_handed_p(m: &M, p: usize) {
 impl Shared {
     /// Wakes the monitor if it sleeps deeply (a worker entered a blocking section).
     pub(crate) fn monitor_kick(&self) {
-        if let Some(mon) = self.monitor.get() {
-            if mon.deep_sleep.load(Ordering::Relaxed) {
-                mon.deep_sleep.store(false, Ordering::Relaxed);
-                mon.unparker.unpark();
-            }
+        if let Some(mon) = self.monitor.get()
+            && mon.deep_sleep.load(Ordering::Relaxed)
+        {
+            mon.deep_sleep.store(false, Ordering::Relaxed);
+            mon.unparker.unpark();
         }
     }
 

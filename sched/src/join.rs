@@ -48,10 +48,10 @@ impl<T> JoinHandle<T> {
             return packet.take();
         }
         let packet = self.task.packet();
-        if !packet.is_done() {
-            if let Some(bytes) = self.inline_stack {
-                run_inline(self.thread, self.sched, bytes);
-            }
+        if !packet.is_done()
+            && let Some(bytes) = self.inline_stack
+        {
+            run_inline(self.thread, self.sched, bytes);
         }
         if !packet.is_done() && (self.registered || packet.register(Waiter::current())) {
             crate::set_wait_info(Some(crate::WaitInfo {

@@ -64,10 +64,10 @@ impl PollerSlot {
     pub(crate) fn wake_if_blocked(&self, p: usize) {
         // F4: orders the caller's lot signal before reading `blocked` (pairs with F3).
         fence(Ordering::SeqCst);
-        if self.blocked.load(Ordering::Relaxed) == p {
-            if let Some(poller) = self.get() {
-                poller.wake();
-            }
+        if self.blocked.load(Ordering::Relaxed) == p
+            && let Some(poller) = self.get()
+        {
+            poller.wake();
         }
     }
 }

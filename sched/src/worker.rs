@@ -402,7 +402,7 @@ impl M {
         if let Some(g) = p.pop_pinned() {
             return self.accept(g).or_else(|| self.find_local());
         }
-        if tick % self.shared.config.global_queue_interval == 0 {
+        if tick.is_multiple_of(self.shared.config.global_queue_interval) {
             // Fairness: a G in the global queue, or the oldest local G, runs at least this often.
             if let Some(g) = self.take_global(1) {
                 return Some(g);
@@ -411,12 +411,12 @@ impl M {
                 return Some(g);
             }
         }
-        if self.runnext_streak.get() < self.shared.config.max_runnext_streak {
-            if let Some(g) = p.take_runnext() {
-                self.runnext_streak.set(self.runnext_streak.get() + 1);
-                if let Some(g) = self.accept(g) {
-                    return Some(g);
-                }
+        if self.runnext_streak.get() < self.shared.config.max_runnext_streak
+            && let Some(g) = p.take_runnext()
+        {
+            self.runnext_streak.set(self.runnext_streak.get() + 1);
+            if let Some(g) = self.accept(g) {
+                return Some(g);
             }
         }
         if self.after_yield.replace(false) {
@@ -495,10 +495,11 @@ impl M {
                     continue;
                 }
                 let v = &shared.ps[victim];
-                if last && v.run_timers_if_due(self) > 0 {
-                    if let Some(g) = local.pop().and_then(|g| self.accept(g)) {
-                        return Some(g);
-                    }
+                if last
+                    && v.run_timers_if_due(self) > 0
+                    && let Some(g) = local.pop().and_then(|g| self.accept(g))
+                {
+                    return Some(g);
                 }
                 if !v.stealer.is_empty() {
                     bump(&p.stats.steal_attempts);
@@ -657,11 +658,9 @@ impl M {
         }
         // SAFETY: as above.
         let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
-        if !has_context {
-            if let Err(e) = self.attach_stack(g) {
-                self.fail_start(g, e);
-                return None;
-            }
+        if !has_context && let Err(e) = self.attach_stack(g) {
+            self.fail_start(g, e);
+            return None;
         }
         self.current.set(Some(g));
         p.running.store(g.as_ptr(), Ordering::Relaxed);
@@ -700,7 +699,9 @@ impl M {
                 }
             }
             ACT_EXIT => {
-                drop(t.context);
+                // The finished G's context is never resumed; dropping it is a no-op on real
+                // stacks and ends its thread on the loom backend.
+                let _ = t.context;
                 self.finish(g);
                 None
             }
@@ -1026,15 +1027,16 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         shared.push_pinned(pin, g);
         return;
     }
-    if let Some(m) = current_worker() {
-        if core::ptr::eq(&*m.shared, shared) && m.holds_p() {
-            if use_runnext && m.current.get().is_some() {
-                m.put_runnext_and_notify(g);
-            } else {
-                m.push_local_and_notify(g);
-            }
-            return;
+    if let Some(m) = current_worker()
+        && core::ptr::eq(&*m.shared, shared)
+        && m.holds_p()
+    {
+        if use_runnext && m.current.get().is_some() {
+            m.put_runnext_and_notify(g);
+        } else {
+            m.push_local_and_notify(g);
         }
+        return;
     }
     shared.push_global(g);
 }

@@ -193,6 +193,15 @@ fn ci() -> Result<(), String> {
         cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
     )?;
     run("test", cargo().args(["test", "--workspace"]))?;
+    // The cargo features that change code paths get their own test runs.
+    run(
+        "test parking+stats",
+        cargo().args(["test", "-p", "purloin-parking", "--features", "stats"]),
+    )?;
+    run(
+        "test context+fpu-env",
+        cargo().args(["test", "-p", "purloin-context", "--features", "fpu-env"]),
+    )?;
     run(
         "doc",
         cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
