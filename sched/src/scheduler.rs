@@ -211,8 +211,9 @@ pub struct SpawnOptions {
     pub urgent: bool,
 }
 
-/// A running G/M/P scheduler. Dropping it shuts it down (see the module docs of
-/// [`scheduler`](self)).
+/// A running G/M/P scheduler. Dropping it shuts it down: runnable green threads finish,
+/// parked ones are unwound with [`ForcedUnwind`](crate::ForcedUnwind) so their destructors run
+/// (see [`Scheduler::shutdown_timeout`]).
 pub struct Scheduler {
     pub(crate) shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
@@ -403,6 +404,14 @@ impl Scheduler {
 
     /// Shuts down, waiting at most `timeout` for runnable green threads to finish before
     /// unwinding the parked ones (and as long again for those to finish).
+    ///
+    /// The steps: (1) spawns from outside start failing; green threads may still spawn;
+    /// (2) runnable green threads run to completion, until none is alive or `timeout`;
+    /// (3) every parked green thread is resumed with a forced unwind, repeatedly (a destructor
+    /// may park again), until none is alive or a second timeout; (4) every worker is woken,
+    /// leaves its loop and is joined, and the monitor stops. Green threads that never reached a
+    /// scheduling point are counted in [`ShutdownReport::unfinished`] and their workers are left
+    /// running (detached) rather than hanging the caller.
     ///
     /// # Panics
     /// If called from one of this scheduler's own green threads (it would wait for itself).
