@@ -105,7 +105,7 @@ pub(crate) fn wait_as_spare(m: &M) -> bool {
     let spare = Arc::new(Spare { p: AtomicUsize::new(NO_P), unparker });
     {
         let mut spares = lock(&shared.spares);
-        if spares.len() >= shared.ps.len() {
+        if spares.len() >= shared.active().len() {
             return false;
         }
         spares.push(spare.clone());

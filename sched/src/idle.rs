@@ -65,19 +65,20 @@ pub(crate) struct Idle {
     state: AtomicU32,
     /// Parked workers, and how each one that was woken was counted.
     sleepers: Mutex<Sleepers>,
-    workers: u32,
+    /// Active processors (changes with `Scheduler::set_workers`).
+    workers: AtomicU32,
 }
 
 impl Idle {
-    pub(crate) fn new(workers: usize) -> Idle {
-        assert!(workers > 0 && workers < SEARCH_MASK as usize, "worker count out of range");
+    pub(crate) fn new(workers: usize, max_workers: usize) -> Idle {
+        assert!(workers > 0 && max_workers < SEARCH_MASK as usize, "worker count out of range");
         Idle {
             state: AtomicU32::new(workers as u32 * UNPARK_ONE),
             sleepers: Mutex::new(Sleepers {
                 list: Vec::with_capacity(workers),
-                granted_search: vec![false; workers],
+                granted_search: vec![false; max_workers],
             }),
-            workers: workers as u32,
+            workers: AtomicU32::new(workers as u32),
         }
     }
 
@@ -102,7 +103,7 @@ impl Idle {
     }
 
     fn should_wake(&self, state: u32) -> bool {
-        searching(state) == 0 && unparked(state) < self.workers
+        searching(state) == 0 && unparked(state) < self.workers.load(Ordering::Relaxed)
     }
 
     /// Wakes a specific parked worker (a pinned G became runnable on its P, or shutdown).
@@ -123,7 +124,7 @@ impl Idle {
     pub(crate) fn try_start_searching(&self) -> bool {
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
-            if 2 * searching(state) >= self.workers {
+            if 2 * searching(state) >= self.workers.load(Ordering::Relaxed) {
                 return false;
             }
             match self.state.compare_exchange_weak(
@@ -183,9 +184,26 @@ impl Idle {
         }
     }
 
+    /// Processors were added (`Scheduler::set_workers`): their new workers start unparked.
+    pub(crate) fn add_workers(&self, k: u32) {
+        let _sleepers = lock(&self.sleepers);
+        self.workers.fetch_add(k, Ordering::SeqCst);
+        self.state.fetch_add(k * UNPARK_ONE, Ordering::SeqCst);
+    }
+
+    /// The (unparked) worker of a removed processor leaves the counts for good.
+    pub(crate) fn retire(&self, p: usize, was_searching: bool) {
+        let mut sleepers = lock(&self.sleepers);
+        sleepers.list.retain(|&s| s != p);
+        sleepers.granted_search[p] = false;
+        let dec = UNPARK_ONE + if was_searching { SEARCH_ONE } else { 0 };
+        self.state.fetch_sub(dec, Ordering::SeqCst);
+        self.workers.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Snapshot for stats: (searching, parked).
     pub(crate) fn counts(&self) -> (u32, u32) {
         let s = self.state.load(Ordering::Relaxed);
-        (searching(s), self.workers - unparked(s))
+        (searching(s), self.workers.load(Ordering::Relaxed).saturating_sub(unparked(s)))
     }
 }

@@ -50,6 +50,8 @@ pub(crate) const RUNNING: u32 = 0;
 pub(crate) const SYSCALL: u32 = 1;
 /// The monitor retook the P from a blocked holder and is handing it to another worker.
 pub(crate) const HANDOFF: u32 = 2;
+/// Removed by `Scheduler::set_workers`: no worker holds it; it holds no work.
+pub(crate) const RETIRED: u32 = 3;
 
 /// A timer: wake `g` at `at`. Ordered by deadline (earliest first), then by sequence.
 #[derive(Clone, Copy)]
@@ -203,6 +205,23 @@ impl P {
     pub(crate) fn take_handed(&self) {
         debug_assert_eq!(self.status.load(Ordering::Relaxed), HANDOFF);
         self.status.store(RUNNING, Ordering::Release);
+    }
+
+    /// Moves every timer of this P to `to` (the P is being removed).
+    pub(crate) fn move_timers_to(&self, to: &P, shared: &Shared) {
+        let moved: Vec<Timer> = lock(&self.timers).heap.drain().collect();
+        self.next_timer.store(u64::MAX, Ordering::Relaxed);
+        if moved.is_empty() {
+            return;
+        }
+        let mut t = lock(&to.timers);
+        for timer in moved {
+            t.seq += 1;
+            let seq = t.seq;
+            t.heap.push(Timer { seq, ..timer });
+        }
+        let first = t.heap.peek().map(|t| t.at).expect("just pushed");
+        to.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
     }
 
     /// Whether the P visibly has runnable work (racy snapshot: for the idle re-check and the

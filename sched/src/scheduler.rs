@@ -48,6 +48,7 @@ impl Builder {
         Builder {
             config: Config {
                 workers,
+                max_workers: 0,
                 stack_size: StackSize::default(),
                 thread_name: String::from("purloin-worker"),
                 global_queue_interval: 61,
@@ -63,6 +64,13 @@ impl Builder {
     /// Number of processors (P's), i.e. green threads running in parallel (Go's GOMAXPROCS).
     pub fn workers(mut self, n: usize) -> Builder {
         self.config.workers = n;
+        self
+    }
+
+    /// The most processors [`Scheduler::set_workers`] may grow to (default: the larger of
+    /// `workers` and twice the CPU count). Each possible processor costs a few KiB up front.
+    pub fn max_workers(mut self, n: usize) -> Builder {
+        self.config.max_workers = n;
         self
     }
 
@@ -134,6 +142,18 @@ impl Builder {
                 ),
             ));
         }
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let max = if c.max_workers == 0 { c.workers.max(2 * cpus) } else { c.max_workers };
+        if max < c.workers || max > 32_767 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: max_workers ({max}) must be between the worker count ({}) \
+                     and 32767",
+                    c.workers
+                ),
+            ));
+        }
         if c.global_queue_interval == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -158,8 +178,10 @@ impl Builder {
                 let _ = purloin_stack::valgrind::set_stack_register_hook(register_with_valgrind);
             }
         }
-        let shared = Arc::new(Shared::new(self.config));
-        for p in 0..shared.ps.len() {
+        let mut config = self.config;
+        config.max_workers = max;
+        let shared = Arc::new(Shared::new(config));
+        for p in 0..shared.active().len() {
             if let Err(e) = worker::start_worker(&shared, p) {
                 stop_workers(&shared);
                 return Err(e);
@@ -221,7 +243,7 @@ pub struct Scheduler {
 
 impl core::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Scheduler").field("workers", &self.shared.ps.len()).finish()
+        f.debug_struct("Scheduler").field("workers", &self.shared.active().len()).finish()
     }
 }
 
@@ -283,7 +305,74 @@ impl Scheduler {
 
     /// Number of processors.
     pub fn workers(&self) -> usize {
-        self.shared.ps.len()
+        self.shared.active().len()
+    }
+
+    /// Changes the number of processors while the scheduler runs (Go's `procresize`, what
+    /// `runtime.GOMAXPROCS(n)` does). Growing starts a worker per new processor. Shrinking
+    /// stops the world for the removed processors: their workers finish the green thread they
+    /// are running (green threads are not preempted), move their runnable green threads to the
+    /// global queue and their timers to processor 0, and exit; this call returns when all of
+    /// them have. Green threads are not lost and keep running on the remaining processors.
+    ///
+    /// # Errors
+    /// `n` is 0 or above [`Builder::max_workers`]; a removed processor has pinned green
+    /// threads (they may not change OS thread); the scheduler is shutting down; a worker thread
+    /// cannot be started.
+    pub fn set_workers(&self, n: usize) -> io::Result<()> {
+        let s = &self.shared;
+        let _resize = lock(&s.resize.0);
+        if n == 0 || n > s.ps.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: set_workers({n}): use between 1 and max_workers ({}); raise \
+                     Builder::max_workers to grow further",
+                    s.ps.len()
+                ),
+            ));
+        }
+        if !s.is_running() {
+            return Err(io::Error::other(
+                "purloin-sched: set_workers: the scheduler is shutting down",
+            ));
+        }
+        let old = s.nprocs.load(Ordering::Acquire);
+        if n > old {
+            for p in &s.ps[old..n] {
+                p.status.store(crate::p::RUNNING, Ordering::Release);
+            }
+            s.idle.add_workers((n - old) as u32);
+            s.nprocs.store(n, Ordering::Release);
+            for p in old..n {
+                worker::start_worker(&self.shared, p)?;
+            }
+            return Ok(());
+        }
+        if let Some(i) = (n..old).find(|&i| s.ps[i].pinned.load(Ordering::Acquire) > 0) {
+            return Err(io::Error::other(format!(
+                "purloin-sched: set_workers({n}): worker {i} has pinned green threads, which may \
+                 not move to another OS thread; let them finish first"
+            )));
+        }
+        // From here, no new work goes to processors n..old (spawns, steals and wake-ups only
+        // see the active ones); their workers retire at their next scheduling point.
+        s.nprocs.store(n, Ordering::Release);
+        drop(_resize);
+        for p in n..old {
+            s.wake_worker(p);
+        }
+        let mut guard = lock(&s.resize.0);
+        while (n..old).any(|i| s.ps[i].status.load(Ordering::Acquire) != crate::p::RETIRED) {
+            for p in n..old {
+                s.wake_worker(p);
+            }
+            guard = match s.resize.1.wait_timeout(guard, Duration::from_millis(10)) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        Ok(())
     }
 
     /// Spawns a green thread running `f`.
@@ -378,14 +467,14 @@ impl Scheduler {
         let s = &*self.shared;
         let (searching, parked) = s.idle.counts();
         searching == 0
-            && parked as usize == s.ps.len()
+            && parked as usize == s.active().len()
             && s.live() > 0
             && s.injector.is_empty()
-            && s.ps
+            && s.active()
                 .iter()
                 .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
             && !s.poller.has_waiters()
-            && lock(&s.spares).len() + s.ps.len() >= s.threads_alive.load(Ordering::Relaxed)
+            && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
     }
 
     /// Attaches data of the layer above to this scheduler, readable from its green threads
@@ -599,7 +688,7 @@ fn drain_queues(shared: &Shared) {
 }
 
 pub(crate) fn stats_of(shared: &Shared) -> Stats {
-    let procs: Vec<ProcStats> = shared.ps.iter().map(|p| p.stats.snapshot()).collect();
+    let procs: Vec<ProcStats> = shared.active().iter().map(|p| p.stats.snapshot()).collect();
     let mut total = ProcStats::default();
     for p in &procs {
         total += *p;
@@ -610,7 +699,7 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         procs,
         global: shared.stats.snapshot(),
         live: shared.live(),
-        queue_lens: shared.ps.iter().map(|p| p.queue_len()).collect(),
+        queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
         global_queue_len: shared.injector.len(),
         searching,
         parked,

@@ -79,6 +79,7 @@ pub(crate) const PHASE_STOPPED: u32 = 2;
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub(crate) workers: usize,
+    pub(crate) max_workers: usize,
     pub(crate) stack_size: StackSize,
     pub(crate) thread_name: String,
     pub(crate) global_queue_interval: u32,
@@ -105,8 +106,10 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) stats: SharedStats,
     pub(crate) epoch: Instant,
-    /// Strides coprime with the number of P's (steal order).
-    strides: Vec<usize>,
+    /// Active P's: `ps[..nprocs]` (changed by `Scheduler::set_workers`; the rest are RETIRED).
+    pub(crate) nprocs: AtomicUsize,
+    /// Serialises `set_workers`; the condvar is signalled when a removed P retires.
+    pub(crate) resize: (Mutex<()>, Condvar),
     pub(crate) threads: Mutex<Vec<thread::JoinHandle<()>>>,
     /// Workers without a P (after a blocking section lost theirs), waiting for one.
     pub(crate) spares: Mutex<Vec<Arc<crate::blocking::Spare>>>,
@@ -122,12 +125,16 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config) -> Shared {
         let n = config.workers;
-        let strides = (1..=n).filter(|&s| gcd(s, n) == 1).collect();
+        let max = config.max_workers.max(n);
+        let ps: Box<[P]> = (0..max).map(P::new).collect();
+        for p in &ps[n..] {
+            p.status.store(p::RETIRED, Ordering::Relaxed);
+        }
         Shared {
-            ps: (0..n).map(P::new).collect(),
+            ps,
             injector: Injector::new(),
-            idle: Idle::new(n),
-            lots: ParkingLots::new(n),
+            idle: Idle::new(n, max),
+            lots: ParkingLots::new(max),
             started_outside: crate::sync::AtomicU64::new(0),
             finished_outside: crate::sync::AtomicU64::new(0),
             phase: AtomicU32::new(PHASE_RUNNING),
@@ -135,7 +142,8 @@ impl Shared {
             config,
             stats: SharedStats::default(),
             epoch: Instant::now(),
-            strides,
+            nprocs: AtomicUsize::new(n),
+            resize: (Mutex::new(()), Condvar::new()),
             threads: Mutex::new(Vec::new()),
             spares: Mutex::new(Vec::new()),
             threads_alive: AtomicUsize::new(0),
@@ -144,6 +152,11 @@ impl Shared {
             monitor: std::sync::OnceLock::new(),
             user_data: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The active processors.
+    pub(crate) fn active(&self) -> &[P] {
+        &self.ps[..self.nprocs.load(Ordering::Acquire)]
     }
 
     pub(crate) fn nanos_since_epoch(&self, at: Instant) -> u64 {
@@ -176,7 +189,7 @@ impl Shared {
 
     /// Wakes every parked worker.
     pub(crate) fn wake_all(&self) {
-        for p in 0..self.ps.len() {
+        for p in 0..self.active().len() {
             self.wake_worker(p);
         }
     }
@@ -197,7 +210,7 @@ impl Shared {
     pub(crate) fn any_work(&self, my_p: usize) -> bool {
         // The local queues first: the injector's check pins crossbeam-epoch, which issues a
         // SeqCst fence of its own; checked first, it would hide a missing F2 from the models.
-        self.ps.iter().any(|p| p.has_work())
+        self.active().iter().any(|p| p.has_work())
             || (my_p != NO_P && self.ps[my_p].has_pinned())
             || !self.injector.is_empty()
     }
@@ -292,6 +305,8 @@ pub(crate) struct M {
     after_yield: Cell<bool>,
     rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
+    /// This worker retired with its removed P (`set_workers`): its thread ends.
+    retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     spare_stack: Cell<Option<purloin_stack::Stack>>,
 }
@@ -333,6 +348,7 @@ impl M {
             ),
             searching: Cell::new(false),
             spare_stack: Cell::new(None),
+            retired: Cell::new(false),
         }
     }
 
@@ -364,6 +380,10 @@ impl M {
             if self.p.get() == NO_P {
                 return;
             }
+            if next.is_none() && self.p.get() >= self.shared.nprocs.load(Ordering::Acquire) {
+                self.retire();
+                return;
+            }
             let g = match next.take() {
                 Some(g) => g,
                 None => match self.find_runnable() {
@@ -373,6 +393,36 @@ impl M {
             };
             next = self.execute(g);
         }
+    }
+
+    /// This worker's P was removed by `Scheduler::set_workers`: hand its work to the others
+    /// (global queue; timers to P 0), leave the idle counts, and let the thread end.
+    fn retire(&self) {
+        let shared = &*self.shared;
+        let pi = self.p.get();
+        let p = &shared.ps[pi];
+        // SAFETY: this worker holds P `pi` until it marks it RETIRED below.
+        let local = unsafe { p.local() };
+        let mut moved = Vec::new();
+        moved.extend(p.take_runnext());
+        while let Some(g) = local.pop() {
+            moved.push(g);
+        }
+        if !moved.is_empty() {
+            shared.injector.push_batch(moved);
+        }
+        p.move_timers_to(&shared.ps[0], shared);
+        shared.idle.retire(pi, self.searching.replace(false));
+        // SAFETY: as above; the cache goes to the global list.
+        let cached: Vec<GRef> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
+        registry().give_free(cached);
+        p.status.store(p::RETIRED, Ordering::Release);
+        self.p.set(NO_P);
+        self.retired.set(true);
+        let _guard = lock(&shared.resize.0);
+        shared.resize.1.notify_all();
+        drop(_guard);
+        shared.notify_work();
     }
 
     // ---------------------------------------------------------------------------------------
@@ -434,7 +484,7 @@ impl M {
         if let Some(g) = p.take_runnext().and_then(|g| self.accept(g)) {
             return Some(g);
         }
-        let n = (self.shared.injector.len() / self.shared.ps.len() + 1).min(16);
+        let n = (self.shared.injector.len() / self.shared.active().len() + 1).min(16);
         if let Some(g) = self.take_global(n) {
             return Some(g);
         }
@@ -476,7 +526,7 @@ impl M {
     /// only on the last pass, after a short back-off if the victim is running (Go's rule).
     fn steal_work(&self) -> Option<GRef> {
         let shared = &*self.shared;
-        let n = shared.ps.len();
+        let n = shared.active().len();
         if n == 1 {
             return None;
         }
@@ -487,7 +537,11 @@ impl M {
         for pass in 0..STEAL_PASSES {
             let last = pass == STEAL_PASSES - 1;
             let r = self.next_rand() as usize;
-            let stride = shared.strides[r % shared.strides.len()];
+            // A stride coprime with n visits every P once (n is small: the loop is short).
+            let mut stride = 1 + (r >> 16) % n;
+            while gcd(stride, n) != 1 {
+                stride = stride % n + 1;
+            }
             let mut victim = r % n;
             for _ in 0..n {
                 victim = (victim + stride) % n;
@@ -546,6 +600,10 @@ impl M {
             }
             if self.shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
                 self.leave_searching();
+                return None;
+            }
+            if self.p.get() >= self.shared.nprocs.load(Ordering::Acquire) {
+                // Removed by `set_workers`: back to `run`, which retires this worker.
                 return None;
             }
             if self.searching.get() || self.shared.idle.try_start_searching() {
@@ -1081,6 +1139,14 @@ pub(crate) fn spawn_g(
         ));
     }
     let pinned_home = here.filter(|m| m.holds_p());
+    if opts.pinned
+        && pinned_home.is_some_and(|m| m.p.get() >= shared.nprocs.load(Ordering::Acquire))
+    {
+        return Err(io::Error::other(
+            "cannot spawn a pinned green thread on a worker that is being removed \
+             (Scheduler::set_workers is shrinking the runtime)",
+        ));
+    }
     if opts.pinned && pinned_home.is_none() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -1182,6 +1248,9 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     loop {
         m.run();
         if m.shared.phase.load(Ordering::Acquire) == PHASE_STOPPED {
+            break;
+        }
+        if m.p.get() == NO_P && m.retired.get() {
             break;
         }
         if m.p.get() == NO_P {
