@@ -1,7 +1,7 @@
 //! Green-local storage: per green thread, follows it across workers, dropped at its end.
 #![cfg(not(loom))]
 
-#[path = "rt_common.rs"]
+#[path = "rt_common/mod.rs"]
 mod common;
 
 use std::cell::Cell;

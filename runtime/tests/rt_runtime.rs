@@ -2,7 +2,7 @@
 //! process), stats and schedtrace lines.
 #![cfg(not(loom))]
 
-#[path = "rt_common.rs"]
+#[path = "rt_common/mod.rs"]
 mod common;
 
 use std::process::Command;

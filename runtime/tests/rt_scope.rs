@@ -1,7 +1,7 @@
 //! `scope` and `join`: borrowing green threads, panics, fork-join results.
 #![cfg(not(loom))]
 
-#[path = "rt_common.rs"]
+#[path = "rt_common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! panics, pinned green threads, 100,000 concurrent green threads.
 #![cfg(not(loom))]
 
-#[path = "rt_common.rs"]
+#[path = "rt_common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -128,7 +128,7 @@ fn a_million_green_threads_run_exactly_once() {
                 let done = done.clone();
                 kids.push(
                     purloin_sched::spawn(move || {
-                        if idx % 7 == 0 {
+                        if idx.is_multiple_of(7) {
                             purloin_sched::yield_now();
                         }
                         hits[idx].fetch_add(1, Ordering::Relaxed);
