@@ -301,8 +301,6 @@ pub(crate) struct M {
     pub(crate) in_blocking: Cell<bool>,
     tick: Cell<u32>,
     runnext_streak: Cell<u32>,
-    /// The last G yielded: the next pick takes the oldest local G instead of the newest.
-    after_yield: Cell<bool>,
     rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
     /// This worker retired with its removed P (`set_workers`): its thread ends.
@@ -342,7 +340,6 @@ impl M {
             in_blocking: Cell::new(false),
             tick: Cell::new(0),
             runnext_streak: Cell::new(0),
-            after_yield: Cell::new(false),
             rng: Cell::new(
                 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             ),
@@ -466,12 +463,6 @@ impl M {
         {
             self.runnext_streak.set(self.runnext_streak.get() + 1);
             if let Some(g) = self.accept(g) {
-                return Some(g);
-            }
-        }
-        if self.after_yield.replace(false) {
-            // The yielded G sits at the newest end; run the oldest first.
-            if let Some(g) = steal_success(p.stealer.steal()).and_then(|g| self.accept(g)) {
                 return Some(g);
             }
         }
@@ -740,8 +731,12 @@ impl M {
                 let pin = g.pinned_to.load(Ordering::Relaxed);
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
+                } else if p.has_work() {
+                    // Other local work is waiting: go behind all of it, in the global queue
+                    // (Go's Gosched), where any worker may pick it up.
+                    self.shared.injector.push(g);
                 } else {
-                    self.after_yield.set(true);
+                    // Nothing else here: the fast path, no shared queue touched.
                     self.push_local(g);
                 }
                 None
