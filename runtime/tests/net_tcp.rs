@@ -135,6 +135,37 @@ fn half_close() {
     });
 }
 
+/// The peer writes a few bytes and shuts down at once, so the data and the end-of-file
+/// usually arrive together (one edge): the short read that returns the data must not make the
+/// next read wait for an edge that will never come (the end-of-file is already there).
+#[test]
+fn end_of_file_right_behind_the_data() {
+    let _w = watchdog("end_of_file_right_behind_the_data", 60);
+    let rt = rt(2);
+    rt.block_on(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = purloin::spawn(move || {
+            for _ in 0..200 {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut all = Vec::new();
+                s.read_to_end(&mut all).unwrap();
+                assert_eq!(all, b"ping");
+                s.write_all(b"pong").unwrap();
+            }
+        });
+        for _ in 0..200 {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(b"ping").unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            let mut back = Vec::new();
+            c.read_to_end(&mut back).unwrap();
+            assert_eq!(back, b"pong");
+        }
+        server.join().unwrap();
+    });
+}
+
 /// A green thread waiting to read wakes with end-of-file when its own read side is shut down
 /// (by another green thread).
 #[test]

@@ -54,7 +54,7 @@ use super::readiness::Readiness;
 #[cfg(loom)]
 use super::selector_loom as selector;
 use crate::loom::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering, lock};
-use selector::{Events, READ_EVENTS, Selector, WAKER_TOKEN, WRITE_EVENTS};
+use selector::{Events, READ_EVENTS, READ_FINAL, Selector, WAKER_TOKEN, WRITE_EVENTS, WRITE_FINAL};
 
 #[cfg(not(loom))]
 use super::selector;
@@ -147,7 +147,7 @@ impl Slab {
                 ),
             ));
         }
-        if slot % CHUNK == 0 {
+        if slot.is_multiple_of(CHUNK) {
             let chunk: Box<[IoState]> = (0..CHUNK).map(|_| IoState::new()).collect();
             let ptr = Box::into_raw(chunk).cast::<IoState>();
             // C1: Release publishes the initialised records (pairs with `get`).
@@ -281,10 +281,10 @@ impl Driver {
                 continue;
             }
             if ev.bits & READ_EVENTS != 0 {
-                ready.extend(io.read.fire());
+                ready.extend(io.read.fire_with(ev.bits & READ_FINAL != 0));
             }
             if ev.bits & WRITE_EVENTS != 0 {
-                ready.extend(io.write.fire());
+                ready.extend(io.write.fire_with(ev.bits & WRITE_FINAL != 0));
             }
         }
     }
@@ -294,7 +294,7 @@ impl Driver {
     }
 
     /// The modelled kernel behind the selector (see `selector_loom.rs`).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn kernel(&self) -> &Selector {
         &self.selector
     }

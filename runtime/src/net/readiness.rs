@@ -67,8 +67,12 @@ use crate::loom::{AtomicU64, Mutex, Ordering, lock};
 const WAITING: u64 = 1;
 /// Bit 1: the socket was closed; every wait ends with an error.
 const CLOSED: u64 = 2;
-/// The edge counter occupies bits 2..64.
-const SEQ_ONE: u64 = 4;
+/// Bit 2: the kernel reported a final state for this direction (end-of-file, hang-up or an
+/// error). Sticky until the record is reset: a partial transfer no longer means "drained"
+/// (the end-of-file or the error is still to be read; no new edge will announce it).
+const FINAL: u64 = 4;
+/// The edge counter occupies bits 3..64.
+const SEQ_ONE: u64 = 8;
 const SEQ_MASK: u64 = !(SEQ_ONE - 1);
 
 /// The state word as seen before a syscall.
@@ -98,7 +102,7 @@ const NOT_DRAINED: u64 = u64::MAX;
 /// Readiness of one direction of one socket, and its waiters (`W`: a green thread handle in
 /// the runtime, a test handle in the models).
 pub(crate) struct Readiness<W> {
-    /// `seq << 2 | CLOSED | WAITING` (see the constants).
+    /// `seq << 3 | FINAL | CLOSED | WAITING` (see the constants).
     state: AtomicU64,
     /// The edge count (`state & SEQ_MASK`) of the snapshot taken before the last short read
     /// (or write) of a stream, or `NOT_DRAINED`. See [`Readiness::known_drained`].
@@ -134,8 +138,11 @@ impl<W: PartialEq> Readiness<W> {
     /// kernel did after that transfer is an edge not yet counted, and it will wake a waiter
     /// registered with this snapshot. (Data that arrived between the snapshot and the
     /// transfer was consumed by it, or its edge moved the count past `m`.)
+    ///
+    /// Not after a final state (`FINAL`): a read that returned the last bytes before an
+    /// end-of-file is short, yet the end-of-file is still there to read.
     pub(crate) fn known_drained(&self, snap: Snapshot) -> bool {
-        self.drained.load(Ordering::Relaxed) == snap.0 & SEQ_MASK
+        snap.0 & FINAL == 0 && self.drained.load(Ordering::Relaxed) == snap.0 & SEQ_MASK
     }
 
     /// The state before a syscall (P1/P2: Acquire, pairs with `fire` and `close`).
@@ -192,6 +199,16 @@ impl<W: PartialEq> Readiness<W> {
     /// The poller saw an edge: counts it and returns the oldest waiter to unpark, if any
     /// (P1: Release, pairs with `snapshot`/`changed_since`).
     pub(crate) fn fire(&self) -> Option<W> {
+        self.fire_with(false)
+    }
+
+    /// [`Readiness::fire`] for an edge that reports a final state (end-of-file, hang-up,
+    /// error) when `final_state`. The `FINAL` bit is set before the count moves, so a
+    /// snapshot that counts this edge also sees the bit (both live in one word).
+    pub(crate) fn fire_with(&self, final_state: bool) -> Option<W> {
+        if final_state {
+            self.state.fetch_or(FINAL, Ordering::Relaxed);
+        }
         let old = self.state.fetch_add(SEQ_ONE, Ordering::Release);
         if old & WAITING == 0 {
             return None;
@@ -297,6 +314,28 @@ mod tests {
         assert_eq!(r.waiter_count(), 1);
         // The next edge wakes it.
         assert_eq!(r.fire(), Some(1));
+    }
+
+    #[test]
+    fn drained_only_until_an_edge_or_a_final_state() {
+        let r = Readiness::<u32>::new();
+        let s = r.snapshot();
+        assert!(!r.known_drained(s));
+        r.mark_drained(s);
+        assert!(r.known_drained(r.snapshot()));
+        r.fire();
+        assert!(!r.known_drained(r.snapshot()));
+        // A final state (end-of-file after the last bytes) is never "drained".
+        let s = r.snapshot();
+        r.fire_with(true);
+        r.mark_drained(s);
+        let s = r.snapshot();
+        r.mark_drained(s);
+        assert!(!r.known_drained(s));
+        r.reset();
+        let s = r.snapshot();
+        r.mark_drained(s);
+        assert!(r.known_drained(s), "reset clears the final state");
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub(crate) const READ_EVENTS: u32 =
     (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 /// Interest bits reported to the write side.
 pub(crate) const WRITE_EVENTS: u32 = (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+/// Bits that report a final state of the read side (end-of-file, hang-up, error).
+pub(crate) const READ_FINAL: u32 = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+/// Bits that report a final state of the write side.
+pub(crate) const WRITE_FINAL: u32 = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// One reported event: the token and the epoll bits.
 #[derive(Clone, Copy, Debug)]

@@ -17,6 +17,8 @@ use crate::loom::{Condvar, Mutex, lock};
 pub(crate) const WAKER_TOKEN: u64 = u64::MAX;
 pub(crate) const READ_EVENTS: u32 = 0b01;
 pub(crate) const WRITE_EVENTS: u32 = 0b10;
+pub(crate) const READ_FINAL: u32 = 0b100;
+pub(crate) const WRITE_FINAL: u32 = 0b1000;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Event {

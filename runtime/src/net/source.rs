@@ -236,10 +236,10 @@ impl<S: AsRawFd> Source<S> {
             if deadline.is_none() {
                 deadline = timeout.and_then(|t| Instant::now().checked_add(t));
             }
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    return Err(timed_out(dir));
-                }
+            if let Some(d) = deadline
+                && Instant::now() >= d
+            {
+                return Err(timed_out(dir));
             }
             trust_drained = self.wait(dir, reg, snap, deadline)?;
         }
@@ -324,12 +324,9 @@ fn wait_green(
     let me = purloin_sched::current().expect("wait_green runs on a green thread");
     // Counted before registering, so the poller never sees a registered waiter uncounted.
     reg.driver.waiter_enter();
-    match readiness.register(snap, me) {
-        Err(why) => {
-            reg.driver.waiter_leave();
-            return if why == Refused::Closed { Err(closed_error()) } else { Ok(()) };
-        }
-        Ok(()) => {}
+    if let Err(why) = readiness.register(snap, me) {
+        reg.driver.waiter_leave();
+        return if why == Refused::Closed { Err(closed_error()) } else { Ok(()) };
     }
     /// Leaves the wait on every path, including the forced unwind of a runtime shutdown.
     struct Leave<'a> {
