@@ -53,9 +53,10 @@
 //!   Blocked process, whose next step drains all of them.
 //! - (H1) The task's handle is known only after `spawn_task` returns, and the task may run
 //!   before that. The spawner writes `handle` then swaps `handle_state` to `SET` (AcqRel); a
-//!   waker loads it with Acquire (pairs) before reading `handle`. A waker that finds `UNSET`
-//!   CASes it to `PENDING` instead of unparking, and the spawner's swap, reading `PENDING`,
-//!   unparks on its behalf.
+//!   waker loads it with Acquire (pairs) before reading `handle`. A waker that finds it not
+//!   `SET` CASes it (from `UNSET` or `PENDING`) to `PENDING` instead of unparking — an RMW,
+//!   so the spawner's swap reads it and, reading `PENDING`, unparks on its behalf after the
+//!   waker's publication.
 //! - (E1) `finish` stores `COMPLETE` with Release before closing the queue and publishing the
 //!   exit status; `is_complete` loads with Acquire.
 //! - The owner-only fields (`owner`) are touched only inside a step; the scheduler runs one
@@ -236,10 +237,13 @@ impl ProcCell {
     fn handle_for_wake(&self) -> Option<TaskRef> {
         // Acquire pairs with the spawner's swap to SET (H1).
         let mut hs = self.handle_state.load(Ordering::Acquire);
-        if hs == UNSET {
-            // AcqRel: on failure we read SET and must see `handle` (H1).
+        while hs != SET {
+            // Not published yet: leave (or renew) `PENDING` with an RMW, never conclude from a
+            // plain load. The spawner's swap then reads our RMW (or a later one), so our
+            // publication happens before its unpark. AcqRel; on failure Acquire (we may read
+            // SET and then read `handle`).
             match self.handle_state.compare_exchange(
-                UNSET,
+                hs,
                 PENDING,
                 Ordering::AcqRel,
                 Ordering::Acquire,
@@ -248,12 +252,8 @@ impl ProcCell {
                 Err(actual) => hs = actual,
             }
         }
-        if hs == SET {
-            // SAFETY: SET was read with Acquire: `handle` is written and never written again.
-            unsafe { self.handle.with(|h| (*h).clone()) }
-        } else {
-            None // PENDING: another waker already deferred to the spawner.
-        }
+        // SAFETY: SET was read with Acquire: `handle` is written and never written again.
+        unsafe { self.handle.with(|h| (*h).clone()) }
     }
 
     /// After a publication (event push, close flag, `inflight` decrement): decides whether

@@ -4,18 +4,18 @@
 //! # Memory ordering
 //!
 //! Most shared state here is under locks (the table's shards, a process's exit slot, the
-//! handler registry). Two orderings are atomic:
+//! handler registry). Three orderings are atomic:
 //!
 //! - (D1) Shutdown waits for `live` to reach zero. A finishing process decrements `live`, then
 //!   `fence(SeqCst)`, then loads `closing`; shutdown stores `closing`, then `fence(SeqCst)`,
 //!   then reads `live` under the `shut` lock. Either the finisher sees `closing` and notifies
 //!   under the lock, or shutdown sees the decrement: the notification is never lost.
-//! - (D3) A finishing process stores `COMPLETE` and then decrements `live` with Release;
-//!   shutdown reads `live` with Acquire, so once it has seen the count reach zero, every
-//!   `is_complete()` it checks is true.
 //! - (D2) `closing` is checked by spawners under the shard lock they insert with, and stored
 //!   by shutdown before it walks the shards (taking each lock): a spawner either inserts
 //!   before shutdown's snapshot of that shard or sees `closing` and gives up.
+//! - (D3) A finishing process stores `COMPLETE` and then decrements `live` with Release;
+//!   shutdown reads `live` with Acquire, so once it has seen the count reach zero, every
+//!   `is_complete()` it checks is true.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -24,6 +24,12 @@
 //! | D1 fence in `process_finished` removed | `shutdown_racing_send` | deadlock (shutdown never notified) |
 //! | D1 fence in `shutdown_processes` removed | `shutdown_racing_send` | deadlock |
 //!
+//! Not caught: concluding "the spawner will unpark" from a plain load of `PENDING` (instead
+//! of the RMW in `handle_for_wake`) passes `two_senders_racing_the_handle_publication` at
+//! preemption bound 2. The stale read that makes it wrong needs more preemptions than the
+//! CI bound; the RMW is a hardening made on review (it costs nothing on the common path,
+//! where the handle is long published).
+//!
 //! The end-to-end version of `shutdown_racing_send` found a real bug while this module was
 //! written: shutdown read `live` with Relaxed, so having seen the count reach zero it could
 //! still read a process's state as not complete and report it as timed out (fixed by D3,
@@ -241,6 +247,56 @@ fn send_racing_idle() {
         cell.publish_handle(TaskRef::Model(task));
         assert_eq!(wait_exit(&cell).unwrap().take::<u64>().unwrap(), 5);
         sender.join().unwrap();
+        worker.join().unwrap();
+        clear(&host);
+    });
+}
+
+/// Completes with the sum of the first two messages it gets.
+struct SumTwo {
+    got: Vec<u64>,
+}
+
+impl Process for SumTwo {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        for e in events {
+            self.got.push(e.data.take::<u64>()?);
+        }
+        if self.got.len() >= 2 {
+            out.complete(Payload::new(self.got.iter().sum::<u64>()));
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+}
+
+/// Two senders race each other, the first step, and the spawner publishing the handle (H1):
+/// a sender that finds the handle unpublished leaves the wake-up to the spawner, and must
+/// not conclude that from a stale `PENDING` after the spawner already unparked.
+#[test]
+fn two_senders_racing_the_handle_publication() {
+    loom::model(|| {
+        let host = HostHandle::for_model();
+        let cell = host.adopt_for_model(Box::new(SumTwo { got: Vec::new() }));
+        let pid = cell.pid;
+        let (task, worker) = start(&cell, false);
+        let senders: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|v| {
+                let h = host.clone();
+                thread::spawn(move || h.send(pid, Payload::new(v)).unwrap())
+            })
+            .collect();
+        cell.publish_handle(TaskRef::Model(task));
+        assert_eq!(wait_exit(&cell).unwrap().take::<u64>().unwrap(), 3);
+        for s in senders {
+            s.join().unwrap();
+        }
         worker.join().unwrap();
         clear(&host);
     });
