@@ -34,6 +34,13 @@ pub trait Task: Send + Sync + 'static {
     fn panicked(&self, payload: Box<dyn Any + Send>) {
         drop(payload);
     }
+
+    /// Called instead of `step` once the scheduler asked the task to stop (shutdown, or
+    /// [`Scheduler::cancel`](crate::Scheduler::cancel) on its handle). The default finishes it;
+    /// a task may instead do a last step of cleanup, or keep going until it is done.
+    fn cancel(&self) -> TaskStep {
+        TaskStep::Done
+    }
 }
 
 /// What a spawn runs.

@@ -303,6 +303,8 @@ pub(crate) struct M {
     runnext_streak: Cell<u32>,
     rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
+    /// A stackless task is being stepped on this worker (wakes it makes use runnext).
+    stepping: Cell<bool>,
     /// This worker retired with its removed P (`set_workers`): its thread ends.
     retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
@@ -346,6 +348,7 @@ impl M {
             searching: Cell::new(false),
             spare_stack: Cell::new(None),
             retired: Cell::new(false),
+            stepping: Cell::new(false),
         }
     }
 
@@ -702,8 +705,12 @@ impl M {
         g.switches.store(g.switches.load(STAT) + 1, STAT);
 
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
-        if let Some(task) = unsafe { g.step_task.with(|t| (*t).clone()) } {
-            return self.step(g, &*task);
+        let task =
+            unsafe { g.step_task.with(|t| (*t).as_ref().map(|t| &**t as *const dyn crate::Task)) };
+        if let Some(task) = task {
+            // SAFETY: the task stays in the claimed record's cell until `finish` (which runs
+            // after the step, on this thread), so the pointer is valid for the step.
+            return self.step(g, unsafe { &*task });
         }
         // SAFETY: as above.
         let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
@@ -774,7 +781,15 @@ impl M {
     fn step(&self, g: GRef, task: &dyn crate::Task) -> Option<GRef> {
         let p = self.p();
         p.running.store(g.as_ptr(), Ordering::Relaxed);
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| task.step()));
+        // While stepping, a task this one wakes goes to runnext (like a green thread's wake-up):
+        // a process ring stays on one core instead of being stolen hop by hop.
+        self.stepping.set(true);
+        let outcome = if g.is_cancelled() {
+            panic::catch_unwind(AssertUnwindSafe(|| task.cancel()))
+        } else {
+            panic::catch_unwind(AssertUnwindSafe(|| task.step()))
+        };
+        self.stepping.set(false);
         p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
         match outcome {
             Ok(crate::TaskStep::Yield) => {
@@ -1084,7 +1099,7 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         && core::ptr::eq(&*m.shared, shared)
         && m.holds_p()
     {
-        if use_runnext && m.current.get().is_some() {
+        if use_runnext && (m.current.get().is_some() || m.stepping.get()) {
             m.put_runnext_and_notify(g);
         } else {
             m.push_local_and_notify(g);

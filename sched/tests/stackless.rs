@@ -93,3 +93,31 @@ fn a_panicking_step_finishes_the_task_and_is_reported() {
     // The scheduler still runs green threads.
     assert_eq!(sched.spawn(|| 3).join().unwrap(), 3);
 }
+
+struct Sleeper(Arc<AtomicUsize>);
+impl Task for Sleeper {
+    fn step(&self) -> TaskStep {
+        TaskStep::Wait // never woken
+    }
+    fn cancel(&self) -> TaskStep {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        TaskStep::Done
+    }
+}
+
+#[test]
+fn shutdown_cancels_waiting_tasks_through_their_hook() {
+    let _w = common::watchdog("stackless cancel", Duration::from_secs(60));
+    let sched = Builder::new().workers(2).build().unwrap();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    for _ in 0..10 {
+        sched.spawn_task(Arc::new(Sleeper(cancelled.clone()))).unwrap();
+    }
+    // Let them all park.
+    while sched.parked().len() < 10 {
+        std::thread::yield_now();
+    }
+    let report = sched.shutdown_timeout(Duration::from_millis(10));
+    assert_eq!(report.unfinished, 0);
+    assert_eq!(cancelled.load(Ordering::SeqCst), 10);
+}
