@@ -8,7 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use purloin::sync::channel;
 use purloin::{Builder, GreenThread, StackSize};
+
+#[path = "processes.rs"]
+#[allow(dead_code)]
+mod processes;
 
 fn main() {
     if std::env::var_os("PURLOIN_TOUR_OVERFLOW").is_some() {
@@ -21,9 +26,12 @@ fn main() {
 
     spawn_and_join();
     fork_join_fib();
+    channel_ping_pong();
     parked_green_threads();
     panics_reach_join();
     stack_overflow();
+    process_workflow();
+    echo_over_loopback();
     scheduler_stats();
 }
 
@@ -92,6 +100,41 @@ fn fork_join_fib() {
     );
 }
 
+/// 3. Two green threads passing a value back and forth over rendezvous channels (Go's
+/// unbuffered channels): a wake-up puts the receiver in the sender's `runnext`, so the pair runs
+/// as a unit.
+fn channel_ping_pong() {
+    section("channel ping-pong between two green threads (rendezvous channels, Go-style)");
+    let n = 1_000_000u32;
+    let el = purloin::spawn(move || {
+        let (to_peer, from_me) = channel::bounded::<u32>(0);
+        let (to_me, from_peer) = channel::bounded::<u32>(0);
+        let peer = purloin::spawn(move || {
+            for v in from_me.iter() {
+                to_me.send(v + 1).unwrap();
+            }
+        });
+        let t = Instant::now();
+        let mut v = 0;
+        for _ in 0..n {
+            to_peer.send(v).unwrap();
+            v = from_peer.recv().unwrap();
+        }
+        let el = t.elapsed();
+        drop(to_peer);
+        peer.join().unwrap();
+        assert_eq!(v, n);
+        el
+    })
+    .join()
+    .unwrap();
+    println!(
+        "   {n} round trips (2 sends + 2 receives each) in {:.1} ms: {:.0} ns per round trip\n",
+        el.as_secs_f64() * 1e3,
+        el.as_nanos() as f64 / n as f64
+    );
+}
+
 /// Counts this process's memory mappings.
 fn mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps").map(|m| m.lines().count()).unwrap_or(0)
@@ -110,7 +153,7 @@ fn kib(file: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// 3. Many parked green threads, each on its own guard-paged stack.
+/// 4. Many parked green threads, each on its own guard-paged stack.
 fn parked_green_threads() {
     let available_gib = kib("/proc/meminfo", "MemAvailable:") / (1024 * 1024);
     let n: usize = if available_gib >= 10 { 1_000_000 } else { 100_000 };
@@ -171,7 +214,7 @@ fn parked_green_threads() {
     purloin::stack::trim();
 }
 
-/// 4. A panic inside a green thread reaches its joiner, like std::thread.
+/// 5. A panic inside a green thread reaches its joiner, like std::thread.
 fn panics_reach_join() {
     section("a panic inside a green thread is handed to join() as Err");
     let prev = std::panic::take_hook();
@@ -186,7 +229,7 @@ fn panics_reach_join() {
     );
 }
 
-/// 5. A stack overflow lands on the guard page; the handler names the green thread.
+/// 6. A stack overflow lands on the guard page; the handler names the green thread.
 fn stack_overflow() {
     section("a stack overflow is caught on the guard page (in a child process)");
     let exe = std::env::current_exe().expect("the tour's own path");
@@ -203,6 +246,7 @@ fn stack_overflow() {
 }
 
 fn overflow_child() -> ! {
+    #[allow(unconditional_recursion)] // on purpose: it ends on the guard page
     fn recurse(depth: u64) -> u64 {
         let buf = [depth as u8; 512];
         black_box(&buf);
@@ -217,7 +261,71 @@ fn overflow_child() -> ! {
     std::process::exit(0)
 }
 
-/// 6. What the scheduler did.
+/// 7. Seed 003's processes: state machines stepped by the same scheduler, no stack each.
+fn process_workflow() {
+    section(
+        "processes: a crawl workflow of state machines with fetch commands answered by handlers",
+    );
+    let t = Instant::now();
+    let summary = processes::run();
+    println!("   ({} sites crawled in {:.1} ms)\n", summary.len(), t.elapsed().as_secs_f64() * 1e3);
+}
+
+/// 8. Blocking-style socket I/O on green threads, scheduled by readiness (the netpoller).
+fn echo_over_loopback() {
+    section("echo over loopback: 100 client green threads x 1,000 requests of 100 bytes");
+    use std::io::{Read, Write};
+    let rt = purloin::runtime::Builder::new().build().unwrap();
+    let (clients, requests) = (100usize, 1_000usize);
+    let el = rt.block_on(|| {
+        let listener = purloin::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = purloin::spawn(move || {
+            for _ in 0..clients {
+                let (mut s, _) = listener.accept().unwrap();
+                purloin::spawn(move || {
+                    let mut buf = [0u8; 100];
+                    while s.read_exact(&mut buf).is_ok() {
+                        if s.write_all(&buf).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let t = Instant::now();
+        let hs: Vec<_> = (0..clients)
+            .map(|c| {
+                purloin::spawn(move || {
+                    let mut s = purloin::net::TcpStream::connect(addr).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    let msg = [c as u8; 100];
+                    let mut back = [0u8; 100];
+                    for _ in 0..requests {
+                        s.write_all(&msg).unwrap();
+                        s.read_exact(&mut back).unwrap();
+                        assert_eq!(back, msg);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let el = t.elapsed();
+        server.join().unwrap();
+        el
+    });
+    let total = clients * requests;
+    println!(
+        "   {total} request/responses in {:.0} ms: {:.0} k req/s (runtime/examples/echo_client.rs \
+         measures latency percentiles and compares with tokio, may, std and Go)\n",
+        el.as_secs_f64() * 1e3,
+        total as f64 / el.as_secs_f64() / 1e3
+    );
+}
+
+/// 9. What the scheduler did.
 fn scheduler_stats() {
     section("scheduler stats of the global runtime");
     let s = purloin::stats();
