@@ -54,7 +54,7 @@ fn usage() -> ! {
         "usage: echo_client (--addr 127.0.0.1:PORT | --spawn-server NAME | --compare a,b,..) \
          [--go-server PATH] [--conns N] [--msg BYTES] [--requests N] [--warmup N] \
          [--max-secs S] [--workers N] [--server-workers N] [--rounds N]\n\
-         servers: purloin, tokio, may, std (built in), go (needs --go-server)"
+         servers: purloin, purloin-nomon, tokio, may, std (built in), go (needs --go-server)"
     );
     std::process::exit(2)
 }

@@ -2,7 +2,7 @@
 //! same server written with tokio, may or std threads.
 //!
 //! ```text
-//! cargo run --release --example echo_server -- [--server purloin|tokio|may|std]
+//! cargo run --release --example echo_server -- [--server purloin|purloin-nomon|tokio|may|std]
 //!     [--addr 127.0.0.1:7878] [--workers 2] [--for 300]
 //! ```
 //!
@@ -14,6 +14,8 @@
 //! The shapes compared (every server echoes whatever it reads, with `TCP_NODELAY` on):
 //! - `purloin`: a runtime with `--workers` workers; a green thread accepts and spawns a green
 //!   thread per connection that loops `read` → `write_all` (blocking-style code).
+//!   `purloin-nomon` is the same with the scheduler's monitor thread off
+//!   (`Builder::monitor(false)`: no blocking handoff, no long-runner reports).
 //! - `tokio`: a multi-thread runtime with `--workers` workers; `TcpListener` + `spawn` per
 //!   connection, `read` → `write_all` (tokio's echo example).
 //! - `may`: `--workers` workers; `may::net::TcpListener` + `go!` per connection (may's echo
@@ -33,7 +35,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: echo_server [--server purloin|tokio|may|std] [--addr 127.0.0.1:PORT] \
+        "usage: echo_server [--server purloin|purloin-nomon|tokio|may|std] [--addr 127.0.0.1:PORT] \
          [--workers N] [--for SECONDS]"
     );
     std::process::exit(2)
@@ -89,19 +91,23 @@ pub fn serve(name: &str, addr: SocketAddr, workers: usize, run_for: Duration) {
     });
     let args = Args { server: name.into(), addr, workers, run_for };
     match name {
-        "purloin" => purloin_server(&args),
+        "purloin" => purloin_server(&args, true),
+        "purloin-nomon" => purloin_server(&args, false),
         "tokio" => tokio_server(&args),
         "may" => may_server(&args),
         "std" => std_server(&args),
         other => {
-            eprintln!("echo_server: unknown server {other:?} (purloin, tokio, may or std)");
+            eprintln!(
+                "echo_server: unknown server {other:?} (purloin, purloin-nomon, tokio, may or std)"
+            );
             std::process::exit(2);
         }
     }
 }
 
-fn purloin_server(args: &Args) {
-    let rt = purloin::runtime::Builder::new().workers(args.workers).build().unwrap();
+fn purloin_server(args: &Args, monitor: bool) {
+    let rt =
+        purloin::runtime::Builder::new().workers(args.workers).monitor(monitor).build().unwrap();
     rt.block_on(|| {
         let listener = purloin::net::TcpListener::bind(args.addr).unwrap();
         announce(listener.local_addr().unwrap());

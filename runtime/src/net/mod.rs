@@ -62,7 +62,12 @@
 //! edge that makes the socket ready unparks it, and it retries. A sequence number per side,
 //! snapshotted *before* the syscall, makes sure an edge that arrives between "the syscall
 //! said `WouldBlock`" and "the green thread parked" is never lost, and each edge wakes one
-//! waiter (many green threads may accept on one listener without a thundering herd).
+//! waiter that registered before it (many green threads may accept on one listener without a
+//! thundering herd; whoever finishes an operation passes the baton to the next waiter).
+//! A stream read or write that moves fewer bytes than asked marks its side drained, so the
+//! next call parks without first making a syscall that would say `WouldBlock` (one syscall
+//! per request saved in a request/response loop, tokio's rule) — unless the kernel already
+//! reported an end-of-file, hang-up or error, which stays readable without a new edge.
 //! Sockets register lazily, with the runtime of the first green thread that has to wait.
 //!
 //! Outside a runtime (a plain OS thread), the same types block like std sockets (`poll(2)`
@@ -98,11 +103,14 @@
 //!
 //! # Loom
 //!
-//! `cargo xtask loom -p purloin` runs this module's models: the per-socket readiness
-//! protocol (`readiness.rs`: a waiter racing an edge, the baton between two waiters, close
-//! while waiting) and the poller inside a real one-worker runtime (`driver_loom.rs`: I/O
-//! readiness delivered to a parked green thread, and a submission while the worker blocks in
-//! the poller).
+//! `cargo xtask loom -p purloin` runs this module's models (about a minute in all): the
+//! per-socket readiness protocol (`readiness.rs`: a waiter racing an edge, an edge's data
+//! seen through the snapshot, the baton between two waiters, a slow poller's stale edge
+//! against a newer registration, close while waiting), the eventfd wake-up protocol against
+//! a blocking poll over several rounds, and the poller inside a real one-worker runtime
+//! (`driver_loom.rs`: I/O readiness delivered to a parked green thread, a submission while
+//! the worker blocks in the poller). Each model's comment names the mutation that makes it
+//! fail. Run only these with `cargo xtask loom -p purloin net::`.
 
 use std::fmt;
 use std::io;

@@ -257,11 +257,18 @@ impl<S: AsRawFd> Source<S> {
         if !purloin_sched::in_green_thread() {
             return poll_fd(self.sock.as_raw_fd(), dir, deadline).map(|()| false);
         }
-        let current = crate::rt::with_current(|d| d.map(|d| d.net.clone()));
+        // The current runtime's driver, compared by address (no reference count traffic on
+        // the common path).
+        let current = crate::rt::with_current(|d| d.map(|d| Arc::as_ptr(&d.net)));
         match (reg, snap, current) {
-            (None, _, Some(driver)) => self.register(driver).map(|()| true),
-            (Some(r), Some(snap), Some(driver)) if Arc::ptr_eq(&r.driver, &driver) => {
-                drop(driver);
+            (None, _, Some(_)) => {
+                let driver = crate::rt::with_current(|d| d.map(|d| d.net.clone()))
+                    .expect("on a green thread of a purloin runtime");
+                self.register(driver).map(|()| true)
+            }
+            (Some(r), Some(snap), Some(current))
+                if core::ptr::eq(Arc::as_ptr(&r.driver), current) =>
+            {
                 wait_green(r, dir, snap, deadline).map(|()| true)
             }
             // Registered with another runtime's netpoller (or a bare scheduler without one):
