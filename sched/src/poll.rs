@@ -60,6 +60,16 @@ impl PollerSlot {
         lock(&self.poller).clone()
     }
 
+    /// Wakes whichever worker blocks in the poller (shutdown).
+    pub(crate) fn wake_blocked(&self) {
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::Relaxed) != NO_P
+            && let Some(poller) = self.get()
+        {
+            poller.wake();
+        }
+    }
+
     /// After signalling P `p`'s lot: if its worker blocks in the poller, wake the poller.
     pub(crate) fn wake_if_blocked(&self, p: usize) {
         // F4: orders the caller's lot signal before reading `blocked` (pairs with F3).

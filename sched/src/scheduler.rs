@@ -647,6 +647,8 @@ fn cancel_parked(shared: &Arc<Shared>) -> usize {
 fn stop_workers(shared: &Arc<Shared>) {
     shared.phase.store(PHASE_STOPPED, Ordering::Release);
     shared.lots.stop();
+    // A worker blocked in the I/O poller is not on a lot: wake the poller too.
+    shared.poller.wake_blocked();
     for s in lock(&shared.spares).iter() {
         s.wake();
     }
