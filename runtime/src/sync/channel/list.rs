@@ -238,12 +238,12 @@ impl<T> Channel<T> {
             ) {
                 Ok(_) => {
                     if offset + 1 == BLOCK_CAP {
-                        // We took the last slot: install the next block and skip the sentinel.
+                        // We took the last slot: install the next block and skip the sentinel
+                        // (`fetch_add`, not a store: a disconnection may have set MARK_BIT).
                         let next = Box::into_raw(next_block.take().expect("allocated above"));
-                        let next_index = new_tail.wrapping_add(1 << SHIFT);
                         // L2: Release publishes the new block to senders and receivers.
                         self.tail.block.store(next, Ordering::Release);
-                        self.tail.index.store(next_index, Ordering::Release);
+                        self.tail.index.fetch_add(1 << SHIFT, Ordering::Release);
                         // SAFETY: `block` is alive: its last slot (ours) is not read yet.
                         unsafe { (*block).next.store(next, Ordering::Release) };
                     }

@@ -47,8 +47,10 @@ pub(crate) struct Backoff {
     step: Cell<u32>,
 }
 
-const SPIN_LIMIT: u32 = 6;
-const YIELD_LIMIT: u32 = 10;
+/// Spin rounds grow to 2^SPIN_LIMIT pauses (one yield per round under loom, where a pause is a
+/// yield to the model).
+const SPIN_LIMIT: u32 = if cfg!(loom) { 0 } else { 6 };
+const YIELD_LIMIT: u32 = if cfg!(loom) { 1 } else { 10 };
 
 impl Backoff {
     #[inline]
