@@ -16,8 +16,11 @@ use purloin::sync::channel::{
 };
 use sync_util::{DropCounter, runtime, wait_until, watchdog};
 
+/// A channel of one flavor, with its name.
+type Named<T> = (&'static str, (Sender<T>, Receiver<T>));
+
 /// The three flavors (bounded(0) is the rendezvous one).
-fn flavors<T>() -> Vec<(&'static str, (Sender<T>, Receiver<T>))> {
+fn flavors<T>() -> Vec<Named<T>> {
     vec![
         ("bounded(0)", bounded(0)),
         ("bounded(1)", bounded(1)),
@@ -49,7 +52,8 @@ fn capacity_len_and_full_empty() {
 
     let (tx, rx) = bounded::<u8>(0);
     assert_eq!(tx.capacity(), Some(0));
-    assert!(tx.is_empty() && tx.is_full() && rx.len() == 0);
+    assert!(tx.is_empty() && tx.is_full() && rx.is_empty());
+    assert_eq!(rx.len(), 0);
     assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)), "no receiver waits");
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
     assert!(tx.same_channel(&tx.clone()) && !rx.same_channel(&bounded::<u8>(0).1));

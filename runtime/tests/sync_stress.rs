@@ -70,7 +70,7 @@ fn mpmc(
         let body = move || {
             let mut count = 0usize;
             loop {
-                let m = if use_select && count % 2 == 0 {
+                let m = if use_select && count.is_multiple_of(2) {
                     select! {
                         recv(rx) -> m => m,
                         recv(idle_rx) -> _ => unreachable!("the idle channel stays empty"),

@@ -73,8 +73,18 @@ const SPIN_PAUSES: u32 = 30;
 /// A green thread that finds the lock taken spins briefly, then parks: its worker runs other
 /// green threads meanwhile (a `std::sync::Mutex` would block the worker's OS thread and, if
 /// the holder is a green thread of the same worker, deadlock it). Plain OS threads can share
-/// the same mutex; they sleep on a futex. See the [module docs](self) of the source for the
-/// barging / hand-off policy (Go's `sync.Mutex`: barging, with a starvation mode after 1 ms).
+/// the same mutex; they sleep on a futex.
+///
+/// # Fairness: barging, then hand-off
+///
+/// Go's `sync.Mutex` policy. Normally `unlock` frees the lock and wakes the oldest waiter,
+/// which competes with newcomers (*barging*): the running green thread keeps its warm cache
+/// and the lock changes hands without a context switch, which is what makes a contended lock
+/// fast (a strict hand-off costs a switch per acquisition). A waiter that has waited more than
+/// 1 ms and still loses switches the mutex to *starvation mode*: unlocks hand the lock
+/// directly to the oldest waiter and newcomers queue behind; the mode ends when a waiter that
+/// got the lock waited less than 1 ms or was the last. So no waiter is overtaken for much
+/// longer than 1 ms.
 ///
 /// # Poisoning
 ///

@@ -84,9 +84,16 @@ impl<T> Block<T> {
     fn new() -> Box<Block<T>> {
         #[cfg(not(loom))]
         {
-            // SAFETY: an all-zero `Block` is valid: null `next`, slots with state 0 and
-            // uninitialised messages (core's atomics are plain integers).
-            unsafe { Box::new_zeroed().assume_init() }
+            let layout = std::alloc::Layout::new::<Block<T>>();
+            // SAFETY: the layout is not zero-sized (a block holds at least its `next` pointer).
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Block<T>>();
+            if ptr.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            // SAFETY: allocated with `Block`'s layout by the global allocator, as `Box` does;
+            // an all-zero `Block` is valid (null `next`, slot states 0, uninitialised messages:
+            // core's atomics are plain integers).
+            unsafe { Box::from_raw(ptr) }
         }
         #[cfg(loom)]
         {

@@ -546,16 +546,18 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn register(&self, node: &mut Node, me: *const Waiter) -> bool {
-        // SAFETY (all arms): forwarded from the caller's obligations.
         match &self.shared.flavor {
             Flavor::Array(c) => {
+                // SAFETY: forwarded from the caller's obligations.
                 unsafe { c.receivers().register(node) };
                 !c.is_empty() || c.is_disconnected()
             }
             Flavor::List(c) => {
+                // SAFETY: forwarded from the caller's obligations.
                 unsafe { c.receivers().register(node) };
                 !c.is_empty() || c.is_disconnected()
             }
+            // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.register(node, false, me) },
         }
     }
@@ -589,11 +591,13 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn abandon_token(&self, token: &mut Token) {
-        // SAFETY (all arms): `token` holds this receiver's uncompleted reservation.
         match &self.shared.flavor {
             // Release the slot: take the message and drop it.
+            // SAFETY: `token` holds this receiver's uncompleted reservation.
             Flavor::Array(c) => drop(unsafe { c.read(token) }),
+            // SAFETY: as above.
             Flavor::List(c) => drop(unsafe { c.read(token) }),
+            // SAFETY: as above.
             Flavor::Zero(c) => unsafe { c.abandon_token(token) },
         }
     }

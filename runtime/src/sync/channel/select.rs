@@ -511,21 +511,22 @@ impl Drop for SelectedOperation<'_> {
 /// ```
 /// use std::time::Duration;
 /// use purloin::select;
-/// use purloin::sync::channel::{bounded, unbounded};
+/// use purloin::sync::channel::bounded;
 ///
 /// let (tx, rx) = bounded::<u32>(0);
-/// let (done_tx, done_rx) = unbounded::<()>();
+/// let (quit_tx, quit_rx) = bounded::<()>(0);
 /// purloin::spawn(move || {
 ///     for i in 0..3 {
 ///         tx.send(i).unwrap();
 ///     }
-///     done_tx.send(()).unwrap();
+///     // A rendezvous: returns once the loop below took it (`tx` stays alive until then).
+///     quit_tx.send(()).unwrap();
 /// });
 /// let mut got = Vec::new();
 /// loop {
 ///     select! {
 ///         recv(rx) -> msg => got.push(msg.unwrap()),
-///         recv(done_rx) -> _ => break,
+///         recv(quit_rx) -> _ => break,
 ///         default(Duration::from_secs(10)) => panic!("timed out"),
 ///     }
 /// }

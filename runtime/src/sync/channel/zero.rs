@@ -234,8 +234,9 @@ impl<T> Channel<T> {
         if t.waiter.is_null() {
             // Our own heap packet as a selected receiver: the sender put the message in before
             // finishing us (Z2). We free the packet.
-            // SAFETY: ours alone now; allocated by `Packet::on_heap`.
+            // SAFETY: ours alone now.
             let msg = unsafe { packet.take() };
+            // SAFETY: allocated by `Packet::on_heap`; nobody else holds it any more.
             drop(unsafe { Box::from_raw(packet_ptr) });
             Ok(msg)
         } else if packet.on_heap {
@@ -243,9 +244,9 @@ impl<T> Channel<T> {
             // SAFETY: claimed by us, lock released; its packet outlives the finish.
             unsafe { Waiter::finish(t.waiter) };
             packet.wait_ready();
-            // SAFETY: after `ready` the sender no longer touches the packet; it was allocated
-            // by `Packet::on_heap` and we free it.
+            // SAFETY: after `ready` the sender no longer touches the packet.
             let msg = unsafe { packet.take() };
+            // SAFETY: allocated by `Packet::on_heap`; we are its last user and free it.
             drop(unsafe { Box::from_raw(packet_ptr) });
             Ok(msg)
         } else {
@@ -283,10 +284,10 @@ impl<T> Channel<T> {
             if let Some(r) = receiver {
                 let _ = claimed.pop();
                 drop(inner);
-                let mut token = Token::default();
                 // SAFETY: claimed: the node and its waiter stay alive until finished.
-                token.zero =
+                let zero =
                     unsafe { ZeroToken { packet: (*r).data as *mut u8, waiter: (*r).waiter } };
+                let mut token = Token { zero, ..Token::default() };
                 // SAFETY: `token` was filled from our claim just now.
                 return unsafe { self.write(&mut token, msg) }
                     .map_err(SendTimeoutError::Disconnected);
@@ -356,10 +357,10 @@ impl<T> Channel<T> {
             if let Some(s) = sender {
                 let _ = claimed.pop();
                 drop(inner);
-                let mut token = Token::default();
                 // SAFETY: claimed: the node and its waiter stay alive until finished.
-                token.zero =
+                let zero =
                     unsafe { ZeroToken { packet: (*s).data as *mut u8, waiter: (*s).waiter } };
+                let mut token = Token { zero, ..Token::default() };
                 // SAFETY: `token` was filled from our claim just now.
                 match unsafe { self.read(&mut token) } {
                     Ok(Some(m)) => return Ok(m),
