@@ -113,11 +113,11 @@ fn parse_args() -> Args {
         eprintln!("echo_client: --conns, --msg, --workers and --rounds must be at least 1");
         std::process::exit(2);
     }
-    if let Some(addr) = a.addr {
-        if !addr.ip().is_loopback() {
-            eprintln!("echo_client: {addr} is not a loopback address; use 127.0.0.1 or [::1]");
-            std::process::exit(2);
-        }
+    if let Some(addr) = a.addr
+        && !addr.ip().is_loopback()
+    {
+        eprintln!("echo_client: {addr} is not a loopback address; use 127.0.0.1 or [::1]");
+        std::process::exit(2);
     }
     if a.addr.is_none() && a.spawn.is_none() && a.compare.is_empty() {
         usage();

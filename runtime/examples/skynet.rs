@@ -7,13 +7,15 @@ fn skynet(num: u64, size: u64) -> u64 {
         return num;
     }
     let step = size / 10;
-    let hs: Vec<_> = (0..10).map(|i| purloin::spawn(move || skynet(num + i * step, step))).collect();
+    let hs: Vec<_> =
+        (0..10).map(|i| purloin::spawn(move || skynet(num + i * step, step))).collect();
     hs.into_iter().map(|h| h.join().unwrap()).sum()
 }
 
 fn main() {
     let size: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
-    let rt = purloin::runtime::Builder::new().stack_size(purloin::StackSize::Small).build().unwrap();
+    let rt =
+        purloin::runtime::Builder::new().stack_size(purloin::StackSize::Small).build().unwrap();
     for _ in 0..3 {
         let t = Instant::now();
         let sum = rt.block_on(|| skynet(0, size));

@@ -39,7 +39,7 @@ fn section(title: &str) {
     println!("== {title}");
 }
 
-/// 1. Spawn 100,000 green threads from `main` and join them.
+/// Part 1: Spawn 100,000 green threads from `main` and join them.
 fn spawn_and_join() {
     section("spawn 100,000 green threads and join them");
     let n = 100_000u64;
@@ -71,7 +71,7 @@ fn spawn_and_join() {
     );
 }
 
-/// 2. Seed 004's fork-join walk-through: fib(30) with `purloin::join`.
+/// Part 2: Seed 004's fork-join walk-through: fib(30) with `purloin::join`.
 fn fork_join_fib() {
     section("fork-join: fib(30) with purloin::join (join-helping runs unstolen halves inline)");
     fn fib(n: u64) -> u64 {
@@ -100,7 +100,7 @@ fn fork_join_fib() {
     );
 }
 
-/// 3. Two green threads passing a value back and forth over rendezvous channels (Go's
+/// Part 3: Two green threads passing a value back and forth over rendezvous channels (Go's
 /// unbuffered channels): a wake-up puts the receiver in the sender's `runnext`, so the pair runs
 /// as a unit.
 fn channel_ping_pong() {
@@ -153,7 +153,7 @@ fn kib(file: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// 4. Many parked green threads, each on its own guard-paged stack.
+/// Part 4: Many parked green threads, each on its own guard-paged stack.
 fn parked_green_threads() {
     let available_gib = kib("/proc/meminfo", "MemAvailable:") / (1024 * 1024);
     let n: usize = if available_gib >= 10 { 1_000_000 } else { 100_000 };
@@ -214,7 +214,7 @@ fn parked_green_threads() {
     purloin::stack::trim();
 }
 
-/// 5. A panic inside a green thread reaches its joiner, like std::thread.
+/// Part 5: A panic inside a green thread reaches its joiner, like std::thread.
 fn panics_reach_join() {
     section("a panic inside a green thread is handed to join() as Err");
     let prev = std::panic::take_hook();
@@ -229,7 +229,7 @@ fn panics_reach_join() {
     );
 }
 
-/// 6. A stack overflow lands on the guard page; the handler names the green thread.
+/// Part 6: A stack overflow lands on the guard page; the handler names the green thread.
 fn stack_overflow() {
     section("a stack overflow is caught on the guard page (in a child process)");
     let exe = std::env::current_exe().expect("the tour's own path");
@@ -261,7 +261,7 @@ fn overflow_child() -> ! {
     std::process::exit(0)
 }
 
-/// 7. Seed 003's processes: state machines stepped by the same scheduler, no stack each.
+/// Part 7: Seed 003's processes: state machines stepped by the same scheduler, no stack each.
 fn process_workflow() {
     section(
         "processes: a crawl workflow of state machines with fetch commands answered by handlers",
@@ -271,7 +271,7 @@ fn process_workflow() {
     println!("   ({} sites crawled in {:.1} ms)\n", summary.len(), t.elapsed().as_secs_f64() * 1e3);
 }
 
-/// 8. Blocking-style socket I/O on green threads, scheduled by readiness (the netpoller).
+/// Part 8: Blocking-style socket I/O on green threads, scheduled by readiness (the netpoller).
 fn echo_over_loopback() {
     section("echo over loopback: 100 client green threads x 1,000 requests of 100 bytes");
     use std::io::{Read, Write};
@@ -325,7 +325,7 @@ fn echo_over_loopback() {
     );
 }
 
-/// 9. What the scheduler did.
+/// Part 9: What the scheduler did.
 fn scheduler_stats() {
     section("scheduler stats of the global runtime");
     let s = purloin::stats();

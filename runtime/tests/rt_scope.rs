@@ -29,7 +29,7 @@ fn scoped_green_threads_borrow_and_mutate() {
 fn scope_inside_a_green_thread_uses_that_runtime() {
     let _w = common::watchdog("scope in green", Duration::from_secs(60));
     let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
-    let data = vec![1, 2, 3, 4];
+    let data = [1, 2, 3, 4];
     let sum = rt.block_on(|| {
         purloin::scope(|s| {
             let a = s.spawn(|| data[..2].iter().sum::<i32>());

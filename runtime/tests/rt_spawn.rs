@@ -72,8 +72,7 @@ fn spawn_urgent_runs_the_child_before_the_parent_continues() {
         let h = purloin::spawn_urgent(move || l2.lock().unwrap().push("child"));
         log.lock().unwrap().push("parent");
         h.join().unwrap();
-        let v = log.lock().unwrap().clone();
-        v
+        log.lock().unwrap().clone()
     });
     assert_eq!(order, ["child", "parent"]);
 }

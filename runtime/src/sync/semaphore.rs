@@ -127,7 +127,8 @@ impl Semaphore {
 
     /// Takes `n` permits if available right now (and no request is queued).
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
-        self.try_fast(n).then_some(SemaphorePermit { sem: self, permits: n })
+        // Not `then_some`: it would build (and drop, releasing `n` permits) a permit on failure.
+        self.try_fast(n).then(|| SemaphorePermit { sem: self, permits: n })
     }
 
     /// Takes one permit, parking at most `timeout`; `None` if it timed out.
