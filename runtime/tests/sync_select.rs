@@ -319,6 +319,33 @@ fn dropping_a_selected_operation_panics_and_releases_a_rendezvous_partner() {
     assert_eq!(sent.load(Ordering::SeqCst), 1);
 }
 
+/// The other end of the same mistake: a select claims a *selecting* receiver for a send, then
+/// drops the operation (e.g. the send arm's message expression panicked). The receiver is
+/// released to retry (its heap packet is not waited on, nor leaked), and a later send reaches
+/// it.
+#[test]
+fn dropping_a_selected_send_releases_a_selecting_receiver() {
+    let _w = watchdog("abandon send", Duration::from_secs(60));
+    let rt = runtime(2);
+    let (tx, rx) = bounded::<u32>(0);
+    let h = rt.spawn(move || {
+        select! {
+            recv(rx) -> m => m.unwrap(),
+        }
+    });
+    while rt.scheduler().parked().is_empty() {
+        thread::yield_now();
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut sel = Select::new();
+        sel.send(&tx);
+        let _oper = sel.select();
+    }));
+    assert!(r.is_err());
+    tx.send(7).unwrap();
+    assert_eq!(h.join().unwrap(), 7);
+}
+
 /// `select!` arms can `break`, `continue` and `return`.
 #[test]
 fn control_flow_in_arms() {

@@ -598,7 +598,7 @@ impl<T> SelectHandle for Receiver<T> {
             // SAFETY: as above.
             Flavor::List(c) => drop(unsafe { c.read(token) }),
             // SAFETY: as above.
-            Flavor::Zero(c) => unsafe { c.abandon_token(token) },
+            Flavor::Zero(c) => unsafe { c.abandon_token(token, false) },
         }
     }
 }
@@ -658,7 +658,7 @@ impl<T> SelectHandle for Sender<T> {
             // `SelectedOperation`'s panics section).
             Flavor::Array(_) | Flavor::List(_) => {}
             // SAFETY: `token` holds this sender's uncompleted reservation.
-            Flavor::Zero(c) => unsafe { c.abandon_token(token) },
+            Flavor::Zero(c) => unsafe { c.abandon_token(token, true) },
         }
     }
 }

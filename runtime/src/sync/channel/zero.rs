@@ -525,27 +525,46 @@ impl<T> Channel<T> {
         }
     }
 
-    /// Releases a claim made by `start_send`/`start_recv` that will not be completed (a
-    /// dropped `SelectedOperation`).
+    /// Releases a reservation that will not be completed (a dropped `SelectedOperation`,
+    /// e.g. because a `select!` send arm's message expression panicked). `sender` says which
+    /// end reserved it.
     ///
     /// # Safety
     ///
-    /// - `token` came from a successful `start_*` on this channel and was not used since.
-    pub(crate) unsafe fn abandon_token(&self, token: &mut Token) {
+    /// - `token` came from a successful `start_*` or `accept` on this channel for that end and
+    ///   was not used since.
+    pub(crate) unsafe fn abandon_token(&self, token: &mut Token, sender: bool) {
         let t = core::mem::take(&mut token.zero);
+        if t.packet.is_null() {
+            return; // disconnected: nothing reserved
+        }
+        let packet_ptr = t.packet.cast::<Packet<T>>();
         if t.waiter.is_null() {
+            // Our own heap packet, claimed through our registration (`accept`).
+            if sender {
+                // The claiming receiver waits for `ready`: release it empty-handed (it retries
+                // and frees the packet).
+                // SAFETY: the packet is alive until the receiver sees `ready`.
+                unsafe { (*packet_ptr).ready.store(true, Ordering::Release) };
+            } else {
+                // SAFETY: ours alone (the sender finished us); its message is dropped with it.
+                drop(unsafe { Box::from_raw(packet_ptr) });
+            }
             return;
         }
-        // SAFETY: the packet is alive: a claimed waiter's, or a selecting sender's heap
-        // packet.
-        let packet = unsafe { &*t.packet.cast::<Packet<T>>() };
-        // SAFETY: claimed by us; finishing without a transfer makes the waiter retry.
+        // A counterpart we claimed (`start_*`): finishing it without a transfer makes it retry.
+        // SAFETY: the packet is alive: the claimed waiter's (until finished) or a selecting
+        // sender's heap packet (freed below).
+        let on_heap = unsafe { (*packet_ptr).on_heap };
+        // SAFETY: claimed by us, no lock held, last access to the waiter.
         unsafe { Waiter::finish(t.waiter) };
-        if packet.on_heap {
-            // A selecting sender will put a message and set `ready`: drop it then.
-            packet.wait_ready();
-            // SAFETY: as in `read`.
-            drop(unsafe { Box::from_raw(t.packet.cast::<Packet<T>>()) });
+        if on_heap && !sender {
+            // A selecting sender puts its message and sets `ready`; the message cannot be
+            // delivered any more and is dropped with the packet.
+            // SAFETY: the packet is alive until we free it after `ready`.
+            unsafe { (*packet_ptr).wait_ready() };
+            // SAFETY: allocated by `Packet::on_heap`; we are its last user.
+            drop(unsafe { Box::from_raw(packet_ptr) });
         }
     }
 }
