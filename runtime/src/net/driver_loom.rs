@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::driver::{Direction, Driver};
 use super::selector_loom::READ_EVENTS;
 use super::source::Source;
-use crate::loom::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, thread};
+use crate::loom::{AtomicBool, AtomicUsize, Ordering, fence, thread};
 
 /// The wake-up protocol between a worker that blocks in the poller and a submitter, written
 /// the way sched's `poll_blocking` / `wake_if_blocked` use it (F3/F4 in sched's `poll.rs`):
@@ -77,6 +77,18 @@ fn runtime() -> crate::Runtime {
         .unwrap()
 }
 
+/// Installs `driver` as `rt`'s poller (under loom `net::install` leaves that to the models).
+fn install(rt: &crate::Runtime, driver: &Arc<Driver>) {
+    rt.scheduler().set_poller(Arc::new(super::driver::SchedPoller(driver.clone())));
+}
+
+/// The runtime's driver, fetched from a green thread.
+fn driver_of(rt: &crate::Runtime) -> Arc<Driver> {
+    rt.spawn(|| crate::rt::with_current(|d| d.expect("a purloin runtime").net.clone()))
+        .join()
+        .unwrap()
+}
+
 /// A socket of the modelled kernel.
 struct FakeSock(RawFd, Arc<Driver>);
 
@@ -108,26 +120,13 @@ impl FakeSock {
 fn readiness_reaches_parked_green_thread() {
     loom::model(|| {
         let rt = runtime();
-        // The reader hands its runtime's driver to the "kernel" (this thread) through a slot,
-        // then reads.
-        let slot: Arc<(Mutex<Option<Arc<Driver>>>, Condvar)> = Arc::default();
-        let s2 = slot.clone();
+        let driver = driver_of(&rt);
+        install(&rt, &driver);
+        let d2 = driver.clone();
         let reader = rt.spawn(move || {
-            let driver = crate::rt::with_current(|d| d.expect("a purloin runtime").net.clone());
-            *lock(&s2.0) = Some(driver.clone());
-            s2.1.notify_one();
-            let src = Source::new(FakeSock(1000, driver));
+            let src = Source::new(FakeSock(1000, d2));
             src.op(Direction::Read, None, |s| s.read())
         });
-        let driver = {
-            let mut g = lock(&slot.0);
-            loop {
-                if let Some(d) = g.clone() {
-                    break d;
-                }
-                g = slot.1.wait(g).unwrap();
-            }
-        };
         driver.kernel().make_ready(1000, READ_EVENTS);
         reader.join().unwrap().unwrap();
         drop(rt);
@@ -142,6 +141,7 @@ fn readiness_reaches_parked_green_thread() {
 fn submission_while_poller_blocks() {
     loom::model(|| {
         let rt = runtime();
+        install(&rt, &driver_of(&rt));
         assert_eq!(rt.spawn(|| 1).join().unwrap(), 1);
         drop(rt);
     });
