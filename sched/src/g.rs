@@ -37,8 +37,10 @@
 //! - (G2) `claim` (`RUNNABLE => RUNNING` by a worker, or `RUNNABLE => CLAIMED` by a joiner) is
 //!   an AcqRel CAS pairing with the Release of whichever transition made it `RUNNABLE` (spawn
 //!   publishes through the queue, yield through the queue, unpark through G1's CAS).
-//! - (G3) `unpark` setting `NOTIFIED` on a running G is an AcqRel CAS; `park` consumes it with
-//!   an AcqRel CAS, so writes before the unpark happen before the return from `park`.
+//! - (G3) `unpark` of a running G is an AcqRel CAS that sets `NOTIFIED` — always a write, also
+//!   when the flag is already set (a wake merged into a pending token must still publish the
+//!   waker's writes); `park` consumes it with an AcqRel read-modify-write, so writes before
+//!   the unpark happen before the return from `park`.
 //! - (G4) `release` (the last reference) bumps the generation with a Release store; a handle's
 //!   operations are CASes that include the generation, so they fail on a recycled record.
 
@@ -289,11 +291,14 @@ impl G {
     }
 
     /// On g0 after a yield: `RUNNING => RUNNABLE` (keeps flags). The caller queues it.
+    ///
+    /// A read-modify-write, not a store: an unpark (`NOTIFIED`) or a cancel (`CANCEL`) may set
+    /// a flag on the running G at any moment, and a store computed from an earlier load would
+    /// erase it.
     pub(crate) fn publish_runnable(&self) {
-        let cur = self.state.load(Ordering::Relaxed);
-        debug_assert_eq!(status_of(cur), RUNNING);
         // Relaxed: the queue push that follows is the Release that publishes the G (G2).
-        self.state.store((cur & !(STATUS_MASK as u64)) | RUNNABLE as u64, Ordering::Relaxed);
+        let prev = self.state.fetch_xor((RUNNING ^ RUNNABLE) as u64, Ordering::Relaxed);
+        debug_assert_eq!(status_of(prev), RUNNING);
     }
 
     /// Wakes the green thread of `generation`. Returns `Unparked::Queue` when the caller won
@@ -310,7 +315,10 @@ impl G {
                 PARKED => word(generation, (bits & !STATUS_MASK) | RUNNABLE),
                 FREE | DONE => return Unparked::Stale,
                 CLAIMED => return Unparked::Forward,
-                _ if bits & NOTIFIED != 0 => return Unparked::Noted,
+                // Also when NOTIFIED is already set: the CAS (then writing the same value) is
+                // what orders this waker's earlier writes before the consumption of the token
+                // (G3). Returning after a plain load would let the G consume the older token,
+                // miss those writes on its re-check, and park for good.
                 _ => word(generation, bits | NOTIFIED),
             };
             // AcqRel: Acquire pairs with G1 (the saved context), Release with the park side's
@@ -600,6 +608,70 @@ mod loom_state {
             }
             parker.join().unwrap();
             assert_eq!(resumed.load(Ordering::SeqCst), 1, "resumed exactly once");
+        });
+    }
+
+    /// A wake that lands on an already pending (stale) token must still reach the parker: the
+    /// waker publishes its condition (a waiter's `DONE`) and unparks while the G, holding a
+    /// token left by an earlier wake, consumes that token and re-checks the condition. Either
+    /// the re-check sees the condition or a token remains for the next park (found by the
+    /// bounded-channel benchmark: 2 producers / 2 consumers hung after a few thousand rounds).
+    /// Mutation check: returning `Noted` without a read-modify-write when `NOTIFIED` is
+    /// already set (the code before the fix) fails this model ("lost wake-up").
+    #[test]
+    fn wake_merged_into_pending_token_is_not_lost() {
+        loom::model(|| {
+            let g = registry().alloc();
+            let generation = g.prepare_spawn();
+            assert!(g.claim_for_run());
+            // A stale token from an earlier wake is pending.
+            assert_eq!(g.unpark(generation), Unparked::Noted);
+            let done = Arc::new(AtomicUsize::new(0));
+            let requeued = Arc::new(AtomicUsize::new(0));
+            let (d2, q2) = (done.clone(), requeued.clone());
+            let waker = thread::spawn(move || {
+                d2.store(1, Ordering::Release);
+                if g.unpark(generation) == Unparked::Queue {
+                    q2.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            // The G: a park that consumes the pending token returns at once...
+            assert!(g.take_notified());
+            // ...and its loop re-checks the condition; unseen, it parks again for real.
+            let seen = done.load(Ordering::Acquire) == 1;
+            let mut resumed_itself = false;
+            if !seen {
+                resumed_itself = if g.take_notified() || !g.begin_park() {
+                    g.take_notified();
+                    true
+                } else {
+                    !g.publish_parked()
+                };
+            }
+            waker.join().unwrap();
+            assert!(
+                seen || resumed_itself || requeued.load(Ordering::SeqCst) == 1,
+                "lost wake-up: parked with the condition unseen and nobody to resume it"
+            );
+        });
+    }
+
+    /// A yield (`publish_runnable` on g0) racing an unpark keeps the token: the next park
+    /// returns at once. Mutation check: `publish_runnable` as a load and a plain store of the
+    /// new status (the code before the fix) fails this model ("token lost").
+    #[test]
+    fn yield_keeps_a_racing_token() {
+        loom::model(|| {
+            let g = registry().alloc();
+            let generation = g.prepare_spawn();
+            assert!(g.claim_for_run());
+            let waker = thread::spawn(move || g.unpark(generation));
+            g.publish_runnable();
+            let noted = waker.join().unwrap() == Unparked::Noted;
+            assert!(g.claim_for_run());
+            if noted {
+                assert!(g.take_notified(), "token lost by the yield");
+            }
         });
     }
 
