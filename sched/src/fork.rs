@@ -239,9 +239,11 @@ where
     // SAFETY: this worker holds its P.
     let local = unsafe { p.local() };
     match local.pop() {
-        // The same record *and* generation: a record is recycled as soon as its job is done,
-        // and may come back through a steal as another job's entry.
-        Some(top) if top == g && top.generation() == generation => {
+        // The same record *and* generation (a record is recycled as soon as its job is done,
+        // and may come back through a steal as another job's entry) *and* never started: a
+        // thief may have run the job, parked inside it (a nested join) and been woken onto
+        // our queue — that entry resumes the job's G and must be put back, not run here.
+        Some(top) if top == g && g.claim_popped_inline(generation) => {
             // Our own entry, popped: no other party can run the job (join jobs have no
             // handles), so run it without the job's atomics.
             bump(&m.p().stats.inline_joins);
