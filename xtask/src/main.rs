@@ -202,6 +202,11 @@ fn ci() -> Result<(), String> {
         "test context+fpu-env",
         cargo().args(["test", "-p", "purloin-context", "--features", "fpu-env"]),
     )?;
+    // Some races only show in optimized code (a lost wake-up hid from debug builds).
+    run(
+        "test release hammer",
+        cargo().args(["test", "--release", "-p", "purloin", "--test", "sync_hammer"]),
+    )?;
     run(
         "doc",
         cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
