@@ -506,3 +506,43 @@ fn invalid_input_errors() {
         assert!(TcpListener::bind("not an address").is_err());
     });
 }
+
+/// A green thread that only yields must not starve I/O waiters on its worker: the worker polls
+/// only when its queues are empty, so the monitor polls when nobody did for a while (Go's
+/// sysmon). One worker; a plain OS thread writes to the socket once the reading green thread
+/// is parked on it, while the other green thread yields until the reader got the byte.
+#[test]
+fn a_yield_loop_does_not_starve_io_waiters() {
+    let _w = watchdog("a_yield_loop_does_not_starve_io_waiters", 60);
+    let rt = rt(1);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::scope(|s| {
+        let rt = &rt;
+        s.spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            // The reader is parked on the socket (nothing else in this runtime parks).
+            while rt.scheduler().parked().is_empty() {
+                std::thread::yield_now();
+            }
+            conn.write_all(b"x").unwrap();
+            let mut b = [0u8; 1];
+            let _ = conn.read(&mut b); // hold the connection open until the reader is done
+        });
+        rt.block_on(|| {
+            let got = Arc::new(AtomicUsize::new(0));
+            let g = got.clone();
+            let reader = purloin::spawn(move || {
+                let mut c = TcpStream::connect(addr).unwrap();
+                let mut b = [0u8; 1];
+                c.read_exact(&mut b).unwrap();
+                g.store(1, Ordering::Release);
+                c
+            });
+            while got.load(Ordering::Acquire) == 0 {
+                purloin::yield_now();
+            }
+            drop(reader.join().unwrap());
+        });
+    });
+}

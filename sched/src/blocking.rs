@@ -286,6 +286,11 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                 }
             }
         }
+        // Workers poll for I/O only when their queues run dry: if busy green threads keep them
+        // from it for long, poll here so I/O waiters are not starved (Go's sysmon, 10 ms).
+        if busy {
+            crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
+        }
         if busy {
             quiet_rounds = 0;
             delay = Duration::from_micros(20);

@@ -12,14 +12,19 @@
 //! lot did not move since its snapshot; the waker signals the lot (moving it), then F4, then
 //! reads `blocked`. F3 and F4 are SeqCst fences, so either the worker sees the lot move and
 //! does not block, or the waker sees `blocked == p` and wakes the poller.
+//!
+//! `last_poll` (Relaxed, a hint) only decides when the monitor polls for busy workers (Go's
+//! sysmon): workers poll only when their queues are empty, so green threads that never leave
+//! the queues (yield loops) would otherwise starve I/O waiters. A stale read costs at most one
+//! extra or one late poll; the readied green threads go through the queues as usual.
 
 use std::time::Instant;
 
 use crate::GreenThread;
 use std::sync::Arc;
 
-use crate::sync::{AtomicUsize, Mutex, Ordering, fence, lock};
-use crate::worker::{M, NO_P};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
+use crate::worker::{M, NO_P, Shared};
 
 /// An I/O readiness source the scheduler polls.
 pub trait Poller: Send + Sync {
@@ -39,11 +44,17 @@ pub(crate) struct PollerSlot {
     poller: Mutex<Option<Arc<dyn Poller>>>,
     /// P index of the worker blocked in `poll`, or `NO_P`.
     blocked: AtomicUsize,
+    /// When a worker last polled (nanoseconds since the scheduler's epoch; a hint).
+    last_poll: AtomicU64,
 }
 
 impl Default for PollerSlot {
     fn default() -> Self {
-        PollerSlot { poller: Mutex::new(None), blocked: AtomicUsize::new(NO_P) }
+        PollerSlot {
+            poller: Mutex::new(None),
+            blocked: AtomicUsize::new(NO_P),
+            last_poll: AtomicU64::new(0),
+        }
     }
 }
 
@@ -84,14 +95,38 @@ impl PollerSlot {
 
 /// Non-blocking poll from the search loop. Returns how many green threads were readied.
 pub(crate) fn poll_nonblocking(m: &M) -> usize {
-    let Some(poller) = m.shared.poller.get() else { return 0 };
+    poll_now(&m.shared)
+}
+
+/// Non-blocking poll from any thread (a worker, or the monitor): readied green threads are
+/// unparked (into the caller's queues on a worker, the global queue elsewhere).
+pub(crate) fn poll_now(shared: &Shared) -> usize {
+    let Some(poller) = shared.poller.get() else { return 0 };
+    let now = Instant::now();
+    shared.poller.last_poll.store(shared.nanos_since_epoch(now), Ordering::Relaxed);
     let mut ready = Vec::new();
-    poller.poll(Some(Instant::now()), &mut ready);
+    poller.poll(Some(now), &mut ready);
     let n = ready.len();
     for g in ready {
         g.unpark();
     }
     n
+}
+
+/// The monitor's check (Go's sysmon): if green threads wait for I/O, nobody blocks in the
+/// poller and no worker polled for `max_gap`, poll now. Returns how many were readied.
+#[cfg(not(loom))]
+pub(crate) fn poll_if_stale(shared: &Shared, now: Instant, max_gap: std::time::Duration) -> usize {
+    let slot = &shared.poller;
+    let last = slot.last_poll.load(Ordering::Relaxed);
+    let gap = shared.nanos_since_epoch(now).saturating_sub(last);
+    if gap < max_gap.as_nanos() as u64
+        || slot.blocked.load(Ordering::Relaxed) != NO_P
+        || !slot.has_waiters()
+    {
+        return 0;
+    }
+    poll_now(shared)
 }
 
 /// Called by a worker about to park: if a poller is installed and no other worker blocks in
@@ -114,6 +149,7 @@ pub(crate) fn poll_blocking(
     let moved = lot.state() != *snapshot;
     let mut ready = Vec::new();
     poller.poll(if moved { Some(Instant::now()) } else { deadline }, &mut ready);
+    slot.last_poll.store(m.shared.nanos_since_epoch(Instant::now()), Ordering::Relaxed);
     slot.blocked.store(NO_P, Ordering::Relaxed);
     for g in ready {
         g.unpark();

@@ -453,7 +453,11 @@ impl M {
             return self.accept(g).or_else(|| self.find_local());
         }
         if tick.is_multiple_of(self.shared.config.global_queue_interval) {
-            // Fairness: a G in the global queue, or the oldest local G, runs at least this often.
+            // Fairness: due timers fire, and a G in the global queue, or the oldest local G,
+            // runs at least this often (otherwise G's that never leave the local queue, like a
+            // yield loop, would starve them: timers are otherwise checked only when it is
+            // empty).
+            self.run_timers(p);
             if let Some(g) = self.take_global(1) {
                 return Some(g);
             }

@@ -67,3 +67,30 @@ fn a_global_queue_green_thread_runs_within_the_interval_during_a_runnext_ping_po
         2 * interval + 4
     );
 }
+
+/// A green thread that only yields must not starve its worker's timers: a sleeper on the same
+/// (only) worker wakes while the yielder spins waiting for it. (Go checks timers on every
+/// scheduling round; a scheduler that looks at timers only when its queues are empty hangs.)
+#[test]
+fn a_yield_loop_does_not_starve_the_timers_of_its_worker() {
+    let _w = common::watchdog("yield vs timers", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let woke = Arc::new(AtomicBool::new(false));
+    let w = woke.clone();
+    sched
+        .spawn(move || {
+            let w2 = w.clone();
+            let sleeper = purloin_sched::spawn(move || {
+                purloin_sched::sleep(Duration::from_millis(5));
+                w2.store(true, Ordering::Release);
+            })
+            .unwrap();
+            while !w.load(Ordering::Acquire) {
+                purloin_sched::yield_now();
+            }
+            sleeper.join().unwrap();
+        })
+        .join()
+        .unwrap();
+    assert!(woke.load(Ordering::Acquire));
+}
