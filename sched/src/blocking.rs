@@ -67,6 +67,27 @@ pub fn exit_blocking() {
     switch_out(ACT_REQUEUE_GLOBAL);
 }
 
+/// A green thread about to switch out (yield, park) inside a blocking section stops blocking
+/// its OS thread, so the section ends first: if the monitor handed the P to another thread
+/// meanwhile, the P is that thread's now and this worker must not touch it, so the G moves to
+/// the global queue and continues on whichever worker takes it (as in [`exit_blocking`]).
+/// Returns the worker the G runs on now and whether a section was open; pass that to
+/// [`resume_blocking`] after the switch.
+pub(crate) fn pause_blocking(m: &M) -> (&M, bool) {
+    if !m.in_blocking.get() {
+        return (m, false);
+    }
+    exit_blocking();
+    (current_worker().expect("a green thread runs on a worker"), true)
+}
+
+/// Re-opens the blocking section [`pause_blocking`] closed, once the G runs again.
+pub(crate) fn resume_blocking(was_open: bool) {
+    if was_open {
+        enter_blocking();
+    }
+}
+
 /// Runs `f`, a call that may block the OS thread, between [`enter_blocking`] and
 /// [`exit_blocking`], so the worker's other green threads move to another OS thread if it
 /// blocks for long. Panics in `f` propagate (after `exit_blocking`).

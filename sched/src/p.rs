@@ -257,6 +257,12 @@ impl P {
         g
     }
 
+    /// Whether pinned work seems queued (a Relaxed hint, no lock: the pusher wakes the holder,
+    /// and `pop_pinned` looks again on the next scheduling round).
+    pub(crate) fn may_have_pinned(&self) -> bool {
+        self.pinned_len.load(Ordering::Relaxed) != 0
+    }
+
     /// Whether pinned work is queued (a lock-taking check, for the idle re-check).
     pub(crate) fn has_pinned(&self) -> bool {
         !lock(&self.pinned_queue).is_empty()

@@ -5,7 +5,7 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use crate::g::{self, GRef};
-use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker, switch_out};
+use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker};
 
 /// A handle to a green thread: its identity, and the means to unpark it.
 ///
@@ -86,12 +86,15 @@ pub fn in_green_thread() -> bool {
 /// Lets the worker run its other green threads before this one continues. On a plain OS
 /// thread it yields the OS thread.
 pub fn yield_now() {
-    if !in_green_thread() {
-        crate::sync::thread::yield_now();
-        return;
+    match current_worker() {
+        Some(m) if m.current.get().is_some() => {
+            let (m, was_blocking) = crate::blocking::pause_blocking(m);
+            let m = worker::switch_out_from(m, ACT_YIELD);
+            after_resume_on(m);
+            crate::blocking::resume_blocking(was_blocking);
+        }
+        _ => crate::sync::thread::yield_now(),
     }
-    switch_out(ACT_YIELD);
-    after_resume();
 }
 
 /// Blocks the current green thread until [`GreenThread::unpark`] is called on it (or returns
@@ -99,21 +102,27 @@ pub fn yield_now() {
 /// call it in a loop that checks the condition you wait for. On a plain OS thread it parks the
 /// OS thread.
 pub fn park() {
-    let Some(g) = running_g() else {
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
         crate::sync::thread::park();
         return;
     };
+    let (m, was_blocking) = crate::blocking::pause_blocking(m);
+    let m = park_on(m);
+    after_resume_on(m);
+    crate::blocking::resume_blocking(was_blocking);
+}
+
+/// The green-thread side of [`park`] on worker `m`; returns the worker it resumed on.
+fn park_on(m: &worker::M) -> &worker::M {
+    let g = m.current.get().expect("park_on runs on a green thread");
     if g.take_notified() {
-        after_resume();
-        return;
+        return m;
     }
     if !g.begin_park() {
         g.take_notified();
-        after_resume();
-        return;
+        return m;
     }
-    switch_out(ACT_PARK);
-    after_resume();
+    worker::switch_out_from(m, ACT_PARK)
 }
 
 /// [`park`] with a deadline: returns at the latest shortly after `deadline` (or spuriously).
@@ -197,8 +206,8 @@ fn park_os_timeout(_d: Duration) {
 }
 
 /// After a green thread resumes from a yield or park: honour a shutdown's request to unwind.
-fn after_resume() {
-    let Some(g) = running_g() else { return };
+fn after_resume_on(m: &worker::M) {
+    let Some(g) = m.current.get() else { return };
     if g.is_cancelled() && !std::thread::panicking() {
         // Unwind the green thread's stack so its destructors run; its entry catches this.
         std::panic::resume_unwind(Box::new(crate::ForcedUnwind));

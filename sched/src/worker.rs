@@ -299,7 +299,8 @@ pub(crate) struct M {
     pub(crate) current: Cell<Option<GRef>>,
     /// Inside a blocking section (the P may be retaken: do not touch its owner-only parts).
     pub(crate) in_blocking: Cell<bool>,
-    tick: Cell<u32>,
+    /// Schedules left until the next fairness tick (counts down from `global_queue_interval`).
+    fair_countdown: Cell<u32>,
     runnext_streak: Cell<u32>,
     rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
@@ -334,13 +335,14 @@ pub(crate) fn current_worker<'a>() -> Option<&'a M> {
 
 impl M {
     fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
+        let interval = shared.config.global_queue_interval;
         M {
             shared,
             p: Cell::new(p),
             g0: Cell::new(None),
             current: Cell::new(None),
             in_blocking: Cell::new(false),
-            tick: Cell::new(0),
+            fair_countdown: Cell::new(interval),
             runnext_streak: Cell::new(0),
             rng: Cell::new(
                 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
@@ -444,15 +446,20 @@ impl M {
     fn find_local(&self) -> Option<GRef> {
         let pi = self.p.get();
         let p = &self.shared.ps[pi];
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
+        // A countdown, not `tick % interval`: a division costs more than the rest of a yield.
+        let fair = self.fair_countdown.get() <= 1;
+        self.fair_countdown.set(if fair {
+            self.shared.config.global_queue_interval
+        } else {
+            self.fair_countdown.get() - 1
+        });
         // SAFETY: this worker holds P `pi` (find_local runs on g0 of the holder).
         let local = unsafe { p.local() };
 
         if let Some(g) = p.pop_pinned() {
             return self.accept(g).or_else(|| self.find_local());
         }
-        if tick.is_multiple_of(self.shared.config.global_queue_interval) {
+        if fair {
             // Fairness: due timers fire, and a G in the global queue, or the oldest local G,
             // runs at least this often (otherwise G's that never leave the local queue, like a
             // yield loop, would starve them: timers are otherwise checked only when it is
@@ -737,9 +744,12 @@ impl M {
             ACT_YIELD => {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.publish_runnable();
                 bump(&p.stats.yields);
                 let pin = g.pinned_to.load(Ordering::Relaxed);
+                if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
+                    return Some(g);
+                }
+                g.publish_runnable();
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
                 } else if p.has_work() {
@@ -778,6 +788,20 @@ impl M {
             }
             other => unreachable!("unknown switch-out action {other}"),
         }
+    }
+
+    /// After a yield: whether to run the yielder again at once. With nothing else runnable on
+    /// this P (runnext, local and pinned queues empty) and no fairness tick due, `find_local`
+    /// would pop the yielder straight back from the local queue: skip that round trip (a
+    /// publish, a push, a pop and a claim: four atomic read-modify-writes). The G stays
+    /// RUNNING; a token that arrives meanwhile stays in its state word for its next park.
+    /// Global queue, timers and the poller are looked at on the fairness tick, as before.
+    fn resume_yielder_at_once(&self, p: &P) -> bool {
+        if self.fair_countdown.get() <= 1 || p.has_work() || p.may_have_pinned() {
+            return false;
+        }
+        self.fair_countdown.set(self.fair_countdown.get() - 1);
+        true
     }
 
     /// Runs one step of a stackless task on this worker's own stack (g0) and finishes what it
@@ -1033,6 +1057,8 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
         }
         abort_with("purloin: a panic escaped a green thread's entry; aborting");
     }
+    // A section left open by a bare `enter_blocking` ends with the G.
+    crate::blocking::exit_blocking();
     switch_out(ACT_EXIT);
     abort_with("purloin: a finished green thread was resumed; aborting")
 }
@@ -1048,7 +1074,12 @@ pub(crate) fn abort_with(msg: &str) -> ! {
 pub(crate) fn switch_out(action: usize) {
     // SAFETY: only called from a G's stack, where the current-worker slot names the worker
     // running it.
-    let m = unsafe { &*current_m() };
+    switch_out_from(unsafe { &*current_m() }, action);
+}
+
+/// [`switch_out`] for a caller that already fetched its worker `m` (since its last switch).
+/// Returns the worker that resumed the G (it may be another one: use it, not `m`, after).
+pub(crate) fn switch_out_from<'a>(m: &M, action: usize) -> &'a M {
     let g0 = m.g0.take().expect("switch_out called outside a green thread");
     if std::thread::panicking() {
         // An unwinding G must not migrate: std's panic count is per OS thread.
@@ -1057,10 +1088,11 @@ pub(crate) fn switch_out(action: usize) {
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action) };
-    // SAFETY: the resumer passes a pointer to its live M.
+    // SAFETY: the resumer passes a pointer to its live M, which outlives the G's run on it.
     let m = unsafe { &*(t.data as *const M) };
     adopt_worker(m);
     m.g0.set(Some(t.context));
+    m
 }
 
 /// After a G resumes: under loom every context is its own loom thread, so the G's thread must

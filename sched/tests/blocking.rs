@@ -59,3 +59,42 @@ fn a_green_thread_blocking_its_os_thread_is_reported() {
     sched.spawn(|| std::thread::sleep(Duration::from_millis(200))).join().unwrap();
     assert_eq!(sched.stats().global.long_runners, 1);
 }
+
+/// A green thread that switches (yields, sleeps, parks) inside a blocking section whose P was
+/// handed to another thread must not touch that P (it belongs to the new holder now): the
+/// switch ends the section first. Two green threads keep yielding on the handed-off P while
+/// the blocked one, after its P was taken, yields and sleeps inside `blocking`.
+#[test]
+fn switching_inside_a_blocking_section_after_a_handoff() {
+    let _w = common::watchdog("switch in blocking", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let (tx, rx) = mpsc::channel::<u32>();
+    let a = sched.spawn(move || {
+        purloin_sched::blocking(|| {
+            // B runs only once the monitor handed the P to another thread: afterwards this
+            // worker thread no longer holds it.
+            let v = rx.recv().unwrap();
+            for _ in 0..20_000 {
+                purloin_sched::yield_now();
+            }
+            purloin_sched::sleep(Duration::from_millis(1));
+            v
+        })
+    });
+    let b = sched.spawn(move || {
+        tx.send(7).unwrap();
+        for _ in 0..20_000 {
+            purloin_sched::yield_now();
+        }
+    });
+    let c = sched.spawn(|| {
+        for _ in 0..20_000 {
+            purloin_sched::yield_now();
+        }
+    });
+    b.join().unwrap();
+    c.join().unwrap();
+    assert_eq!(a.join().unwrap(), 7);
+    let hs: Vec<_> = (0..100).map(|i| sched.spawn(move || i)).collect();
+    assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 4950);
+}
