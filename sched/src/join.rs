@@ -163,8 +163,21 @@ pub(crate) fn run_inline(
 /// where it is and let its entry go stale.
 fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
     if m.holds_p() {
+        let p = m.p();
+        // A child spawned last waits in runnext.
+        if p.runnext.load(Ordering::Relaxed) == child.g.as_ptr()
+            && let Some(next) = p.take_runnext()
+        {
+            if next == child.g && child.g.claim_popped_inline(child.generation) {
+                return true;
+            }
+            // Taken meanwhile by a thief and replaced, or not claimable: put it back.
+            if let Some(old) = p.put_runnext(next) {
+                m.push_local(old);
+            }
+        }
         // SAFETY: this worker holds its P (holds_p) and we run on it.
-        let local = unsafe { m.p().local() };
+        let local = unsafe { p.local() };
         if let Some(top) = local.pop() {
             if top == child.g && child.g.claim_popped_inline(child.generation) {
                 return true;

@@ -586,14 +586,11 @@ where
     } else {
         Some(shared.config.stack_size.bytes())
     };
+    // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
+    // the spawning worker) is not to be used.
+    let sched = Arc::as_ptr(shared);
     let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(cell.clone()), &opts)?;
-    Ok(JoinHandle {
-        task: cell,
-        thread,
-        sched: Arc::as_ptr(shared),
-        inline_stack,
-        registered: false,
-    })
+    Ok(JoinHandle { task: cell, thread, sched, inline_stack, registered: false })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
@@ -696,10 +693,12 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         total += *p;
     }
     let (searching, parked) = shared.idle.counts();
+    let mut global = shared.stats.snapshot();
+    global.wakes_skipped += total.wakes_skipped;
     Stats {
         total,
         procs,
-        global: shared.stats.snapshot(),
+        global,
         live: shared.live(),
         queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
         global_queue_len: shared.injector.len(),
@@ -726,8 +725,9 @@ where
              Scheduler::spawn on a Scheduler (or use the purloin facade, which starts one)",
         ));
     };
-    let shared = m.shared.clone();
-    spawn_on(&shared, opts, f)
+    // No clone of the Arc: a read-modify-write of the scheduler's shared reference count on
+    // every spawn would bounce its cache line between the workers.
+    spawn_on(&m.shared, opts, f)
 }
 
 /// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running

@@ -62,6 +62,9 @@ counters! {
         inline_joins,
         /// Blocking sections entered.
         blocking,
+        /// Submissions from this P that needed no wake-up (folded into
+        /// [`GlobalStats::wakes_skipped`] by snapshots).
+        wakes_skipped,
     }
 }
 

@@ -166,16 +166,27 @@ impl Shared {
     /// Submit side of the idle protocol: after work became visible, wake a parked worker if
     /// nobody is searching (see `idle`).
     pub(crate) fn notify_work(&self) {
-        match self.idle.worker_to_wake() {
-            Some(p) => {
-                self.lots.lot(p).signal(1);
-                self.poller.wake_if_blocked(p);
-                self.stats.wakes_sent.fetch_add(1, STAT);
-            }
-            None => {
-                self.stats.wakes_skipped.fetch_add(1, STAT);
-            }
+        if !self.try_wake_one() {
+            self.stats.wakes_skipped.fetch_add(1, STAT);
         }
+    }
+
+    /// [`Shared::notify_work`] from the holder of `p`: a skipped wake-up is counted in the
+    /// P's own counter (a shared counter's read-modify-write on every spawn would bounce
+    /// its cache line between the workers).
+    pub(crate) fn notify_work_from(&self, p: &P) {
+        if !self.try_wake_one() {
+            bump(&p.stats.wakes_skipped);
+        }
+    }
+
+    /// The body of the notify functions. Returns whether a worker was woken.
+    fn try_wake_one(&self) -> bool {
+        let Some(p) = self.idle.worker_to_wake() else { return false };
+        self.lots.lot(p).signal(1);
+        self.poller.wake_if_blocked(p);
+        self.stats.wakes_sent.fetch_add(1, STAT);
+        true
     }
 
     /// Wakes the worker holding P `p` specifically (pinned work, shutdown).
@@ -983,7 +994,7 @@ impl M {
             && unsafe { p.local() }.is_empty();
         self.push_local(g);
         if was_empty {
-            self.shared.notify_work();
+            self.shared.notify_work_from(p);
         }
     }
 
@@ -995,7 +1006,7 @@ impl M {
         let local_empty = unsafe { p.local() }.is_empty();
         match p.put_runnext(g) {
             Some(old) => self.push_local(old),
-            None if local_empty => self.shared.notify_work(),
+            None if local_empty => self.shared.notify_work_from(p),
             None => {}
         }
     }
@@ -1238,9 +1249,15 @@ pub(crate) fn spawn_g(
     match here {
         Some(m) if m.holds_p() => {
             bump(&m.p().stats.spawned);
-            if opts.urgent && m.current.get().is_some() {
+            if m.current.get().is_some() {
+                // Go's newproc: the child goes to runnext (the displaced one to the local
+                // queue). A thief takes runnext only after a grace period, so a child that is
+                // joined soon is usually still here for its joiner to run inline (a stolen
+                // child costs its joiner a park and a cross-core wake-up).
                 m.put_runnext_and_notify(g);
-                crate::yield_now();
+                if opts.urgent {
+                    crate::yield_now();
+                }
             } else {
                 m.push_local_and_notify(g);
             }

@@ -48,11 +48,13 @@ fn a_global_queue_green_thread_runs_within_the_interval_during_a_runnext_ping_po
     let at_submit = Arc::new(AtomicU64::new(0));
     let at_run = Arc::new(AtomicU64::new(0));
     let (sw, ar, st) = (switches.clone(), at_run.clone(), stop.clone());
-    at_submit.store(switches.load(Ordering::Relaxed), Ordering::Relaxed);
     let outsider = sched.spawn(move || {
         ar.store(sw.load(Ordering::Relaxed), Ordering::Relaxed);
         st.store(true, Ordering::Release);
     });
+    // Counted once the push is complete (visible): had this thread been descheduled in the
+    // middle of the push, the pair's switches meanwhile would not be the scheduler's fault.
+    at_submit.store(switches.load(Ordering::Relaxed), Ordering::Relaxed);
     outsider.join().unwrap();
     for h in pair {
         h.join().unwrap();
