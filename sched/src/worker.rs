@@ -587,9 +587,17 @@ impl M {
                 }
                 if last && !v.runnext.load(Ordering::Relaxed).is_null() {
                     // The victim's running G probably just readied it and is about to block;
-                    // give it ~3 µs to run it itself (a channel hand-off costs ~50 ns).
+                    // give it ~3 µs to run it itself (a channel hand-off costs ~50 ns). If it
+                    // scheduled meanwhile, it is making progress through its runnext (a
+                    // ping-pong pair): stealing would split the pair across cores. (Go steals
+                    // whatever sits there after the wait; the park re-check sees a runnext
+                    // that stays, so nothing is stranded.)
                     if v.status.load(Ordering::Relaxed) == p::RUNNING {
+                        let tick = v.schedtick.load(Ordering::Relaxed);
                         backoff_spin(Duration::from_micros(3));
+                        if v.schedtick.load(Ordering::Relaxed) != tick {
+                            continue;
+                        }
                     }
                     bump(&p.stats.steal_attempts);
                     if let Some(g) = v.take_runnext() {
