@@ -8,8 +8,8 @@
 //! wins, nothing happened; if it loses, the P now belongs to someone else, so the green thread
 //! goes to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
-//! The monitor also reports, once, a green thread that runs for longer than 10 ms without a
-//! scheduling point (without preempting it).
+//! The monitor also reports, once per green thread, one that runs for longer than 10 ms
+//! without a scheduling point (without preempting it).
 //!
 //! # Memory ordering
 //!
@@ -230,6 +230,9 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     ];
     let mut delay = Duration::from_micros(20);
     let mut quiet_rounds = 0u32;
+    // Green threads already reported (by id): each is reported once, not once per long
+    // stretch (a loop of long stretches would print a line every 10 ms).
+    let mut reported = std::collections::HashSet::new();
     let mon = shared.monitor.get().expect("monitor handle is set before the thread starts");
     while !shared.monitor_stop.load(Ordering::Acquire) {
         if delay >= Duration::from_millis(10) {
@@ -298,7 +301,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                         // SAFETY: `running` names a record (records are never freed while the
                         // scheduler lives).
                         if let Some(g) = unsafe { GRef::from_ptr(running) } {
-                            report_long_runner(&shared, g, verdict);
+                            report_long_runner(&shared, g, verdict, &mut reported);
                         }
                     }
                 }
@@ -325,7 +328,12 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
 }
 
 #[cfg(not(loom))]
-fn report_long_runner(shared: &Shared, g: GRef, why: LongRun) {
+fn report_long_runner(
+    shared: &Shared,
+    g: GRef,
+    why: LongRun,
+    reported: &mut std::collections::HashSet<u64>,
+) {
     if !g.try_ref() {
         return;
     }
@@ -333,6 +341,12 @@ fn report_long_runner(shared: &Shared, g: GRef, why: LongRun) {
     let name = g.name();
     if g.drop_ref() {
         crate::g::recycle_anywhere(g);
+    }
+    if reported.len() >= 4096 {
+        reported.clear(); // bounded memory; a very old offender may be reported again
+    }
+    if !reported.insert(g.id_with(generation)) {
+        return;
     }
     shared.stats.long_runners.fetch_add(1, STAT);
     let who = format!(

@@ -98,3 +98,25 @@ fn switching_inside_a_blocking_section_after_a_handoff() {
     let hs: Vec<_> = (0..100).map(|i| sched.spawn(move || i)).collect();
     assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 4950);
 }
+
+/// A green thread with several long stretches (separated by scheduling points) is reported
+/// once, not once per stretch.
+#[test]
+fn a_long_runner_with_many_stretches_is_reported_once() {
+    let _w = common::watchdog("long runner stretches", Duration::from_secs(60));
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(20)).build().unwrap();
+    let h = sched.spawn(|| {
+        for _ in 0..4 {
+            let end = std::time::Instant::now() + Duration::from_millis(100);
+            let mut x = 0u64;
+            while std::time::Instant::now() < end {
+                x = x.wrapping_add(1);
+                std::hint::black_box(x);
+            }
+            purloin_sched::yield_now();
+        }
+    });
+    h.join().unwrap();
+    assert_eq!(sched.stats().global.long_runners, 1);
+}
