@@ -11,9 +11,6 @@
 //! - `parking_lot_condvar`: `parking_lot::Mutex<u32>` + `Condvar` (peer)
 //! - `atomic_wait`: `atomic_wait::wait` / `wake_one` on the turn word (peer)
 //!
-//! `park_ping_pong_interleaved` runs the Parker and std's park back to back in every sample
-//! (alternating which goes first), so both see the same drift of this VM's futex latency.
-//!
 //! Run: `cargo bench -p purloin-parking --bench parker` (or `cargo xtask bench -p
 //! purloin-parking` for the ratio table).
 #![cfg(not(loom))]
@@ -69,7 +66,33 @@ fn bench_ping_pong(c: &mut Criterion) {
     let param = "round_trip";
 
     group.bench_function(BenchmarkId::new("purloin_parker", param), |b| {
-        b.iter_custom(purloin_parker_round_trips)
+        b.iter_custom(|iters| {
+            let main_parker = Parker::new();
+            let main_unparker = main_parker.unparker();
+            let peer_parker = Parker::new();
+            let peer_unparker = peer_parker.unparker();
+            let turn = AtomicU32::new(MAIN);
+            // The peer's Parker moves into the peer thread; the main Parker stays here.
+            let shared = (turn, main_unparker, peer_unparker);
+            ping_pong(
+                iters,
+                shared,
+                move |(turn, _, peer)| {
+                    turn.store(PEER, Ordering::Release);
+                    peer.unpark();
+                    while turn.load(Ordering::Acquire) != MAIN {
+                        main_parker.park();
+                    }
+                },
+                move |(turn, main, _)| {
+                    while turn.load(Ordering::Acquire) != PEER {
+                        peer_parker.park();
+                    }
+                    turn.store(MAIN, Ordering::Release);
+                    main.unpark();
+                },
+            )
+        })
     });
 
     group.bench_function(BenchmarkId::new("purloin_futex", param), |b| {
@@ -127,7 +150,42 @@ fn bench_ping_pong(c: &mut Criterion) {
     });
 
     group.bench_function(BenchmarkId::new("std_thread_park", param), |b| {
-        b.iter_custom(std_park_round_trips)
+        b.iter_custom(|iters| {
+            // The peer needs main's Thread handle and main needs the peer's: exchange them
+            // through a OnceLock set by the peer before the barrier.
+            let main_thread = thread::current();
+            let peer_thread: Arc<std::sync::OnceLock<thread::Thread>> = Arc::default();
+            let turn = Arc::new(AtomicU32::new(MAIN));
+            let barrier = Arc::new(Barrier::new(2));
+            let peer = {
+                let (peer_thread, turn, barrier) =
+                    (peer_thread.clone(), turn.clone(), barrier.clone());
+                thread::spawn(move || {
+                    peer_thread.set(thread::current()).unwrap();
+                    barrier.wait();
+                    for _ in 0..iters {
+                        while turn.load(Ordering::Acquire) != PEER {
+                            thread::park();
+                        }
+                        turn.store(MAIN, Ordering::Release);
+                        main_thread.unpark();
+                    }
+                })
+            };
+            barrier.wait();
+            let peer_handle = peer_thread.get().unwrap().clone();
+            let start = Instant::now();
+            for _ in 0..iters {
+                turn.store(PEER, Ordering::Release);
+                peer_handle.unpark();
+                while turn.load(Ordering::Acquire) != MAIN {
+                    thread::park();
+                }
+            }
+            let elapsed = start.elapsed();
+            peer.join().unwrap();
+            elapsed
+        })
     });
 
     group.bench_function(BenchmarkId::new("parking_lot_condvar", param), |b| {
@@ -185,109 +243,9 @@ fn bench_ping_pong(c: &mut Criterion) {
     group.finish();
 }
 
-/// `iters` round trips with [`Parker`] / `Unparker`.
-fn purloin_parker_round_trips(iters: u64) -> Duration {
-    let main_parker = Parker::new();
-    let main_unparker = main_parker.unparker();
-    let peer_parker = Parker::new();
-    let peer_unparker = peer_parker.unparker();
-    let turn = AtomicU32::new(MAIN);
-    // The peer's Parker moves into the peer thread; the main Parker stays here.
-    let shared = (turn, main_unparker, peer_unparker);
-    ping_pong(
-        iters,
-        shared,
-        move |(turn, _, peer)| {
-            turn.store(PEER, Ordering::Release);
-            peer.unpark();
-            while turn.load(Ordering::Acquire) != MAIN {
-                main_parker.park();
-            }
-        },
-        move |(turn, main, _)| {
-            while turn.load(Ordering::Acquire) != PEER {
-                peer_parker.park();
-            }
-            turn.store(MAIN, Ordering::Release);
-            main.unpark();
-        },
-    )
-}
-
-/// `iters` round trips with `std::thread::park` / `Thread::unpark`.
-fn std_park_round_trips(iters: u64) -> Duration {
-    // The peer needs main's Thread handle and main needs the peer's: exchange them through a
-    // OnceLock set by the peer before the barrier.
-    let main_thread = thread::current();
-    let peer_thread: Arc<std::sync::OnceLock<thread::Thread>> = Arc::default();
-    let turn = Arc::new(AtomicU32::new(MAIN));
-    let barrier = Arc::new(Barrier::new(2));
-    let peer = {
-        let (peer_thread, turn, barrier) = (peer_thread.clone(), turn.clone(), barrier.clone());
-        thread::spawn(move || {
-            peer_thread.set(thread::current()).unwrap();
-            barrier.wait();
-            for _ in 0..iters {
-                while turn.load(Ordering::Acquire) != PEER {
-                    thread::park();
-                }
-                turn.store(MAIN, Ordering::Release);
-                main_thread.unpark();
-            }
-        })
-    };
-    barrier.wait();
-    let peer_handle = peer_thread.get().unwrap().clone();
-    let start = Instant::now();
-    for _ in 0..iters {
-        turn.store(PEER, Ordering::Release);
-        peer_handle.unpark();
-        while turn.load(Ordering::Acquire) != MAIN {
-            thread::park();
-        }
-    }
-    let elapsed = start.elapsed();
-    peer.join().unwrap();
-    elapsed
-}
-
-/// The Parker against std's park with each sample running both, back to back in alternating
-/// order, and timing its own half: on this VM futex round trips drift by tens of percent over
-/// a run, and sequential groups turn that drift into a ratio.
-fn bench_ping_pong_interleaved(c: &mut Criterion) {
-    let mut group = c.benchmark_group("park_ping_pong_interleaved");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(3))
-        .warm_up_time(Duration::from_secs(1));
-    let flip = std::cell::Cell::new(false);
-    let both = |iters: u64, ours: bool| {
-        flip.set(!flip.get());
-        let (p, s) = if flip.get() {
-            let p = purloin_parker_round_trips(iters);
-            (p, std_park_round_trips(iters))
-        } else {
-            let s = std_park_round_trips(iters);
-            (purloin_parker_round_trips(iters), s)
-        };
-        if ours { p } else { s }
-    };
-    group.bench_function(BenchmarkId::new("purloin_parker", "round_trip"), |b| {
-        b.iter_custom(|iters| both(iters, true))
-    });
-    group.bench_function(BenchmarkId::new("std_thread_park", "round_trip"), |b| {
-        b.iter_custom(|iters| both(iters, false))
-    });
-    group.finish();
-}
-
 /// criterion's generated group function (the macro cannot carry a doc comment).
 #[allow(missing_docs)]
 mod group {
-    criterion::criterion_group!(
-        benches,
-        super::bench_ping_pong,
-        super::bench_ping_pong_interleaved
-    );
+    criterion::criterion_group!(benches, super::bench_ping_pong);
 }
 criterion_main!(group::benches);
