@@ -46,6 +46,9 @@ const EMPTY: u32 = 0;
 const NOTIFIED: u32 = 1;
 const PARKED: u32 = u32::MAX;
 
+/// On a cache line (pair) of its own: two parkers allocated back to back (a ping-pong pair,
+/// or workers created together) would otherwise share a line that both sides write.
+#[repr(align(128))]
 struct Inner {
     /// The token: `EMPTY`, `NOTIFIED` or `PARKED`, see the [module docs](self).
     state: AtomicU32,
