@@ -751,23 +751,36 @@ impl M {
         self.current.set(Some(g));
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
-        let ctx =
+        let mut ctx =
             unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
-        // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to it); it
-        // switches back to us with `switch_out`, passing an ACT_* code.
-        let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
+        let t: Transfer = loop {
+            // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to
+            // it); it switches back to us with `switch_out`, passing an ACT_* code.
+            let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
+            if t.data != ACT_YIELD {
+                break t;
+            }
+            bump(&p.stats.yields);
+            let pin = g.pinned_to.load(Ordering::Relaxed);
+            if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
+                // A new scheduling round of the same G, without leaving this frame (the
+                // record stays RUNNING and current; the monitor sees the tick).
+                ctx = t.context;
+                bump(&p.stats.switches);
+                p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                g.switches.store(g.switches.load(STAT) + 1, STAT);
+                continue;
+            }
+            break t;
+        };
         self.current.set(None);
         p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
         let action = t.data;
+        let pin = g.pinned_to.load(Ordering::Relaxed);
         match action {
             ACT_YIELD => {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                bump(&p.stats.yields);
-                let pin = g.pinned_to.load(Ordering::Relaxed);
-                if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
-                    return Some(g);
-                }
                 g.publish_runnable();
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
