@@ -91,6 +91,10 @@ pub(crate) fn resume_blocking(was_open: bool) {
 /// Runs `f`, a call that may block the OS thread, between [`enter_blocking`] and
 /// [`exit_blocking`], so the worker's other green threads move to another OS thread if it
 /// blocks for long. Panics in `f` propagate (after `exit_blocking`).
+///
+/// `f` may also yield, park or wait on `purloin` primitives: while the green thread is switched
+/// out the section is closed (it blocks no OS thread then), and it is re-opened when the green
+/// thread runs again, possibly on another worker.
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     struct Exit;
     impl Drop for Exit {
