@@ -212,8 +212,8 @@ struct Seen {
 enum LongRun {
     /// It ran on the CPU this long without a scheduling point.
     Cpu(Duration),
-    /// It blocked its worker's OS thread in the kernel this long.
-    Blocked(Duration),
+    /// It blocked its worker's OS thread in the kernel this long, waiting as said.
+    Blocked(Duration, crate::os::KernelWait),
 }
 
 /// The monitor thread body (not under loom: the models drive the retake protocol directly).
@@ -296,9 +296,11 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     // fault, not reported).
                     let verdict = match cpu {
                         Some(c) if c >= cfg.long_run_threshold => Some(LongRun::Cpu(c)),
-                        _ if crate::os::thread_is_blocked(holder) => Some(LongRun::Blocked(wall)),
-                        None => Some(LongRun::Cpu(wall)),
-                        Some(_) => None,
+                        _ => match (crate::os::thread_kernel_wait(holder), cpu) {
+                            (Some(how), _) => Some(LongRun::Blocked(wall, how)),
+                            (None, None) => Some(LongRun::Cpu(wall)),
+                            (None, Some(_)) => None,
+                        },
                     };
                     if let Some(verdict) = verdict {
                         s.reported_tick = tick;
@@ -364,10 +366,16 @@ fn report_long_runner(
              park, lock, channel or I/O wait); it delays the other green threads of its worker — \
              call purloin::yield_now() in long loops"
         ),
-        LongRun::Blocked(for_) => eprintln!(
+        LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
             "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
              std::thread::sleep or blocking I/O); use purloin::sync / purloin::sleep, or wrap \
              the call in purloin::blocking() so the worker's other green threads move on"
+        ),
+        LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
+            "purloin: {who} has kept its worker's OS thread in an uninterruptible kernel wait \
+             for {for_:?} (page faults on fresh or swapped memory, or disk I/O: usually memory \
+             pressure, not a blocking call in the green thread); if it is file I/O, wrap it in \
+             purloin::blocking()"
         ),
     }
 }

@@ -42,24 +42,54 @@ pub(crate) fn thread_cpu_time(t: u64) -> Option<Duration> {
     }
 }
 
-/// Whether thread `t` is blocked in the kernel (state `S` or `D`: a futex, a sleep, I/O).
-pub(crate) fn thread_is_blocked(t: u64) -> bool {
+/// How a thread waits in the kernel, if it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KernelWait {
+    /// Interruptible sleep (`S`): a futex (a std lock, a condition variable), a sleep, or
+    /// blocking I/O on a socket or pipe.
+    Sleeping,
+    /// Uninterruptible wait (`D`): page faults on fresh or swapped memory, the address-space
+    /// lock, disk I/O — usually not the green thread's doing.
+    Uninterruptible,
+}
+
+/// How thread `t` waits in the kernel right now, or `None` if it runs (or is unknown).
+pub(crate) fn thread_kernel_wait(t: u64) -> Option<KernelWait> {
     #[cfg(target_os = "linux")]
     {
         if t == 0 {
-            return false;
+            return None;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{t}/stat")) else {
-            return false;
-        };
-        // "tid (comm) S ...": the state follows the last ')'.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state == "S" || state == "D")
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{t}/stat")).ok()?;
+        kernel_wait_of_stat(&stat)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = t;
-        false
+        None
+    }
+}
+
+/// Parses the state field of a `/proc/<pid>/task/<tid>/stat` line ("tid (comm) S ...": the
+/// state follows the last ')', as the command name may contain spaces and parentheses).
+fn kernel_wait_of_stat(stat: &str) -> Option<KernelWait> {
+    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+    match state {
+        "S" => Some(KernelWait::Sleeping),
+        "D" => Some(KernelWait::Uninterruptible),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KernelWait, kernel_wait_of_stat};
+
+    #[test]
+    fn the_state_follows_the_last_parenthesis() {
+        assert_eq!(kernel_wait_of_stat("12 (a) b) S 1 2"), Some(KernelWait::Sleeping));
+        assert_eq!(kernel_wait_of_stat("12 (w (x)) D 1"), Some(KernelWait::Uninterruptible));
+        assert_eq!(kernel_wait_of_stat("12 (worker) R 1"), None);
+        assert_eq!(kernel_wait_of_stat("garbage"), None);
     }
 }
