@@ -1427,4 +1427,24 @@ mod loom_idle {
             assert_eq!(found, g);
         });
     }
+
+    /// The same race for a spawn from a green thread, which goes to runnext (Go's `newproc`):
+    /// `put_runnext_and_notify` (the swap, then F1 and the idle check) against the other worker
+    /// going idle (F2, then a re-check that reads every runnext). The idle worker must end up
+    /// with the G: woken, or seeing it in its re-check, then taking the runnext of a victim that
+    /// does not schedule. Mutation check: `put_runnext_and_notify` without its notify fails
+    /// with a deadlock.
+    #[test]
+    fn runnext_spawn_vs_other_worker_going_idle() {
+        model(|| {
+            let s = shared(2);
+            let s2 = s.clone();
+            let idle = lthread::spawn(move || worker(s2, 1));
+            let g = new_g(&s);
+            let busy = M::new(s.clone(), 0, 0);
+            busy.put_runnext_and_notify(g);
+            let found = idle.join().unwrap();
+            assert_eq!(found, g);
+        });
+    }
 }
