@@ -1415,14 +1415,21 @@ mod loom_idle {
     /// makes this model fail with a deadlock.
     #[test]
     fn local_spawn_vs_other_worker_going_idle() {
-        model(|| {
+        spawn_vs_other_worker_going_idle(|busy, g| {
+            busy.push_local(g);
+            busy.shared.notify_work();
+        });
+    }
+
+    /// P 0's worker submits a G with `submit` while the worker of P 1 goes idle; P 1's worker
+    /// must end up with it.
+    fn spawn_vs_other_worker_going_idle(submit: fn(&M, GRef)) {
+        model(move || {
             let s = shared(2);
             let s2 = s.clone();
             let idle = lthread::spawn(move || worker(s2, 1));
             let g = new_g(&s);
-            let busy = M::new(s.clone(), 0, 0);
-            busy.push_local(g);
-            s.notify_work();
+            submit(&M::new(s.clone(), 0, 0), g);
             let found = idle.join().unwrap();
             assert_eq!(found, g);
         });
@@ -1436,15 +1443,6 @@ mod loom_idle {
     /// with a deadlock.
     #[test]
     fn runnext_spawn_vs_other_worker_going_idle() {
-        model(|| {
-            let s = shared(2);
-            let s2 = s.clone();
-            let idle = lthread::spawn(move || worker(s2, 1));
-            let g = new_g(&s);
-            let busy = M::new(s.clone(), 0, 0);
-            busy.put_runnext_and_notify(g);
-            let found = idle.join().unwrap();
-            assert_eq!(found, g);
-        });
+        spawn_vs_other_worker_going_idle(|busy, g| busy.put_runnext_and_notify(g));
     }
 }
