@@ -9,12 +9,18 @@
 //! # Finding work (Go's order)
 //!
 //! ```text
-//!  every 61st tick: one G from the global queue, else the oldest local G   (fairness)
+//!  every 61st tick: due timers, then one G from the global queue, else the oldest local G
+//!                   (fairness: G's that never leave the local queue cannot starve these)
 //!  pinned queue → runnext (at most 3 in a row) → local pop (LIFO) → runnext
 //!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
-//!  → steal half (random start, coprime stride, 4 passes, runnext on the last after 3 µs)
+//!  → steal half (random start, coprime stride, 4 passes; on the last, a victim's runnext
+//!    after 3 µs unless the victim scheduled meanwhile)
 //!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = next timer)
 //! ```
+//!
+//! The monitor polls the poller when busy workers have not for 10 ms (Go's sysmon). A yield
+//! with nothing else runnable locally and no fairness tick due resumes the G at once. A spawn
+//! from a green thread goes to runnext (Go's `newproc`), the displaced G to the local queue.
 //!
 //! # Thread-locals and migration
 //!
