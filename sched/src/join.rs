@@ -7,13 +7,13 @@ use crate::GreenThread;
 use crate::g::{self, GRef};
 use crate::stats::bump;
 use crate::sync::Ordering;
-use crate::task::{HasPacket, Waiter};
+use crate::task::{PacketRef, Waiter};
 use crate::worker::current_worker;
 
 /// An owned permission to join a green thread (to wait for it and take its result), like
 /// [`std::thread::JoinHandle`]. Dropping it detaches the green thread.
 pub struct JoinHandle<T> {
-    pub(crate) task: std::sync::Arc<dyn HasPacket<T>>,
+    pub(crate) task: PacketRef<T>,
     pub(crate) thread: GreenThread,
     /// The scheduler the green thread was spawned on (only compared, never dereferenced here).
     pub(crate) sched: *const crate::worker::Shared,
@@ -41,13 +41,12 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> ThreadResult<T> {
         if self.registered {
             // A waiter was registered by `wait_timeout`; no inline run any more.
-            let packet = self.task.packet();
-            while !packet.is_done() {
+            while !self.task.is_done() {
                 crate::park();
             }
-            return packet.take();
+            return self.task.into_result();
         }
-        let packet = self.task.packet();
+        let packet = &self.task;
         if !packet.is_done()
             && let Some(bytes) = self.inline_stack
         {
@@ -64,14 +63,14 @@ impl<T> JoinHandle<T> {
             }
             crate::set_wait_info(None);
         }
-        packet.take()
+        self.task.into_result()
     }
 
     /// Waits at most `timeout` for the green thread to finish; returns whether it has. Call
     /// [`JoinHandle::join`] afterwards to take the result. Blocks the calling OS thread (or
     /// parks the calling green thread); it never runs the child inline.
     pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
-        let packet = self.task.packet();
+        let packet = &self.task;
         if packet.is_done() {
             return true;
         }
@@ -94,7 +93,7 @@ impl<T> JoinHandle<T> {
 
     /// Whether the green thread has finished (its result is ready).
     pub fn is_finished(&self) -> bool {
-        self.task.packet().is_done()
+        self.task.is_done()
     }
 
     /// The green thread's handle.
@@ -139,7 +138,9 @@ pub(crate) fn run_inline(
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
     host.inline_child_id.store(child.id().0, crate::sync::STAT);
     if let Some(task) = task {
-        task.run();
+        // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that can
+        // see the child's packet now.
+        task.run_by_joiner();
     }
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
@@ -154,7 +155,7 @@ pub(crate) fn run_inline(
     }
     // The joiner may be on another worker now: fetch it again.
     let holder = current_worker().filter(|m| m.holds_p() && core::ptr::eq(&*m.shared, shared));
-    shared.note_finished(holder.map(|m| m.p()));
+    shared.note_finished_under_live_host(holder.map(|m| m.p()));
     true
 }
 

@@ -580,7 +580,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let cell = StdArc::new(TaskCell::new(f));
+    let (task, packet) = TaskCell::allocate(f);
     let inline_stack = if opts.pinned || opts.stack_size.is_some() {
         None
     } else {
@@ -589,8 +589,10 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(cell.clone()), &opts)?;
-    Ok(JoinHandle { task: cell, thread, sched, inline_stack, registered: false })
+    // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so is
+    // `packet`, which then frees the cell.
+    let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(task), &opts)?;
+    Ok(JoinHandle { task: packet, thread, sched, inline_stack, registered: false })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {

@@ -45,7 +45,7 @@ pub trait Task: Send + Sync + 'static {
 
 /// What a spawn runs.
 pub(crate) enum Entry {
-    Green(Arc<dyn crate::task::Runnable>),
+    Green(crate::task::OwnedTask),
     Step(Arc<dyn Task>),
 }
 

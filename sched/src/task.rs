@@ -1,24 +1,39 @@
 //! What a green thread runs, and the one-shot packet its joiner waits on.
 //!
 //! A spawn allocates one [`TaskCell`]: the entry closure and the packet that will hold its
-//! result, shared by the G (which runs it) and the [`JoinHandle`](crate::JoinHandle) (which
-//! waits for it). The packet's state word is a tiny one-shot:
+//! result. Two parties own it: the G record (through an [`OwnedTask`], which runs the closure
+//! and completes the packet) and the [`JoinHandle`](crate::JoinHandle) (through a
+//! [`PacketRef`], which waits and takes the result). There is no reference count: the packet's
+//! state word also says who frees the cell, so a spawn followed by a join costs one allocation
+//! and, when the joiner runs the child itself, no atomic read-modify-write at all.
 //!
 //! ```text
 //!   EMPTY ──(joiner registers its waiter)──▶ WAITING ──(completion)──▶ DONE
 //!     └──────────────────(completion)──────────────────────────────────▶ DONE
+//!   any state ──(handle dropped: | DETACHED)──▶ ... | DETACHED
 //! ```
+//!
+//! Who frees the cell: the handle, once it has seen `DONE` (the completer never touches the
+//! cell after publishing `DONE`); the completer, if it finds `DETACHED` (the handle is gone).
 //!
 //! # Memory ordering
 //!
-//! The guarantee: a joiner that observes `DONE` sees the result.
+//! The guarantees: a joiner that observes `DONE` sees the result; a waiter registered by the
+//! joiner is seen by the completer; whichever party frees the cell sees every write the other
+//! made to it.
 //!
-//! - (T1) The completer writes the result, then `swap(DONE, AcqRel)`; the joiner's Acquire
-//!   load of `DONE` pairs with it.
-//! - (T2) The joiner writes its waiter, then CASes `EMPTY => WAITING` with Release; the
-//!   completer's swap (Acquire) that returns `WAITING` pairs with it before reading the waiter.
+//! - (T1) The completer writes the result, then publishes `DONE` with a CAS (Release half);
+//!   the joiner's Acquire load of `DONE` pairs with it. After T1 the completer does not touch
+//!   the cell.
+//! - (T2) The joiner writes its waiter, then CASes `EMPTY => WAITING` (Release); the
+//!   completer's Acquire load (or failed CAS) that returns `WAITING` pairs with it before it
+//!   takes the waiter.
+//! - (T3) A dropped handle sets `DETACHED` with an AcqRel `fetch_or`: if it returns `DONE`
+//!   (Acquire pairs with T1) the handle frees the cell; otherwise the completer's Acquire load
+//!   or failed CAS that sees `DETACHED` pairs with its Release, and the completer frees.
 
 use core::any::Any;
+use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
 
@@ -27,42 +42,58 @@ use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 const EMPTY: u32 = 0;
 const WAITING: u32 = 1;
 const DONE: u32 = 2;
+const PHASE: u32 = 0b11;
+/// The handle was dropped: the completer frees the cell.
+const DETACHED: u32 = 0b100;
 
-/// What a G record holds to run: a shared task (a spawn), or a job borrowed from its joiner's
-/// stack (fork-join; the joiner does not return before the job is done).
+/// What a G record holds to run: a spawned task it co-owns with a join handle, or a job
+/// borrowed from its joiner's stack (fork-join; the joiner does not return before the job is
+/// done).
 pub(crate) enum TaskRef {
-    Shared(std::sync::Arc<dyn Runnable>),
-    Borrowed(core::ptr::NonNull<dyn Runnable>),
+    Owned(OwnedTask),
+    Borrowed(NonNull<dyn Runnable>),
 }
 
 // SAFETY: a `Borrowed` job is `Sync` (Runnable: Sync) and outlives the G (the joiner waits for
-// it); `Shared` is an `Arc` of a `Send + Sync` task.
+// it); an `Owned` task is Send (see there).
 unsafe impl Send for TaskRef {}
 
 impl TaskRef {
-    pub(crate) fn run(&self) {
+    /// Runs the task (catching panics) and completes its packet.
+    pub(crate) fn run(self) {
         match self {
-            TaskRef::Shared(t) => t.run(),
+            TaskRef::Owned(t) => t.run(false),
             // SAFETY: the joiner keeps the job alive until it is done (see `fork`).
             TaskRef::Borrowed(t) => unsafe { t.as_ref() }.run(),
         }
     }
 
-    pub(crate) fn fail(&self, payload: Box<dyn Any + Send>) {
+    /// Runs the task on its joiner, the only party that can see its packet (a join that took
+    /// back a child nobody started, with no waiter registered): no atomic read-modify-write.
+    pub(crate) fn run_by_joiner(self) {
         match self {
-            TaskRef::Shared(t) => t.fail(payload),
+            TaskRef::Owned(t) => t.run(true),
+            // SAFETY: as in `run`.
+            TaskRef::Borrowed(t) => unsafe { t.as_ref() }.run(),
+        }
+    }
+
+    /// Drops the entry without running it and completes the packet with `Err(payload)`.
+    pub(crate) fn fail(self, payload: Box<dyn Any + Send>) {
+        match self {
+            TaskRef::Owned(t) => t.fail(payload),
             // SAFETY: as in `run`.
             TaskRef::Borrowed(t) => unsafe { t.as_ref() }.fail(payload),
         }
     }
 }
 
-/// Type-erased "run me" for the G record.
+/// Type-erased "run me" for a job borrowed from a joiner's stack (fork-join).
 pub(crate) trait Runnable: Send + Sync {
-    /// Runs the entry (catching panics) and completes the packet. Called at most once.
+    /// Runs the entry (catching panics) and completes the job. Called at most once.
     fn run(&self);
-    /// Drops the entry without running it and completes the packet with `Err(payload)` (the
-    /// G could not start: no stack, or the runtime shut down first).
+    /// Drops the entry without running it and completes the job with `Err(payload)` (the G
+    /// could not start: no stack, or the runtime shut down first).
     fn fail(&self, payload: Box<dyn Any + Send>);
 }
 
@@ -104,120 +135,294 @@ impl Waiter {
     }
 }
 
-/// The result slot a joiner waits on.
+/// The result slot a joiner waits on: the first field of every [`TaskCell`].
 pub(crate) struct Packet<T> {
     state: AtomicU32,
     waiter: UnsafeCell<Option<Waiter>>,
     result: UnsafeCell<Option<ThreadResult<T>>>,
+    /// Frees the whole cell (knows the closure type, which the handle does not).
+    free: unsafe fn(NonNull<Packet<T>>),
 }
 
-// SAFETY: `waiter` is written by the joiner before T2's Release and read by the completer after
-// it; `result` is written by the completer before T1's Release and read by the joiner after it.
-// T crosses threads, hence `T: Send`.
-unsafe impl<T: Send> Sync for Packet<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for Packet<T> {}
+/// The closure and the packet in one allocation. `repr(C)`: the packet is at offset 0, so a
+/// pointer to the cell is a pointer to its packet.
+#[repr(C)]
+pub(crate) struct TaskCell<F, T> {
+    packet: Packet<T>,
+    f: UnsafeCell<Option<F>>,
+}
 
-impl<T> Packet<T> {
-    fn new() -> Self {
-        Packet {
-            state: AtomicU32::new(EMPTY),
-            waiter: UnsafeCell::new(None),
-            result: UnsafeCell::new(None),
+/// Run and fail for one closure type.
+struct TaskVTable {
+    /// # Safety: see [`OwnedTask::run`].
+    run: unsafe fn(NonNull<()>, bool),
+    /// # Safety: see [`OwnedTask::fail`].
+    fail: unsafe fn(NonNull<()>, Box<dyn Any + Send>),
+}
+
+impl<F, T> TaskCell<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    const VTABLE: TaskVTable = TaskVTable { run: Self::run_raw, fail: Self::fail_raw };
+
+    /// Allocates a cell for `f`; returns its two owners.
+    pub(crate) fn allocate(f: F) -> (OwnedTask, PacketRef<T>) {
+        let cell = Box::new(TaskCell {
+            packet: Packet {
+                state: AtomicU32::new(EMPTY),
+                waiter: UnsafeCell::new(None),
+                result: UnsafeCell::new(None),
+                free: Self::free_raw,
+            },
+            f: UnsafeCell::new(Some(f)),
+        });
+        let cell = NonNull::from(Box::leak(cell));
+        (OwnedTask { cell: cell.cast(), vtable: &Self::VTABLE }, PacketRef { packet: cell.cast() })
+    }
+
+    /// # Safety
+    /// `cell` is a live `TaskCell<F, T>` whose G side the caller owns (see `OwnedTask::run`).
+    unsafe fn run_raw(cell: NonNull<()>, by_joiner: bool) {
+        let cell = cell.cast::<TaskCell<F, T>>();
+        // SAFETY: the G side owns `f` and takes it once; the cell is live (we have not
+        // completed it yet, so the handle has not freed it).
+        let f = unsafe { (*cell.as_ptr()).f.with_mut(|f| (*f).take()) };
+        let Some(f) = f else { return };
+        let result = panic::catch_unwind(AssertUnwindSafe(f));
+        // SAFETY: still not completed: live; the caller's `by_joiner` promise is passed on.
+        unsafe { complete(cell.cast::<Packet<T>>(), result, by_joiner) };
+    }
+
+    /// # Safety
+    /// As for `run_raw`.
+    unsafe fn fail_raw(cell: NonNull<()>, payload: Box<dyn Any + Send>) {
+        let cell = cell.cast::<TaskCell<F, T>>();
+        // SAFETY: as in `run_raw`.
+        let f = unsafe { (*cell.as_ptr()).f.with_mut(|f| (*f).take()) };
+        drop(f);
+        // SAFETY: as in `run_raw`; not by the joiner.
+        unsafe { complete(cell.cast::<Packet<T>>(), Err(payload), false) };
+    }
+
+    /// # Safety
+    /// `packet` is the packet of a live `TaskCell<F, T>` allocated by `allocate`, and the
+    /// caller is the last party that may touch it.
+    unsafe fn free_raw(packet: NonNull<Packet<T>>) {
+        // SAFETY: allocated as a Box<TaskCell<F, T>> in `allocate`, packet at offset 0.
+        drop(unsafe { Box::from_raw(packet.cast::<TaskCell<F, T>>().as_ptr()) });
+    }
+}
+
+/// Completes the packet with `result` and gives up the G side's ownership (T1); frees the cell
+/// if the handle is gone (T3).
+///
+/// # Safety
+/// `packet` belongs to a live cell whose G side the caller owns and has not completed yet. With
+/// `by_joiner`, the caller is also the joiner: the handle is alive (in `join`), has no waiter
+/// registered, and nobody else can see the packet.
+unsafe fn complete<T>(packet: NonNull<Packet<T>>, result: ThreadResult<T>, by_joiner: bool) {
+    let p = packet.as_ptr();
+    // SAFETY: only the completer writes `result`, before publishing DONE (T1).
+    unsafe { (*p).result.with_mut(|r| *r = Some(result)) };
+    if by_joiner {
+        // SAFETY: live (caller). The joiner is this thread: program order suffices.
+        unsafe { (*p).state.store(DONE, Ordering::Relaxed) };
+        return;
+    }
+    // The cell stays live until we publish DONE (only then may the handle free it) or until we
+    // free it ourselves, so every dereference of `p` below is of a live cell.
+    // SAFETY: live (above). Acquire pairs with T2 (waiter) and T3 (detached).
+    let mut cur = unsafe { (*p).state.load(Ordering::Acquire) };
+    let mut waiter = None;
+    loop {
+        if cur & DETACHED != 0 {
+            // The handle is gone (T3): nobody will read the result; we own the cell.
+            drop(waiter);
+            // SAFETY: the handle gave up the cell and we are its last user.
+            unsafe { ((*p).free)(packet) };
+            return;
         }
+        if cur == WAITING && waiter.is_none() {
+            // SAFETY: WAITING was observed with Acquire (T2): the joiner wrote `waiter` and
+            // does not touch it again; the handle cannot free the cell before DONE.
+            waiter = unsafe { (*p).waiter.with_mut(|w| (*w).take()) };
+        }
+        // SAFETY: live (above). AcqRel: Release publishes the result (T1); Acquire on failure
+        // pairs with T2/T3.
+        match unsafe { (*p).state.compare_exchange(cur, DONE, Ordering::AcqRel, Ordering::Acquire) }
+        {
+            Ok(_) => break,
+            Err(actual) => cur = actual,
+        }
+    }
+    // DONE is published: the cell may be gone already. Only our copy of the waiter is used.
+    if let Some(w) = waiter {
+        w.wake();
+    }
+}
+
+/// The G side of a spawned task: runs or fails it exactly once.
+pub(crate) struct OwnedTask {
+    cell: NonNull<()>,
+    vtable: &'static TaskVTable,
+}
+
+// SAFETY: the closure and result types are Send (checked in `TaskCell::allocate`'s bounds);
+// the G side's accesses are ordered with the handle's by T1–T3.
+unsafe impl Send for OwnedTask {}
+
+impl OwnedTask {
+    fn run(self, by_joiner: bool) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: we own the G side and consume it here, once; `by_joiner` is the caller's
+        // promise (TaskRef::run_by_joiner).
+        unsafe { (this.vtable.run)(this.cell, by_joiner) };
+    }
+
+    fn fail(self, payload: Box<dyn Any + Send>) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: as in `run`.
+        unsafe { (this.vtable.fail)(this.cell, payload) };
+    }
+}
+
+impl Drop for OwnedTask {
+    /// A task dropped without running (its G never started): the joiner gets `Cancelled`.
+    fn drop(&mut self) {
+        // SAFETY: we own the G side; `drop` runs once and the task was neither run nor failed
+        // (both consume `self` without dropping it).
+        unsafe { (self.vtable.fail)(self.cell, Box::new(Cancelled)) };
+    }
+}
+
+/// The handle side of a spawned task: waits for it and takes its result. Dropping it detaches.
+pub(crate) struct PacketRef<T> {
+    packet: NonNull<Packet<T>>,
+}
+
+// SAFETY: the handle side's accesses are ordered with the completer's by T1–T3; the result
+// crosses threads, hence `T: Send`.
+unsafe impl<T: Send> Send for PacketRef<T> {}
+// SAFETY: `&PacketRef` only loads the state word.
+unsafe impl<T: Send> Sync for PacketRef<T> {}
+
+impl<T> PacketRef<T> {
+    fn packet(&self) -> &Packet<T> {
+        // SAFETY: the cell lives at least as long as the handle side (only a DONE the handle
+        // saw, or the handle's own detach, lets it be freed).
+        unsafe { self.packet.as_ref() }
     }
 
     /// Whether the result is ready (Acquire: pairs with T1).
     pub(crate) fn is_done(&self) -> bool {
-        self.state.load(Ordering::Acquire) == DONE
+        self.packet().state.load(Ordering::Acquire) & PHASE == DONE
     }
 
     /// Registers the calling context as the waiter. Returns false if the packet is already
     /// done (nothing registered). May be called once per packet.
     pub(crate) fn register(&self, waiter: Waiter) -> bool {
+        let packet = self.packet();
         // SAFETY: only the (single) joiner writes `waiter`, before publishing WAITING (T2).
-        unsafe { self.waiter.with_mut(|w| *w = Some(waiter)) };
-        // Release pairs with the completer's swap (T2); Acquire pairs with T1 on failure.
-        self.state.compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        unsafe { packet.waiter.with_mut(|w| *w = Some(waiter)) };
+        // Release pairs with the completer's Acquire (T2); Acquire pairs with T1 on failure.
+        packet.state.compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
-    /// Takes the result. Must only be called after `is_done` returned true, once.
-    pub(crate) fn take(&self) -> ThreadResult<T> {
+    /// Takes the result and frees the cell. Must only be called after `is_done` returned true.
+    pub(crate) fn into_result(self) -> ThreadResult<T> {
         debug_assert!(self.is_done());
-        // SAFETY: DONE was observed with Acquire (T1), the completer no longer touches
-        // `result`, and the single joiner calls this once.
-        unsafe { self.result.with_mut(|r| (*r).take()) }
-            .expect("a green thread's result was taken twice")
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: DONE was observed with Acquire (T1): the completer wrote the result and no
+        // longer touches the cell, so the handle is its only user.
+        let result = unsafe { this.packet().result.with_mut(|r| (*r).take()) };
+        // SAFETY: as above; freed once (`this` is not dropped).
+        unsafe { (this.packet().free)(this.packet) };
+        result.expect("a finished green thread's packet holds its result")
+    }
+}
+
+impl<T> Drop for PacketRef<T> {
+    fn drop(&mut self) {
+        // T3: AcqRel — Release hands our writes (a registered waiter) to a completer that will
+        // free; Acquire pairs with T1 when the completer is done and we free.
+        let prev = self.packet().state.fetch_or(DETACHED, Ordering::AcqRel);
+        if prev & PHASE == DONE {
+            // SAFETY: the completer published DONE and no longer touches the cell.
+            unsafe { (self.packet().free)(self.packet) };
+        }
+    }
+}
+
+/// Loom models of the task cell's ownership protocol (T1–T3) on the real code.
+#[cfg(all(test, loom))]
+mod loom_cell {
+    use super::*;
+    use crate::sync::thread;
+    use crate::sync::{Arc, AtomicUsize};
+
+    /// Counts its drops: the result and the closure's capture.
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
-    fn complete(&self, result: ThreadResult<T>) {
-        // SAFETY: only the completer writes `result`, before publishing DONE (T1).
-        unsafe { self.result.with_mut(|r| *r = Some(result)) };
-        // AcqRel: Release publishes the result (T1), Acquire sees the waiter (T2).
-        if self.state.swap(DONE, Ordering::AcqRel) == WAITING {
-            // SAFETY: WAITING was observed with Acquire (T2): the joiner wrote `waiter` and
-            // does not touch it again.
-            let waiter = unsafe { self.waiter.with_mut(|w| (*w).take()) };
-            if let Some(w) = waiter {
-                w.wake();
+    /// The handle is dropped while the G side completes: the cell is freed exactly once (the
+    /// result and the closure's capture are each dropped once, by whichever side frees).
+    /// Mutation checks (each tried, each fails this model): the completer publishing DONE with
+    /// a plain store instead of the CAS (erasing a racing DETACHED) leaks the cell ("the
+    /// capture and the result dropped once" fails); the handle also freeing when it finds
+    /// EMPTY (not only DONE) makes the completer touch a freed cell (loom panics in its object
+    /// store).
+    #[test]
+    fn detach_racing_completion_frees_once() {
+        loom::model(|| {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let capture = Counted(drops.clone());
+            let d2 = drops.clone();
+            let (task, handle) = TaskCell::allocate(move || {
+                let _keep = capture;
+                Counted(d2)
+            });
+            let g_side = thread::spawn(move || task.run(false));
+            drop(handle);
+            g_side.join().unwrap();
+            assert_eq!(drops.load(Ordering::SeqCst), 2, "the capture and the result dropped once");
+        });
+    }
+
+    /// A joiner that registered as waiter races the completion: it is woken (or sees DONE),
+    /// takes the result, and the cell is freed once. Mutation check: the plain-store DONE of
+    /// the first model fails this one too: the waiter registered between the load and the
+    /// store is never woken (loom reports a deadlock).
+    #[test]
+    fn waiter_registered_racing_completion() {
+        loom::model(|| {
+            let (task, handle) = TaskCell::allocate(|| 7u32);
+            let g_side = thread::spawn(move || task.run(false));
+            if handle.register(Waiter::current()) {
+                while !handle.is_done() {
+                    thread::park();
+                }
             }
-        }
-    }
-}
-
-/// The closure and the packet in one allocation.
-pub(crate) struct TaskCell<F, T> {
-    pub(crate) packet: Packet<T>,
-    f: UnsafeCell<Option<F>>,
-}
-
-// SAFETY: `f` is taken exactly once by the thread that runs (or cancels) the task, which holds
-// the G's scheduling reference; F: Send lets it move there.
-unsafe impl<F: Send, T: Send> Sync for TaskCell<F, T> {}
-// SAFETY: as above.
-unsafe impl<F: Send, T: Send> Send for TaskCell<F, T> {}
-
-impl<F, T> TaskCell<F, T> {
-    pub(crate) fn new(f: F) -> Self {
-        TaskCell { packet: Packet::new(), f: UnsafeCell::new(Some(f)) }
+            assert_eq!(handle.into_result().unwrap(), 7);
+            g_side.join().unwrap();
+        });
     }
 
-    fn take_f(&self) -> Option<F> {
-        // SAFETY: called once, by the holder of the G's scheduling reference.
-        unsafe { self.f.with_mut(|f| (*f).take()) }
-    }
-}
-
-impl<F, T> Runnable for TaskCell<F, T>
-where
-    F: FnOnce() -> T + Send,
-    T: Send,
-{
-    fn run(&self) {
-        let Some(f) = self.take_f() else { return };
-        let result = panic::catch_unwind(AssertUnwindSafe(f));
-        self.packet.complete(result);
-    }
-
-    fn fail(&self, payload: Box<dyn Any + Send>) {
-        if let Some(f) = self.take_f() {
-            drop(f);
-            self.packet.complete(Err(payload));
-        }
-    }
-}
-
-/// Gives a JoinHandle access to the packet without naming the closure type.
-pub(crate) trait HasPacket<T>: Send + Sync {
-    fn packet(&self) -> &Packet<T>;
-}
-
-impl<F, T> HasPacket<T> for TaskCell<F, T>
-where
-    F: Send,
-    T: Send,
-{
-    fn packet(&self) -> &Packet<T> {
-        &self.packet
+    /// A task dropped without running (its G was recycled) completes with `Cancelled` and is
+    /// freed by the handle.
+    #[test]
+    fn unrun_task_cancels() {
+        loom::model(|| {
+            let (task, handle) = TaskCell::allocate(|| 1u8);
+            let g_side = thread::spawn(move || drop(task));
+            g_side.join().unwrap();
+            assert!(handle.is_done());
+            assert!(handle.into_result().unwrap_err().is::<Cancelled>());
+        });
     }
 }

@@ -259,20 +259,30 @@ impl Shared {
     /// of them sees the other (SeqCst fences), so a finish that brings `live` to zero during
     /// shutdown always notifies, or the waiter sees zero before it sleeps.
     pub(crate) fn note_finished(&self, p: Option<&P>) {
-        match p {
-            Some(p) => {
-                let n = p.finished.load(Ordering::Relaxed);
-                p.finished.store(n + 1, Ordering::Release);
-            }
-            None => {
-                self.finished_outside.fetch_add(1, Ordering::AcqRel);
-            }
-        }
+        self.note_finished_under_live_host(p);
         // F6 (pairs with F5 in `fence_before_live_check`).
         fence(Ordering::SeqCst);
         if self.phase.load(Ordering::Relaxed) != PHASE_RUNNING {
             let _guard = lock(&self.all_done.0);
             self.all_done.1.notify_all();
+        }
+    }
+
+    /// Like [`note_finished`](Self::note_finished), for a green thread its joiner ran inline:
+    /// the joiner is itself a live green thread of this scheduler (or a fork job whose joiner
+    /// is), so this finish cannot bring `live` to zero and nobody needs waking — no F6 (a
+    /// `mfence`, the most expensive step of a spawn + join). The joiner's own finish, later in
+    /// the same program order, fences and notifies.
+    pub(crate) fn note_finished_under_live_host(&self, p: Option<&P>) {
+        match p {
+            Some(p) => {
+                let n = p.finished.load(Ordering::Relaxed);
+                // Release: L1.
+                p.finished.store(n + 1, Ordering::Release);
+            }
+            None => {
+                self.finished_outside.fetch_add(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -1253,7 +1263,7 @@ pub(crate) fn spawn_g(
     unsafe {
         match entry {
             crate::stackless::Entry::Green(task) => {
-                g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Shared(task))))
+                g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Owned(task))))
             }
             crate::stackless::Entry::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
         }
