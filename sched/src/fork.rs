@@ -4,7 +4,10 @@
 //! here, and at the join the second is taken back and run inline if nobody stole it.
 //!
 //! Nothing is allocated: the second closure and its result slot live in a [`StackJob`] on the
-//! joiner's stack, and the G record comes from the processor's cache. The joiner never leaves
+//! joiner's stack, and the local queue holds a tagged pointer to it — a *lazy G*. Only a worker
+//! that dequeues the job (a thief, or this worker once the joiner parked) gives it a G record
+//! and a stack; a job taken back by its joiner never has one, so the common fork costs a queue
+//! push and pop and nothing else. The joiner never leaves
 //! `join` before the job is done (it waits, also while unwinding), which is what makes lending
 //! its stack frame to another worker sound.
 //!
@@ -28,8 +31,8 @@ use crate::GreenThread;
 use crate::g::GRef;
 use crate::stats::bump;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
-use crate::task::{Runnable, TaskRef};
-use crate::worker::{M, current_worker};
+use crate::task::Runnable;
+use crate::worker::current_worker;
 
 const PENDING: u32 = 0;
 const WAITING: u32 = 1;
@@ -193,11 +196,17 @@ where
             NonNull::from(dyn_job),
         )
     };
-    let g = fork(m, ptr);
+    // The queue entry points at `ptr` in this frame (a lazy G: a worker that dequeues it gives
+    // it a G; see `GRef::for_job`).
+    let entry = GRef::for_job(NonNull::from(&ptr));
+    bump(&m.p().stats.spawned);
+    m.push_local_and_notify(entry);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    if !job.is_done() && !take_back(g, &job) {
-        job.wait(Some(crate::GreenId(g.0.id_with(g.1))));
+    if !job.is_done() && !take_back(entry, &job) {
+        // Taken by another worker (or buried under entries `a` left in our queue): wait. The
+        // job's G is made by whoever dequeues it, so its id is not known here.
+        job.wait(None);
     }
     drop(guard);
     match (ra, job.take_result()) {
@@ -206,30 +215,13 @@ where
     }
 }
 
-/// Pushes a G for the borrowed job on `m`'s local queue.
-fn fork(m: &M, job: NonNull<dyn Runnable>) -> (GRef, u32) {
-    let g = m.alloc_g();
-    // SAFETY: a FREE record, not yet published: we own its cells.
-    unsafe {
-        // Plain writes: `recycle` emptied the fields (see `spawn_g`).
-        g.task.with_mut(|t| t.write(Some(TaskRef::Borrowed(job))));
-        g.uncounted.with_mut(|u| u.write(true));
-        g.stack_size.with_mut(|s| s.write(m.shared.config.stack_size));
-        g.sched.with_mut(|s| s.write(crate::sync::Arc::as_ptr(&m.shared)));
-    }
-    let generation = g.prepare_spawn();
-    bump(&m.p().stats.spawned);
-    m.push_local_and_notify(g);
-    (g, generation)
-}
-
-/// At the join: takes the job's G back and runs the job inline if nobody started it.
-fn take_back<F, T>(g: (GRef, u32), job: &StackJob<F, T>) -> bool
+/// At the join: takes the job back and runs it inline if it is still the newest entry of our
+/// local queue (nobody dequeued it, so no G was made for it and nobody else can see it).
+fn take_back<F, T>(entry: GRef, job: &StackJob<F, T>) -> bool
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    let (g, generation) = g;
     // `a` may have switched workers: find ours again.
     let Some(m) = current_worker().filter(|m| m.holds_p()) else { return false };
     let p = m.p();
@@ -239,36 +231,18 @@ where
     // SAFETY: this worker holds its P.
     let local = unsafe { p.local() };
     match local.pop() {
-        // The same record *and* generation (a record is recycled as soon as its job is done,
-        // and may come back through a steal as another job's entry) *and* never started: a
-        // thief may have run the job, parked inside it (a nested join) and been woken onto
-        // our queue — that entry resumes the job's G and must be put back, not run here.
-        Some(top) if top == g && g.claim_popped_inline(generation) => {
-            // Our own entry, popped: no other party can run the job (join jobs have no
-            // handles), so run it without the job's atomics.
+        // Our own entry (entries are unique: a job's entry is dequeued once, and its slot's
+        // address is not reused before the job is done): no other party can run the job, so
+        // run it without the job's atomics.
+        Some(top) if top == entry => {
             bump(&m.p().stats.inline_joins);
             job.run_exclusive();
-            g.finish_run();
-            // Not a plain store: a diagnostic reader (or a joiner probing a recycled record)
-            // may hold a transient reference; whoever drops the last one recycles.
-            if g.drop_ref() {
-                // Not `m`: the job may have parked and resumed on another worker.
-                crate::g::recycle_anywhere(g);
-            }
-            return true;
+            true
         }
-        Some(top) => m.push_local(top),
-        None => {}
+        Some(top) => {
+            m.push_local(top);
+            false
+        }
+        None => false,
     }
-    // Elsewhere in a queue (we spawned after it), or stolen: claim it where it is.
-    if !g.claim_inline(generation) {
-        return false;
-    }
-    bump(&m.p().stats.inline_joins);
-    job.run();
-    g.finish_run();
-    if g.drop_ref() {
-        crate::g::recycle_anywhere(g);
-    }
-    true
 }

@@ -438,9 +438,39 @@ unsafe impl Send for GRef {}
 // SAFETY: as above.
 unsafe impl Sync for GRef {}
 
+/// The low bit of a queue entry that is a fork-join job without a G yet (see
+/// [`GRef::for_job`]). Records and the job slots it points at are at least 8-aligned.
+const JOB_TAG: usize = 1;
+
+/// Where a lazily started fork-join job lives: a fat pointer to the job, in its joiner's frame.
+pub(crate) type JobSlot = NonNull<NonNull<dyn crate::task::Runnable>>;
+
 impl GRef {
     pub(crate) fn as_ptr(self) -> *mut G {
         self.0.as_ptr()
+    }
+
+    /// A run-queue entry for a fork-join job that has no G yet (a lazy G): a tagged pointer
+    /// to the slot holding the job. Such an entry is never dereferenced as a G: every dequeue
+    /// goes through the worker's `accept`, which turns it into a G (`M::adopt_job`), and the
+    /// only other readers compare it for equality (the joiner taking its job back) or drain
+    /// it at shutdown. The joiner does not leave `join` before the job is done, and the job
+    /// is done only after its entry was dequeued, so the slot outlives the entry.
+    pub(crate) fn for_job(slot: JobSlot) -> GRef {
+        let addr = slot.as_ptr() as usize;
+        debug_assert_eq!(addr & JOB_TAG, 0, "job slots are aligned");
+        // SAFETY: `addr | 1` is not null (addr is not); the pointer is never dereferenced as
+        // a G (see above).
+        GRef(unsafe { NonNull::new_unchecked((addr | JOB_TAG) as *mut G) })
+    }
+
+    /// The job slot if this entry is a lazy fork-join job (see [`GRef::for_job`]).
+    pub(crate) fn job(self) -> Option<JobSlot> {
+        let addr = self.0.as_ptr() as usize;
+        if addr & JOB_TAG == 0 {
+            return None;
+        }
+        NonNull::new((addr & !JOB_TAG) as *mut NonNull<dyn crate::task::Runnable>)
     }
     /// # Safety
     /// - `ptr` must point at a live G record of this scheduler (or be null, giving `None`).
@@ -452,14 +482,19 @@ impl GRef {
 impl core::ops::Deref for GRef {
     type Target = G;
     fn deref(&self) -> &G {
-        // SAFETY: records are never freed while the scheduler (and so any GRef) is alive.
+        debug_assert!(self.job().is_none(), "a lazy job entry dereferenced as a G");
+        // SAFETY: records are never freed while the scheduler (and so any GRef) is alive; job
+        // entries are never dereferenced (see `for_job`).
         unsafe { self.0.as_ref() }
     }
 }
 
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "G#{}", self.slot)
+        match self.job() {
+            Some(slot) => write!(f, "job@{slot:p}"),
+            None => write!(f, "G#{}", self.slot),
+        }
     }
 }
 

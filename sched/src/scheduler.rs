@@ -670,6 +670,13 @@ fn drain_queues(shared: &Shared) {
         registry().give_free(cached);
     }
     for g in pending {
+        if let Some(job) = g.job() {
+            // A fork-join job nobody started (shutdown gave up on its joiner's worker): fail
+            // it so its joiner, if it ever resumes, sees the job done.
+            // SAFETY: the slot outlives the entry (see `GRef::for_job`).
+            unsafe { (*job.as_ptr()).as_ref() }.fail(Box::new(crate::Cancelled));
+            continue;
+        }
         if g.claim_for_run() {
             // A runnable G that never ran (only possible if shutdown gave up on others).
             // SAFETY: we claimed it: we own its cells.

@@ -460,6 +460,9 @@ impl M {
     /// Accepts a dequeued G: claims it (`RUNNABLE => RUNNING`) or, for a stale entry of a G
     /// its joiner ran inline, drops the entry's reference.
     fn accept(&self, g: GRef) -> Option<GRef> {
+        if let Some(job) = g.job() {
+            return Some(self.adopt_job(job));
+        }
         if g.claim_for_run() {
             return Some(g);
         }
@@ -1000,6 +1003,27 @@ impl M {
     }
 
     /// A free record for a new G: the P's cache, else the global list, else a new one.
+    /// Gives a dequeued fork-join job (a lazy G, see `GRef::for_job`) its G, claimed for this
+    /// worker to run: the job is about to run somewhere other than inline in its joiner, so it
+    /// needs a stack of its own (it may park).
+    fn adopt_job(&self, job: crate::g::JobSlot) -> GRef {
+        let g = self.alloc_g();
+        // SAFETY: the slot outlives the entry we dequeued (see `GRef::for_job`); the deque's
+        // push (Release) / pop (Acquire) published it. The record is FREE and unpublished: we
+        // own its cells, emptied by `recycle` (plain writes, as in `spawn_g`).
+        unsafe {
+            let job = *job.as_ptr();
+            g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Borrowed(job))));
+            g.uncounted.with_mut(|u| u.write(true));
+            g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
+            g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
+        }
+        g.prepare_spawn();
+        let claimed = g.claim_for_run();
+        debug_assert!(claimed, "a fresh record is claimable");
+        g
+    }
+
     pub(crate) fn alloc_g(&self) -> GRef {
         if self.holds_p() {
             // SAFETY: this worker holds its P, so it owns the P's caches.

@@ -93,3 +93,42 @@ fn many_small_trees_never_lose_a_job() {
         assert_eq!(sched.spawn(|| fib(14)).join().unwrap(), 377);
     }
 }
+
+/// Lazy G: a fork-join job is only a queue entry until a worker dequeues it. When the first
+/// closure leaves a spawned green thread on top of the job in the local queue, the joiner
+/// cannot take the job back; it waits, and the worker later dequeues the job and gives it a
+/// green thread (and a stack) of its own — which is observable: the job runs under another
+/// id, may park, and its result still reaches the joiner. Deterministic on one worker.
+#[test]
+fn a_job_under_a_spawned_thread_gets_its_own_green_thread() {
+    let _w = common::watchdog("fork lazy g", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let (joiner, in_a, in_b, sum) = sched
+        .spawn(|| {
+            let joiner = purloin_sched::current().map(|t| t.id());
+            let mut kids = Vec::new();
+            let (in_a, (in_b, x)) = purloin_sched::join(
+                || {
+                    // Two spawns: the second goes to runnext and pushes the first onto the
+                    // local queue, above the job's entry.
+                    kids.push(purloin_sched::spawn(|| 1u64).unwrap());
+                    kids.push(purloin_sched::spawn(|| 2u64).unwrap());
+                    purloin_sched::current().map(|t| t.id())
+                },
+                || {
+                    // The job parks (a yield is a switch on its own stack).
+                    purloin_sched::yield_now();
+                    (purloin_sched::current().map(|t| t.id()), 40u64)
+                },
+            );
+            let kids: u64 = kids.into_iter().map(|h| h.join().unwrap()).sum();
+            (joiner, in_a, in_b, x + kids)
+        })
+        .join()
+        .unwrap();
+    assert_eq!(sum, 43);
+    assert_eq!(in_a, joiner, "the first closure runs on the joiner");
+    assert!(in_b.is_some() && in_b != joiner, "the job got a green thread of its own");
+    let s = sched.stats().total;
+    assert_eq!(s.inline_joins, 0, "nothing ran inline: {s:?}");
+}

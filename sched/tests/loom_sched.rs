@@ -118,3 +118,49 @@ fn shutdown_vs_concurrent_spawn() {
         assert_eq!(ran.load(Ordering::Relaxed), 2);
     });
 }
+
+/// A stackless task that counts its one step (stepped on the worker's stack: no loom thread).
+struct CountStep(StdArc<AtomicUsize>);
+impl purloin_sched::Task for CountStep {
+    fn step(&self) -> purloin_sched::TaskStep {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        purloin_sched::TaskStep::Done
+    }
+}
+
+/// (g) Fork-join's lazy G: a job taken back by its joiner runs inline with no G, and a job the
+/// joiner cannot take back (an entry sits above it in the local queue) is given a G by the
+/// worker that dequeues it, parks on it (a yield), and its result reaches the waiting joiner.
+/// The entries above the job are stackless tasks (green threads would need more loom threads
+/// than loom allows). Mutation check: letting `take_back` run a job inline that is not on top
+/// of the local queue (its entry stays queued) fails the runner assertion.
+#[test]
+fn fork_join_lazy_g_taken_back_or_adopted() {
+    model(|| {
+        let s = sched(1);
+        let steps = StdArc::new(AtomicUsize::new(0));
+        let st = steps.clone();
+        let h = s.spawn(move || {
+            let me = purloin_sched::current().map(|t| t.id());
+            let (a, b) = purloin_sched::join(|| 1u32, || 2u32);
+            let (c, (d, runner)) = purloin_sched::join(
+                || {
+                    // The second spawn takes runnext and pushes the first above the job.
+                    for _ in 0..2 {
+                        purloin_sched::spawn_task(StdArc::new(CountStep(st.clone()))).unwrap();
+                    }
+                    4u32
+                },
+                || {
+                    purloin_sched::yield_now();
+                    (5u32, purloin_sched::current().map(|t| t.id()))
+                },
+            );
+            assert_ne!(runner, me, "a job buried under other entries runs on its own G");
+            a + b + c + d
+        });
+        assert_eq!(h.join().unwrap(), 12);
+        drop(s);
+        assert_eq!(steps.load(Ordering::Relaxed), 2);
+    });
+}
