@@ -4,7 +4,7 @@ use std::time::Instant;
 
 fn main() {
     let rt = purloin::runtime::Builder::new()
-        .workers(2)
+        .workers(std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2))
         .stack_size(purloin::StackSize::Small)
         .build()
         .unwrap();

@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod cells;
 mod fork;
 mod g;
 mod idle;

@@ -5,7 +5,8 @@
 //! and completes the packet) and the [`JoinHandle`](crate::JoinHandle) (through a
 //! [`PacketRef`], which waits and takes the result). There is no reference count: the packet's
 //! state word also says who frees the cell, so a spawn followed by a join costs one allocation
-//! and, when the joiner runs the child itself, no atomic read-modify-write at all.
+//! (from the size-class cache in [`cells`](crate::cells)) and, when the joiner runs the child
+//! itself, no atomic read-modify-write at all.
 //!
 //! ```text
 //!   EMPTY ──(joiner registers its waiter)──▶ WAITING ──(completion)──▶ DONE
@@ -169,16 +170,19 @@ where
 
     /// Allocates a cell for `f`; returns its two owners.
     pub(crate) fn allocate(f: F) -> (OwnedTask, PacketRef<T>) {
-        let cell = Box::new(TaskCell {
-            packet: Packet {
-                state: AtomicU32::new(EMPTY),
-                waiter: UnsafeCell::new(None),
-                result: UnsafeCell::new(None),
-                free: Self::free_raw,
-            },
-            f: UnsafeCell::new(Some(f)),
-        });
-        let cell = NonNull::from(Box::leak(cell));
+        let cell = crate::cells::alloc(core::alloc::Layout::new::<Self>()).cast::<Self>();
+        // SAFETY: fresh memory with the layout of `Self`.
+        unsafe {
+            cell.as_ptr().write(TaskCell {
+                packet: Packet {
+                    state: AtomicU32::new(EMPTY),
+                    waiter: UnsafeCell::new(None),
+                    result: UnsafeCell::new(None),
+                    free: Self::free_raw,
+                },
+                f: UnsafeCell::new(Some(f)),
+            })
+        };
         (OwnedTask { cell: cell.cast(), vtable: &Self::VTABLE }, PacketRef { packet: cell.cast() })
     }
 
@@ -210,8 +214,13 @@ where
     /// `packet` is the packet of a live `TaskCell<F, T>` allocated by `allocate`, and the
     /// caller is the last party that may touch it.
     unsafe fn free_raw(packet: NonNull<Packet<T>>) {
-        // SAFETY: allocated as a Box<TaskCell<F, T>> in `allocate`, packet at offset 0.
-        drop(unsafe { Box::from_raw(packet.cast::<TaskCell<F, T>>().as_ptr()) });
+        let cell = packet.cast::<Self>();
+        // SAFETY: written in `allocate` (packet at offset 0) with `cells::alloc` of this
+        // layout; the caller is its last user, so it is dropped and freed once.
+        unsafe {
+            core::ptr::drop_in_place(cell.as_ptr());
+            crate::cells::free(cell.cast(), core::alloc::Layout::new::<Self>());
+        }
     }
 }
 
