@@ -17,6 +17,7 @@
 //!
 //! A block's memory is never touched here while it is in use, only while it is free. Under
 //! loom the cache is bypassed (the models check the cell protocol, not this cache).
+#![cfg_attr(loom, allow(dead_code))]
 
 use core::ptr::NonNull;
 use std::alloc::{self, Layout};
