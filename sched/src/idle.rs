@@ -35,6 +35,16 @@
 //! - (I1) The sleepers list and the counters change together under `sleepers`' lock; the lock
 //!   orders a worker's registration before the waker that pops it.
 //! - (I2) F1/F2 as above.
+//! - (I3) A submitter whose push is a SeqCst read-modify-write (the swap into `runnext`) and
+//!   whose load of the counters is SeqCst needs no F1 (on x86 the swap is already the only
+//!   locked instruction; an `mfence` costs as much again, ~8 ns here). C++20's rules for SeqCst
+//!   ([atomics.order] p4, adopted by Rust) forbid the store-buffering outcome: if the
+//!   submitter's SeqCst load missed the worker's counter update, it precedes F2 in the single
+//!   order S; if the worker's re-check after F2 missed the push, F2 precedes the push in S; the
+//!   push precedes the load (program order) — a cycle. loom treats SeqCst accesses as AcqRel,
+//!   so under loom this path keeps the fence (without it, loom reports a deadlock in
+//!   `runnext_spawn_vs_other_worker_going_idle` — the outcome C++20 forbids but loom's weaker
+//!   model allows; I3 rests on the argument above, not on that model).
 //!
 //! At most half of the workers search at once (`2 * searching < workers`, Go's and tokio's
 //! rule); the last searcher to find work wakes another so the ramp-up continues.
@@ -87,7 +97,21 @@ impl Idle {
     pub(crate) fn worker_to_wake(&self) -> Option<usize> {
         // F1: orders the caller's push before the loads below (pairs with F2).
         fence(Ordering::SeqCst);
-        if !self.should_wake(self.state.load(Ordering::Relaxed)) {
+        self.sleeper_to_wake(self.state.load(Ordering::Relaxed))
+    }
+
+    /// [`Idle::worker_to_wake`] for a submitter whose push was itself a SeqCst read-modify-write
+    /// (the swap into `runnext`): F1 is then implied (I3) and costs nothing extra.
+    pub(crate) fn worker_to_wake_after_sc_push(&self) -> Option<usize> {
+        // I3. loom models only SeqCst *fences* as sequentially consistent (SeqCst accesses
+        // count as AcqRel there), so its models keep the explicit F1 on this path.
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        self.sleeper_to_wake(self.state.load(Ordering::SeqCst))
+    }
+
+    fn sleeper_to_wake(&self, state: u32) -> Option<usize> {
+        if !self.should_wake(state) {
             return None;
         }
         let mut sleepers = lock(&self.sleepers);

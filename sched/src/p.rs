@@ -176,8 +176,9 @@ impl P {
 
     /// Puts `g` in runnext (holder only); returns the G it displaced, which the caller queues.
     pub(crate) fn put_runnext(&self, g: GRef) -> Option<GRef> {
-        // Release publishes g's record to whoever takes it (R1).
-        let old = self.runnext.swap(g.as_ptr(), Ordering::AcqRel);
+        // Release publishes g's record to whoever takes it (R1). SeqCst: the swap is also the
+        // StoreLoad barrier of a submitter's wake-up check (idle.rs, I3).
+        let old = self.runnext.swap(g.as_ptr(), Ordering::SeqCst);
         // SAFETY: runnext only ever holds pointers to live G records.
         unsafe { GRef::from_ptr(old) }
     }

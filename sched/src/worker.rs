@@ -186,13 +186,27 @@ impl Shared {
         }
     }
 
+    /// [`Shared::notify_work_from`] after a push into `runnext` (a SeqCst swap: no F1 needed,
+    /// see `idle`, I3).
+    fn notify_work_after_runnext_push(&self, p: &P) {
+        match self.idle.worker_to_wake_after_sc_push() {
+            Some(to_wake) => self.wake_sleeper(to_wake),
+            None => bump(&p.stats.wakes_skipped),
+        }
+    }
+
     /// The body of the notify functions. Returns whether a worker was woken.
     fn try_wake_one(&self) -> bool {
         let Some(p) = self.idle.worker_to_wake() else { return false };
+        self.wake_sleeper(p);
+        true
+    }
+
+    /// Signals the parked worker of P `p`, which `Idle` took off its sleepers list.
+    fn wake_sleeper(&self, p: usize) {
         self.lots.lot(p).signal(1);
         self.poller.wake_if_blocked(p);
         self.stats.wakes_sent.fetch_add(1, STAT);
-        true
     }
 
     /// Wakes the worker holding P `p` specifically (pinned work, shutdown).
@@ -1067,7 +1081,7 @@ impl M {
         let local_empty = unsafe { p.local() }.is_empty();
         match p.put_runnext(g) {
             Some(old) => self.push_local(old),
-            None if local_empty => self.shared.notify_work_from(p),
+            None if local_empty => self.shared.notify_work_after_runnext_push(p),
             None => {}
         }
     }
