@@ -597,7 +597,8 @@ where
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
-    // F5 (pairs with F6 in `note_finished`): the phase was stored before this call.
+    // F5 (pairs with F6 in `note_finished`, or F2 of a worker's next park): the phase was
+    // stored before this call.
     shared.fence_before_live_check();
     let mut guard = lock(&shared.all_done.0);
     loop {

@@ -269,13 +269,26 @@ impl Shared {
     /// (L1) `live` reads every `finished` counter (Acquire) before every `started` one: a
     /// finish it sees happened after its spawn, so the spawn is seen too, and the difference
     /// never goes negative. (L2) The shutdown waiter stores `phase` then F5, then reads `live`
-    /// under `all_done`'s lock; a finisher stores its counter, then F6, then reads `phase`: one
-    /// of them sees the other (SeqCst fences), so a finish that brings `live` to zero during
-    /// shutdown always notifies, or the waiter sees zero before it sleeps.
+    /// under `all_done`'s lock; a finisher stores its counter, then a SeqCst fence, then reads
+    /// `phase`: one of them sees the other (store buffering with SeqCst fences), so a finish
+    /// that brings `live` to zero during shutdown always notifies, or the waiter sees zero
+    /// before it sleeps. The fence is F6 for a finish off a P; a worker holding a P does not
+    /// fence here (an `mfence` per green thread, ~8 ns): the fence is F2 of its next idle
+    /// transition (`M::park`), which it reaches before sleeping — after the last finish there
+    /// is nothing left to run — and after which it reads `phase` and notifies
+    /// ([`Shared::notify_if_draining`]). (The waiter also re-checks every 10 ms.)
     pub(crate) fn note_finished(&self, p: Option<&P>) {
         self.note_finished_under_live_host(p);
-        // F6 (pairs with F5 in `fence_before_live_check`).
-        fence(Ordering::SeqCst);
+        if p.is_none() {
+            // F6 (pairs with F5 in `fence_before_live_check`).
+            fence(Ordering::SeqCst);
+            self.notify_if_draining();
+        }
+    }
+
+    /// During shutdown, wakes the thread waiting for `live` to reach zero. Called after a
+    /// SeqCst fence that follows the caller's finish (L2).
+    pub(crate) fn notify_if_draining(&self) {
         if self.phase.load(Ordering::Relaxed) != PHASE_RUNNING {
             let _guard = lock(&self.all_done.0);
             self.all_done.1.notify_all();
@@ -284,9 +297,8 @@ impl Shared {
 
     /// Like [`note_finished`](Self::note_finished), for a green thread its joiner ran inline:
     /// the joiner is itself a live green thread of this scheduler (or a fork job whose joiner
-    /// is), so this finish cannot bring `live` to zero and nobody needs waking — no F6 (a
-    /// `mfence`, the most expensive step of a spawn + join). The joiner's own finish, later in
-    /// the same program order, fences and notifies.
+    /// is), so this finish cannot bring `live` to zero and nobody needs waking. The joiner's
+    /// own finish, later in the same program order, takes care of L2.
     pub(crate) fn note_finished_under_live_host(&self, p: Option<&P>) {
         match p {
             Some(p) => {
@@ -711,6 +723,8 @@ impl M {
         let snapshot = lot.state();
         shared.idle.transition_to_parked(pi, self.searching.replace(false));
         shared.idle.fence_before_recheck();
+        // F2 is also the fence of this worker's finishes since its last park (L2).
+        shared.notify_if_draining();
         let p = &shared.ps[pi];
         let due = p.next_timer_deadline(shared);
         let recheck = shared.any_work(pi)
