@@ -769,3 +769,41 @@ impl<T> fmt::Debug for Injector<T> {
         f.debug_struct("Injector").field("len", &self.len()).finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::mpsc;
+    use std::thread;
+
+    use super::*;
+
+    /// A pusher stalled between reserving its slot and writing it (here: blocked inside the
+    /// item closure until the consumer has seen it) makes `steal` return `Retry`, over and
+    /// over, instead of waiting; once the pusher resumes, the item arrives.
+    #[test]
+    fn stalled_pusher_gives_retry_not_a_wait() {
+        let q = Injector::new();
+        let (reserved_tx, reserved_rx) = mpsc::channel();
+        let (resume_tx, resume_rx) = mpsc::channel::<()>();
+        thread::scope(|s| {
+            let q = &q;
+            s.spawn(move || {
+                q.push_exact(1, || {
+                    reserved_tx.send(()).unwrap();
+                    resume_rx.recv().unwrap();
+                    7
+                });
+            });
+            reserved_rx.recv().unwrap();
+            // Many takes while the slot is reserved but unwritten: each one returns.
+            for _ in 0..100 {
+                assert_eq!(q.steal(), Steal::Retry);
+            }
+            let local = Worker::new();
+            assert_eq!(q.steal_batch_and_pop(&local, 16), Steal::Retry);
+            resume_tx.send(()).unwrap();
+        });
+        assert_eq!(q.steal(), Steal::Success(7));
+        assert_eq!(q.steal(), Steal::Empty);
+    }
+}
