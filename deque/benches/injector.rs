@@ -4,8 +4,9 @@
 //! * `injector_1p1c`: one producer pushes N items one at a time; one consumer takes one item
 //!   plus a batch of up to 16 into its local worker (crossbeam: limit 17, the same 1 + 16) and
 //!   runs them, until it has consumed all N. Time per iteration is for N items.
-//! * `injector_batch_1p1c`: the same, but the producer hands items over in batches of 128
-//!   (`push_batch` here; crossbeam has no batch push, so 128 `push` calls).
+//! * `injector_1p1c_steal`: the same, but the consumer takes one item per `steal()`.
+//! * `injector_batch_1p1c`: as `injector_1p1c`, but the producer hands items over in batches
+//!   of 128 (`push_batch` here; crossbeam has no batch push, so 128 `push` calls).
 #![cfg(not(loom))]
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -52,6 +53,8 @@ trait Global: Sync + Default {
     fn push_batch(&self, items: std::ops::Range<usize>);
     /// One batch steal; consumes the loot; returns how many items it consumed.
     fn take(&self, local: &Self::Local) -> usize;
+    /// One `steal()`; consumes the item; returns how many items it consumed (0 or 1).
+    fn take_one(&self) -> usize;
 }
 
 #[derive(Default)]
@@ -83,6 +86,10 @@ impl Global for Purloin {
             }
             _ => 0,
         }
+    }
+    #[inline]
+    fn take_one(&self) -> usize {
+        usize::from(self.0.steal().success().map(black_box).is_some())
     }
 }
 
@@ -119,9 +126,24 @@ impl Global for Crossbeam {
             _ => 0,
         }
     }
+    #[inline]
+    fn take_one(&self) -> usize {
+        usize::from(self.0.steal().success().map(black_box).is_some())
+    }
 }
 
-fn run_1p1c<G: Global>(n: usize, batched: bool) -> Duration {
+/// How the 1P1C producer pushes and the consumer pops.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// `push` one at a time; batch steals of 1 + 16.
+    PerItemPush,
+    /// `push` one at a time; one `steal()` per item.
+    PerItemPushAndPop,
+    /// `push_batch` of 128; batch steals of 1 + 16.
+    BatchPush,
+}
+
+fn run_1p1c<G: Global>(n: usize, mode: Mode) -> Duration {
     let global = G::default();
     let start = Instant::now();
     let consumed = thread::scope(|scope| {
@@ -131,7 +153,10 @@ fn run_1p1c<G: Global>(n: usize, batched: bool) -> Duration {
             let mut consumed = 0;
             let mut backoff = Backoff::default();
             while consumed < n {
-                let got = global.take(&local);
+                let got = match mode {
+                    Mode::PerItemPushAndPop => global.take_one(),
+                    Mode::PerItemPush | Mode::BatchPush => global.take(&local),
+                };
                 if got == 0 {
                     backoff.wait();
                 } else {
@@ -141,7 +166,7 @@ fn run_1p1c<G: Global>(n: usize, batched: bool) -> Duration {
             }
             consumed
         });
-        if batched {
+        if matches!(mode, Mode::BatchPush) {
             let mut i = 0;
             while i < n {
                 let end = (i + PUSH_BATCH).min(n);
@@ -161,14 +186,18 @@ fn run_1p1c<G: Global>(n: usize, batched: bool) -> Duration {
 }
 
 fn injector_1p1c(c: &mut Criterion) {
-    for (group, batched) in [("injector_1p1c", false), ("injector_batch_1p1c", true)] {
+    for (group, mode) in [
+        ("injector_1p1c", Mode::PerItemPush),
+        ("injector_1p1c_steal", Mode::PerItemPushAndPop),
+        ("injector_batch_1p1c", Mode::BatchPush),
+    ] {
         let mut g = c.benchmark_group(group);
         g.throughput(Throughput::Elements(N as u64));
         g.bench_function(BenchmarkId::new("purloin", N_LABEL), |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| run_1p1c::<Purloin>(N, batched)).sum())
+            b.iter_custom(|iters| (0..iters).map(|_| run_1p1c::<Purloin>(N, mode)).sum())
         });
         g.bench_function(BenchmarkId::new("crossbeam", N_LABEL), |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| run_1p1c::<Crossbeam>(N, batched)).sum())
+            b.iter_custom(|iters| (0..iters).map(|_| run_1p1c::<Crossbeam>(N, mode)).sum())
         });
         g.finish();
     }

@@ -11,6 +11,11 @@ pub(crate) use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64,
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 
+/// An atomic that carries a heuristic hint and no synchronisation (no decision that matters for
+/// correctness depends on its value, only how long a thread pauses): the plain one even under
+/// loom, so it adds no interleavings to the models.
+pub(crate) use core::sync::atomic::AtomicU32 as HintAtomicU32;
+
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Mutex};
 #[cfg(not(loom))]

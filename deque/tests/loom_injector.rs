@@ -14,11 +14,16 @@
 //! * Recycling: a retired block goes into the block cache at once instead of after the epoch
 //!   grace period -> `recycled_block_vs_slow_consumer` fails: "Causality violation: Concurrent
 //!   read and write accesses to `UnsafeCell`".
+//! * J4 / emptiness: a consumer that finds the `ready` flag at `head` clear returns `Empty`
+//!   without reading `tail` (the cheaper check the chase-mode work considered) ->
+//!   `empty_only_when_empty` fails: "Empty after a push completed". The pace that was added
+//!   instead only delays a take (and is off under loom), so it has no mutation of its own.
 #![cfg(loom)]
 
 use std::collections::BTreeSet;
 
 use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use purloin_deque::{Injector, Steal, Worker};
 
@@ -202,5 +207,44 @@ fn overflow_batch_vs_consumer() {
             got.push(it.id);
         }
         assert_exactly_once(got, 3);
+    });
+}
+
+/// `Empty` means the queue was empty at an instant during the call (J4), even when the item at
+/// `head` is still being pushed: one pusher reserves slot 0 and may be preempted before writing
+/// it, a second pushes into slot 1 and raises a flag; a consumer that saw the flag must get
+/// `Retry` or an item, never `Empty`. (A consumer deciding emptiness from the clear `ready`
+/// flag at `head` alone, without reading `tail`, fails this.)
+#[test]
+fn empty_only_when_empty() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let q = Arc::new(Injector::new());
+        let pushed = Arc::new(AtomicBool::new(false));
+        let first = {
+            let (q, token) = (q.clone(), token.clone());
+            thread::spawn(move || q.push(Item { id: 0, _token: token }))
+        };
+        let second = {
+            let (q, token, pushed) = (q.clone(), token.clone(), pushed.clone());
+            thread::spawn(move || {
+                q.push(Item { id: 1, _token: token });
+                pushed.store(true, Ordering::Release);
+            })
+        };
+        let mut got = Vec::new();
+        if pushed.load(Ordering::Acquire) {
+            match q.steal() {
+                Steal::Success(it) => got.push(it.id),
+                Steal::Retry => {}
+                Steal::Empty => panic!("Empty after a push completed"),
+            }
+        }
+        first.join().unwrap();
+        second.join().unwrap();
+        while let Steal::Success(it) = q.steal() {
+            got.push(it.id);
+        }
+        assert_exactly_once(got, 2);
     });
 }
