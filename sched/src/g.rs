@@ -135,8 +135,6 @@ pub(crate) struct G {
     pub(crate) wait_kind: crate::sync::DiagU32,
     pub(crate) wait_object: crate::sync::DiagUsize,
     pub(crate) wait_holder: crate::sync::DiagU64,
-    /// Times this G was switched in (stats; written by the worker running it).
-    pub(crate) switches: AtomicU64,
 }
 
 // SAFETY: the UnsafeCell fields are only touched by the holder of the G's scheduling
@@ -168,7 +166,6 @@ impl G {
             wait_kind: crate::sync::DiagU32::new(0),
             wait_object: crate::sync::DiagUsize::new(0),
             wait_holder: crate::sync::DiagU64::new(0),
-            switches: AtomicU64::new(0),
         }
     }
 
@@ -387,7 +384,6 @@ impl G {
         let generation = self.generation().wrapping_add(1).max(1);
         self.pinned_to.store(NOT_PINNED, Ordering::Relaxed);
         self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
-        self.switches.store(0, Ordering::Relaxed);
         self.wait_kind.store(0, crate::sync::STAT);
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {

@@ -779,7 +779,6 @@ impl M {
         let p = &self.shared.ps[pi];
         bump(&p.stats.switches);
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        g.switches.store(g.switches.load(STAT) + 1, STAT);
 
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
         let task =
@@ -815,7 +814,6 @@ impl M {
                 ctx = t.context;
                 bump(&p.stats.switches);
                 p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                g.switches.store(g.switches.load(STAT) + 1, STAT);
                 continue;
             }
             break t;
