@@ -20,7 +20,11 @@
 //! `--rounds 3` (compare mode). The client checks every echo byte for byte.
 //!
 //! Both processes share the machine: on a 2-core box the client's two workers compete with
-//! the server's, so absolute numbers say little; compare servers within one run.
+//! the server's, so absolute numbers say little; compare servers within one run. Because the
+//! client takes about half of the machine, req/s is bounded by the client and the kernel as
+//! much as by the server; the compare mode therefore also reads each server's CPU time
+//! (`/proc/PID/stat`, user + system) over its run and prints the server CPU per request — the
+//! server's own cost, which the shared machine does not hide.
 
 #[allow(dead_code)]
 #[path = "echo_server.rs"]
@@ -131,6 +135,21 @@ struct Run {
     elapsed: Duration,
     /// Sorted round-trip latencies in nanoseconds.
     latencies: Vec<u32>,
+    /// Server CPU time (user + system) per request, warm-up included, when measured.
+    server_cpu_per_req: Option<Duration>,
+}
+
+/// User + system CPU time of process `pid` so far, from `/proc/PID/stat` (Linux).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
 impl Run {
@@ -191,12 +210,13 @@ fn load(args: &Args, addr: SocketAddr) -> Run {
     let last = per_conn.iter().map(|r| r.1).max().unwrap();
     let mut latencies: Vec<u32> = per_conn.into_iter().flat_map(|r| r.2).collect();
     latencies.sort_unstable();
-    Run { requests: latencies.len(), elapsed: last - first, latencies }
+    Run { requests: latencies.len(), elapsed: last - first, latencies, server_cpu_per_req: None }
 }
 
 fn print_run(name: &str, args: &Args, r: &Run) {
+    let cpu = r.server_cpu_per_req.map_or(String::new(), |c| format!("   server CPU {c:.1?}/req"));
     println!(
-        "{name:<8} {:>10.0} req/s   p50 {:>9.1?}   p99 {:>9.1?}   p999 {:>9.1?}   \
+        "{name:<8} {:>10.0} req/s   p50 {:>9.1?}   p99 {:>9.1?}   p999 {:>9.1?}{cpu}   \
          ({} conns x {} req x {} B in {:.2?})",
         r.rps(),
         r.pct(0.50),
@@ -207,6 +227,18 @@ fn print_run(name: &str, args: &Args, r: &Run) {
         args.msg,
         r.elapsed
     );
+}
+
+/// Runs the load against a server started for it, measuring the server's CPU time.
+fn load_measured(args: &Args, server: &Server) -> Run {
+    let pid = server.child.id();
+    let before = cpu_time(pid);
+    let mut r = load(args, server.addr);
+    if let (Some(b), Some(a)) = (before, cpu_time(pid)) {
+        let total = r.requests + args.conns * args.warmup;
+        r.server_cpu_per_req = Some((a.saturating_sub(b)).div_f64(total.max(1) as f64));
+    }
+    r
 }
 
 /// A server process started for a run (killed on drop).
@@ -273,7 +305,7 @@ fn main() {
     }
     if let Some(name) = &args.spawn {
         let server = start_server(name, &args);
-        let r = load(&args, server.addr);
+        let r = load_measured(&args, &server);
         print_run(name, &args, &r);
         return;
     }
@@ -284,7 +316,7 @@ fn main() {
         println!("-- round {round}/{}", args.rounds);
         for (name, runs) in &mut results {
             let server = start_server(name, &args);
-            let r = load(&args, server.addr);
+            let r = load_measured(&args, &server);
             drop(server);
             print_run(name, &args, &r);
             runs.push(r);
@@ -294,31 +326,39 @@ fn main() {
         "\nmedian of {} rounds (server workers {}, client workers {}):",
         args.rounds, args.server_workers, args.workers
     );
-    let median = |runs: &mut Vec<Run>| -> (f64, Duration) {
+    // Medians of each measure across the rounds (not necessarily of the same round).
+    let median = |runs: &mut Vec<Run>| -> (f64, Duration, Option<Duration>) {
         runs.sort_by(|a, b| a.rps().total_cmp(&b.rps()));
         let m = &runs[runs.len() / 2];
-        (m.rps(), m.pct(0.99))
+        let mut cpus: Vec<Duration> = runs.iter().filter_map(|r| r.server_cpu_per_req).collect();
+        cpus.sort();
+        (m.rps(), m.pct(0.99), cpus.get(cpus.len() / 2).copied())
     };
-    let table: Vec<(String, f64, Duration)> = results
+    let table: Vec<(String, f64, Duration, Option<Duration>)> = results
         .iter_mut()
         .map(|(n, runs)| {
-            let (rps, p99) = median(runs);
-            (n.clone(), rps, p99)
+            let (rps, p99, cpu) = median(runs);
+            (n.clone(), rps, p99, cpu)
         })
         .collect();
-    let tokio = table.iter().find(|t| t.0 == "tokio").map(|t| (t.1, t.2));
+    let tokio = table.iter().find(|t| t.0 == "tokio").map(|t| (t.1, t.2, t.3));
     println!(
-        "{:<8} {:>10} {:>11} {:>14} {:>14}",
-        "server", "req/s", "p99", "req/s vs tokio", "p99 vs tokio"
+        "{:<8} {:>10} {:>11} {:>14} {:>14} {:>13} {:>13}",
+        "server", "req/s", "p99", "req/s vs tokio", "p99 vs tokio", "CPU/req", "CPU vs tokio"
     );
-    for (name, rps, p99) in &table {
-        let (r, l) = match tokio {
-            Some((t_rps, t_p99)) => (
+    for (name, rps, p99, cpu) in &table {
+        let (r, l, c) = match tokio {
+            Some((t_rps, t_p99, t_cpu)) => (
                 format!("{:.2}x", rps / t_rps),
                 format!("{:.2}x", p99.as_secs_f64() / t_p99.as_secs_f64()),
+                match (cpu, t_cpu) {
+                    (Some(c), Some(t)) => format!("{:.2}x", c.as_secs_f64() / t.as_secs_f64()),
+                    _ => "-".into(),
+                },
             ),
-            None => ("-".into(), "-".into()),
+            None => ("-".into(), "-".into(), "-".into()),
         };
-        println!("{name:<8} {rps:>10.0} {:>11.1?} {r:>14} {l:>14}", p99);
+        let cpu = cpu.map_or("-".into(), |c| format!("{c:.1?}"));
+        println!("{name:<8} {rps:>10.0} {:>11.1?} {r:>14} {l:>14} {cpu:>13} {c:>13}", p99);
     }
 }

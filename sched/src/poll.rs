@@ -94,8 +94,17 @@ impl PollerSlot {
 }
 
 /// Non-blocking poll from the search loop. Returns how many green threads were readied.
+///
+/// They go to this worker's local queue, and it runs the first itself: the batch wakes
+/// another worker only if there is more than one (see `M::poll_batch`).
 pub(crate) fn poll_nonblocking(m: &M) -> usize {
-    poll_now(&m.shared)
+    m.poll_batch.set(m.holds_p());
+    let n = poll_now(&m.shared);
+    let batch = m.poll_batch.replace(false);
+    if batch && n > 1 {
+        m.shared.notify_work_from(m.p());
+    }
+    n
 }
 
 /// Non-blocking poll from any thread (a worker, or the monitor): readied green threads are
@@ -131,17 +140,19 @@ pub(crate) fn poll_if_stale(shared: &Shared, now: Instant, max_gap: std::time::D
 
 /// Called by a worker about to park: if a poller is installed and no other worker blocks in
 /// it, block in it (until `deadline`, a wake, or readiness) instead of on the lot. Returns
-/// false if the caller should park on its lot as usual.
+/// how many green threads it readied (into this worker's queue, without waking anyone: the
+/// caller notifies for a batch of more than one once it counts as running again), or `None`
+/// if the caller should park on its lot as usual.
 pub(crate) fn poll_blocking(
     m: &M,
     deadline: Option<Instant>,
     snapshot: &purloin_parking::State,
-) -> bool {
+) -> Option<usize> {
     let slot = &m.shared.poller;
-    let Some(poller) = slot.get() else { return false };
+    let poller = slot.get()?;
     let me = m.p.get();
     if slot.blocked.compare_exchange(NO_P, me, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-        return false;
+        return None;
     }
     // F3: publish `blocked` before re-reading the lot (pairs with F4).
     fence(Ordering::SeqCst);
@@ -151,8 +162,11 @@ pub(crate) fn poll_blocking(
     poller.poll(if moved { Some(Instant::now()) } else { deadline }, &mut ready);
     slot.last_poll.store(m.shared.nanos_since_epoch(Instant::now()), Ordering::Relaxed);
     slot.blocked.store(NO_P, Ordering::Relaxed);
+    let n = ready.len();
+    m.poll_batch.set(m.holds_p());
     for g in ready {
         g.unpark();
     }
-    true
+    m.poll_batch.set(false);
+    Some(n)
 }

@@ -359,6 +359,10 @@ pub(crate) struct M {
     pub(crate) searching: Cell<bool>,
     /// A stackless task is being stepped on this worker (wakes it makes use runnext).
     stepping: Cell<bool>,
+    /// Set while this worker queues a batch of green threads the poller readied, which it is
+    /// about to run itself: pushes do not wake another worker; the batch notifies once, for
+    /// the green threads beyond the first (Go's findRunnable runs one and injects the rest).
+    pub(crate) poll_batch: Cell<bool>,
     /// This worker retired with its removed P (`set_workers`): its thread ends.
     retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
@@ -404,6 +408,7 @@ impl M {
             spare_stack: Cell::new(None),
             retired: Cell::new(false),
             stepping: Cell::new(false),
+            poll_batch: Cell::new(false),
         }
     }
 
@@ -742,7 +747,8 @@ impl M {
             return;
         }
         bump(&p.stats.parks);
-        if !self.poll_blocking(due, &snapshot) {
+        let readied = self.poll_blocking(due, &snapshot);
+        if readied.is_none() {
             match due {
                 Some(d) => {
                     lot.wait_deadline(snapshot, d);
@@ -751,6 +757,10 @@ impl M {
             }
         }
         self.searching.set(shared.idle.unpark_self(pi));
+        if readied.is_some_and(|n| n > 1) {
+            // This worker runs one of them; someone else may take the rest.
+            shared.notify_work_from(p);
+        }
     }
 
     // ---------------------------------------------------------------------------------------
@@ -765,7 +775,11 @@ impl M {
         crate::poll::poll_nonblocking(self)
     }
 
-    fn poll_blocking(&self, deadline: Option<Instant>, snapshot: &purloin_parking::State) -> bool {
+    fn poll_blocking(
+        &self,
+        deadline: Option<Instant>,
+        snapshot: &purloin_parking::State,
+    ) -> Option<usize> {
         crate::poll::poll_blocking(self, deadline, snapshot)
     }
 
@@ -1080,7 +1094,7 @@ impl M {
             // SAFETY: callers hold the P (see `push_local`).
             && unsafe { p.local() }.is_empty();
         self.push_local(g);
-        if was_empty {
+        if was_empty && !self.poll_batch.get() {
             self.shared.notify_work_from(p);
         }
     }
