@@ -1,8 +1,9 @@
 //! Blocking handoff (protocol 5) and the monitor thread (Go's sysmon).
 //!
 //! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
-//! stores and a CAS). The monitor wakes every 20 µs (backing off to 10 ms when there is
-//! nothing to do); a P that has stayed in the same blocking section for longer than the
+//! stores and a CAS). The monitor wakes every 20 µs while some worker is in a blocking section
+//! (backing off to 10 ms otherwise, like Go's sysmon, which backs off when it retakes nothing;
+//! entering a section wakes a monitor that sleeps long); a P that has stayed in the same blocking section for longer than the
 //! threshold is *retaken* (`SYSCALL => HANDOFF`) and handed to another worker thread — a spare
 //! one, or a new one (creation is capped). `exit_blocking()` tries `SYSCALL => RUNNING`: if it
 //! wins, nothing happened; if it loses, the P now belongs to someone else, so the green thread
@@ -239,17 +240,22 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     let mut reported = std::collections::HashSet::new();
     let mon = shared.monitor.get().expect("monitor handle is set before the thread starts");
     while !shared.monitor_stop.load(Ordering::Acquire) {
-        if delay >= Duration::from_millis(10) {
+        // Backed off: a worker entering a blocking section wakes us (`monitor_kick`).
+        if delay > Duration::from_micros(20) {
             mon.deep_sleep.store(true, Ordering::Relaxed);
         }
         parker.park_timeout(delay);
         mon.deep_sleep.store(false, Ordering::Relaxed);
         let now = Instant::now();
+        // A worker is in a blocking section (the 20 µs handoff threshold needs a fast pace),
+        // or running green threads (the 10 ms long-runner and I/O checks do not).
+        let mut blocking = false;
         let mut busy = false;
         for (i, p) in shared.ps.iter().enumerate() {
             let s = &mut seen[i];
             let status = p.status.load(Ordering::Acquire);
             if status == SYSCALL {
+                blocking = true;
                 busy = true;
                 let tick = p.syscall_tick.load(Ordering::Relaxed);
                 if tick != s.syscall_tick {
@@ -321,7 +327,10 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         if busy {
             crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
         }
-        if busy {
+        // Busy workers alone do not keep the 20 µs pace: the monitor would wake ~10^4 times
+        // a second in a busy server (each a futex wait and a thread switch) for checks that
+        // only need 10 ms.
+        if blocking {
             quiet_rounds = 0;
             delay = Duration::from_micros(20);
         } else {
