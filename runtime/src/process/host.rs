@@ -335,7 +335,7 @@ impl HostHandle {
     /// The pid is unknown to this host, or the process has completed; the message is in the
     /// error.
     pub fn send(&self, pid: Pid, message: Payload) -> Result<(), SendError> {
-        self.deliver(pid, Event::message(message), Wake::IfIdle)
+        self.deliver(pid, Event::message(message), None)
     }
 
     /// Asks process `pid` to stop: sends it a [`Cancel`](super::EventKind::Cancel) event
@@ -345,13 +345,20 @@ impl HostHandle {
     /// As [`send`](HostHandle::send).
     pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
         let why = Error::cancelled(format!("{pid} was cancelled with HostHandle::cancel"));
-        self.deliver(pid, Event::cancel(why), Wake::IfWaiting)
+        self.deliver(pid, Event::cancel(why), Some(Wake::IfWaiting))
     }
 
-    fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
+    /// A message (`wake: None`: the direct hand-over to an Idle process, see `cell.rs`) or
+    /// another event pushed with `wake`.
+    fn deliver(&self, pid: Pid, event: Event, wake: Option<Wake>) -> Result<(), SendError> {
         let mut event = Some(event);
-        let pushed =
-            self.0.table.with(pid, |cell| cell.push(event.take().expect("pushed once"), wake));
+        let pushed = self.0.table.with(pid, |cell| {
+            let event = event.take().expect("pushed once");
+            match wake {
+                None => cell.send(event),
+                Some(wake) => cell.push(event, wake),
+            }
+        });
         let to_wake = match pushed {
             None => {
                 let data = event.take().expect("not pushed").data;
@@ -360,8 +367,8 @@ impl HostHandle {
             Some(Err(back)) => return Err(SendError::new(SendErrorKind::Finished, pid, back.data)),
             Some(Ok(w)) => w,
         };
-        if let Some(t) = to_wake {
-            t.unpark();
+        if let Some(w) = to_wake {
+            w.wake();
         }
         Ok(())
     }
@@ -384,8 +391,8 @@ impl HostHandle {
             .ok_or(CompleteErrorKind::UnknownPid)
             .and_then(|r| r)
             .map_err(|k| CompleteError::new(k, pid, tag))?;
-        if let Some(t) = to_wake {
-            t.unpark();
+        if let Some(w) = to_wake {
+            w.wake();
         }
         Ok(())
     }
@@ -656,8 +663,8 @@ impl HostShared {
                         cell.pid, c.name, c.tag, c.name
                     ),
                 );
-                if let Ok(Some(t)) = cell.complete(c.tag, Err(why)) {
-                    t.unpark();
+                if let Ok(Some(w)) = cell.complete(c.tag, Err(why)) {
+                    w.wake();
                 }
                 continue;
             };
@@ -762,8 +769,8 @@ impl HostShared {
                 "{} is cancelled because its host is shutting down; complete soon",
                 cell.pid
             ));
-            if let Ok(Some(t)) = cell.push(Event::cancel(why), Wake::IfWaiting) {
-                t.unpark();
+            if let Ok(Some(w)) = cell.push(Event::cancel(why), Wake::IfWaiting) {
+                w.wake();
             }
         }
         self.wait_live_zero(timeout);
@@ -771,8 +778,8 @@ impl HostShared {
         let cancelled = running.len() - late.len();
         if !late.is_empty() {
             for cell in &late {
-                if let Some(t) = cell.request_close() {
-                    t.unpark();
+                if let Some(w) = cell.request_close() {
+                    w.wake();
                 }
             }
             self.wait_live_zero(timeout.max(Duration::from_millis(100)));
