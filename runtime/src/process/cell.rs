@@ -524,8 +524,11 @@ impl ProcCell {
                 }
                 continue;
             }
+            // A direct event is always a message: only queued events can be answers or
+            // cancellations.
+            debug_assert!(direct.as_ref().is_none_or(|e| e.kind == EventKind::Message));
             let (mut answers, mut cancels) = (0, 0);
-            for e in direct.iter().chain(fresh.iter()) {
+            for e in fresh.iter() {
                 match e.kind {
                     EventKind::YieldComplete => answers += 1,
                     EventKind::Cancel => cancels += 1,
@@ -689,6 +692,8 @@ impl Task for ProcCell {
         if let Some(done_or_wait) = self.claim() {
             return done_or_wait;
         }
+        // One epoch pin for every pid lookup of the chain (`table.rs`).
+        let _pin = super::table::pin();
         chain::run(self.host_id(), || {
             // SAFETY: the claim made this worker the owner (Acquire: pairs with W1/P1).
             match self.owner.with_mut(|o| self.run_owned(unsafe { &mut *o })) {

@@ -13,8 +13,8 @@
 //! steal-half from a random victim, and idle/wake protocol — seed 003's find-work table is the
 //! scheduler's, not a second one. The host adds:
 //!
-//! - a `Pid → process` table (sharded locks) that routes [`send`](HostHandle::send) and
-//!   [`complete_yield`](HostHandle::complete_yield);
+//! - a `Pid → process` table (lock-free lookups, sharded locks for writers) that routes
+//!   [`send`](HostHandle::send) and [`complete_yield`](HostHandle::complete_yield);
 //! - a lock-free **MPSC event queue** per process (senders and handlers produce; the worker
 //!   stepping the process drains it);
 //! - **handlers** per command name ([`register`](HostHandle::register)): each yield runs on a
