@@ -63,6 +63,13 @@ pub(crate) fn available(host: usize) -> bool {
     CHAIN.with(|c| c.host.get() == host && c.next.get().is_null() && c.budget.get() > 0)
 }
 
+/// Whether a chain runs on this thread: then the step that started it holds an epoch pin
+/// (`table::pin` in `Task::step`), and lookups need no pin of their own.
+#[cfg(not(loom))]
+pub(crate) fn pinned() -> bool {
+    CHAIN.with(|c| c.host.get() != 0)
+}
+
 /// Puts a process won for an inline hand-off (after [`available`]) in the slot.
 pub(crate) fn put(cell: *const ProcCell) {
     CHAIN.with(|c| {
@@ -97,7 +104,8 @@ impl Drop for Scope {
 }
 
 /// Runs `first` (a step of a process of `host`, on this worker) with inline hand-off enabled,
-/// then every process handed off, in turn.
+/// then every process handed off, in turn. The caller holds an epoch pin throughout (see
+/// [`pinned`]).
 pub(crate) fn run<R>(host: usize, first: impl FnOnce() -> R) -> R {
     let outer = CHAIN.with(|c| Scope {
         host: c.host.replace(host),

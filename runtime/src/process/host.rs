@@ -335,7 +335,26 @@ impl HostHandle {
     /// The pid is unknown to this host, or the process has completed; the message is in the
     /// error.
     pub fn send(&self, pid: Pid, message: Payload) -> Result<(), SendError> {
-        self.deliver(pid, Event::message(message), None)
+        // The hop of every message ring: kept apart from `deliver`, with the event made in
+        // place (an event is eight words; the payload, three).
+        let mut message = Some(message);
+        let sent = self
+            .0
+            .table
+            .with(pid, |cell| cell.send(Event::message(message.take().expect("sent once"))));
+        match sent {
+            Some(Ok(wake)) => {
+                if let Some(w) = wake {
+                    w.wake();
+                }
+                Ok(())
+            }
+            Some(Err(back)) => Err(SendError::new(SendErrorKind::Finished, pid, back.data)),
+            None => {
+                let data = message.take().expect("not sent");
+                Err(SendError::new(SendErrorKind::UnknownPid, pid, data))
+            }
+        }
     }
 
     /// Asks process `pid` to stop: sends it a [`Cancel`](super::EventKind::Cancel) event
@@ -345,20 +364,13 @@ impl HostHandle {
     /// As [`send`](HostHandle::send).
     pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
         let why = Error::cancelled(format!("{pid} was cancelled with HostHandle::cancel"));
-        self.deliver(pid, Event::cancel(why), Some(Wake::IfWaiting))
+        self.deliver(pid, Event::cancel(why), Wake::IfWaiting)
     }
 
-    /// A message (`wake: None`: the direct hand-over to an Idle process, see `cell.rs`) or
-    /// another event pushed with `wake`.
-    fn deliver(&self, pid: Pid, event: Event, wake: Option<Wake>) -> Result<(), SendError> {
+    fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
         let mut event = Some(event);
-        let pushed = self.0.table.with(pid, |cell| {
-            let event = event.take().expect("pushed once");
-            match wake {
-                None => cell.send(event),
-                Some(wake) => cell.push(event, wake),
-            }
-        });
+        let pushed =
+            self.0.table.with(pid, |cell| cell.push(event.take().expect("pushed once"), wake));
         let to_wake = match pushed {
             None => {
                 let data = event.take().expect("not pushed").data;

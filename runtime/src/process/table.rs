@@ -112,12 +112,14 @@ impl Table {
         if pid.host() != self.host {
             return None;
         }
-        let _guard = pin();
+        // Inside a chain of hand-offs, the step that started it holds a pin for us.
+        let _guard = (!super::chain::pinned()).then(pin);
         let slot = self.slot(pid.slot(), false)?;
         // T1: Acquire pairs with the writer's Release store.
         let cell = slot.load(Ordering::Acquire);
         // SAFETY: a non-null slot holds a reference to a live cell, and a removal defers
-        // dropping it until every guard alive at the removal is gone (T3); ours is.
+        // dropping it until every guard alive at the removal is gone (T3); ours (or the
+        // chain's) is alive until `f` returns.
         let cell = unsafe { cell.as_ref() }?;
         (cell.pid == pid).then(|| f(cell))
     }
@@ -270,21 +272,30 @@ impl Table {
     }
 
     /// Forgets every process (the cells are dropped outside the locks; results nobody took
-    /// are dropped now, not when the lock-free index's references are collected).
+    /// and nobody can still take are dropped now, not when the lock-free index's references
+    /// are collected).
     pub(crate) fn clear(&self) {
+        // References to a cell besides the entry's: the index's own (not under loom).
+        const INDEX_REFS: usize = if cfg!(loom) { 0 } else { 1 };
         for (s, shard) in self.shards.iter().enumerate() {
+            let mut unwanted = Vec::new();
             let taken = {
                 let mut shard = lock(shard);
                 for (i, e) in shard.entries.iter().enumerate() {
-                    if e.cell.is_some() {
-                        self.publish(((i << SHARD_BITS) | s) as u32, None);
+                    let Some(cell) = &e.cell else { continue };
+                    // Counted before the index lets go of its reference: a waiter that looked
+                    // the cell up holds one more and keeps the result it is about to take.
+                    if StdArc::strong_count(cell) <= 1 + INDEX_REFS {
+                        unwanted.push(cell.clone());
                     }
+                    self.publish(((i << SHARD_BITS) | s) as u32, None);
                 }
                 core::mem::take(&mut *shard)
             };
-            for cell in taken.entries.into_iter().filter_map(|e| e.cell) {
+            for cell in unwanted {
                 drop(lock(&cell.exit).result.take());
             }
+            drop(taken);
         }
     }
 }
