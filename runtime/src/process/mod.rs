@@ -102,10 +102,10 @@
 //! **Inline hand-off.** A step that wakes an Idle process of the same host (a send, or the
 //! last answer to a Blocked one) wins the process and runs it on the same worker right after
 //! its own step, without the scheduler: the woken process's task stays parked (`chain.rs`;
-//! one process at a time, at most 128 in a row before the scheduler gets the worker back). A
-//! message that wakes an Idle process is handed over directly, without a queue node. Other
-//! wake-ups go through the scheduler: from a handler's green thread or a step (beyond the
-//! hand-off) into that worker's `runnext` slot (it runs next, Go's rule for a readied
+//! one process at a time, for up to about a millisecond before the scheduler gets the worker
+//! back). A message that wakes an Idle process is handed over directly, without a queue node.
+//! Other wake-ups go through the scheduler: from a handler's green thread or a step (beyond
+//! the hand-off) into that worker's `runnext` slot (it runs next, Go's rule for a readied
 //! goroutine), from a plain thread into the global queue. A `Continue` status re-queues the
 //! process behind other ready work (local queue).
 //!
