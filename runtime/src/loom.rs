@@ -37,6 +37,7 @@ mod imp {
     };
     pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use loom::thread;
+    pub(crate) use loom::thread_local;
 }
 
 pub(crate) use imp::*;

@@ -8,10 +8,12 @@
 //! Run with `cargo xtask loom -p purloin`. A lost wake-up shows up as a deadlock (every loom
 //! thread blocked), which loom reports.
 //!
-//! Mutation checks (made in `runtime/src/process/cell.rs`, run, seen to fail, reverted): with
-//! `wake_decision` returning `None` for `RUNNING` (no wakeup flag), or `publish_handle`
-//! ignoring `PENDING`, `a_wake_during_the_first_step_before_the_handle_is_published`
-//! deadlocks (main waiting for the exit status, the worker parked).
+//! Mutation checks (made in `runtime/src/process/cell.rs`, run, seen to fail, reverted), from
+//! the version whose wakeup flag was the scheduler's `NOTIFIED` token: with `wake_decision`
+//! returning `None` for `RUNNING` (no wakeup flag), or `publish_handle` ignoring `PENDING`,
+//! `a_wake_during_the_first_step_before_the_handle_is_published` deadlocked (main waiting for
+//! the exit status, the worker parked). The wakeup flag is now the `NOTIFY` bit of the
+//! process's own state word; its mutation checks are in `runtime/src/process/models.rs`.
 #![cfg(loom)]
 
 use std::time::Duration;
@@ -25,8 +27,8 @@ fn host() -> Host {
     Host::new(Builder::new().workers(1).monitor(false).build().expect("runtime"))
 }
 
-/// On its first step it sends itself a message (so it must be woken while the scheduler
-/// still runs it: the wakeup flag, sched's NOTIFIED token) and goes Idle; completes with the
+/// On its first step it sends itself a message (so it must be woken while the worker still
+/// runs it: the wakeup flag) and goes Idle; completes with the
 /// first message, or fails on a cancellation.
 struct SelfSend {
     self_send: bool,
@@ -56,8 +58,9 @@ impl Process for SelfSend {
 }
 
 /// The task's first step may run before the spawner has published its handle, and wakes
-/// itself during that step: the wake-up is deferred to the spawner (H1) or becomes the
-/// scheduler's NOTIFIED token; either way the process runs again and completes.
+/// itself during that step: the wakeup flag makes the worker step it again before parking it
+/// (and a wake after it parked is deferred to the spawner, H1); either way the process runs
+/// again and completes.
 #[test]
 fn a_wake_during_the_first_step_before_the_handle_is_published() {
     loom::model(|| {

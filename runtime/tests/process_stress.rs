@@ -124,3 +124,107 @@ fn concurrent_senders_exactly_once_and_nothing_leaks() {
     assert_eq!(message_drops.drops() as u64, SENDERS * PER_SENDER);
     assert_eq!(process_drops.drops(), PROCESSES);
 }
+
+/// Forwards tokens from its steps (so a step wakes Idle processes: the inline hand-off of
+/// `chain.rs`) while plain threads ping it; completes on Cancel with what it counted.
+struct Relay {
+    index: usize,
+    peers: Option<Arc<Vec<Pid>>>,
+    pings: u64,
+    relayed: u64,
+    arrived: std::sync::mpsc::Sender<u64>,
+}
+
+enum RelayMsg {
+    Peers(Arc<Vec<Pid>>),
+    Token { id: u64, hops: u64 },
+    Ping,
+}
+
+impl Process for Relay {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        for e in events {
+            if e.kind == EventKind::Cancel {
+                out.complete(Payload::new((self.pings, self.relayed)));
+                return Ok(());
+            }
+            match e.data.take::<RelayMsg>()? {
+                RelayMsg::Peers(p) => self.peers = Some(p),
+                RelayMsg::Ping => self.pings += 1,
+                RelayMsg::Token { id, hops } => {
+                    self.relayed += 1;
+                    if hops == 0 {
+                        self.arrived.send(id).expect("the test waits for every token");
+                        continue;
+                    }
+                    let peers = self.peers.as_ref().expect("peers arrive first");
+                    let to = peers[(self.index * 31 + hops as usize) % peers.len()];
+                    let token = RelayMsg::Token { id, hops: hops - 1 };
+                    out.host()
+                        .send(to, Payload::new(token))
+                        .map_err(|e| Error::new(e.to_string()))?;
+                }
+            }
+        }
+        out.idle();
+        Ok(())
+    }
+}
+
+#[test]
+fn steps_and_threads_send_at_once_exactly_once() {
+    const RELAYS: usize = 64;
+    const TOKENS: u64 = 16;
+    const HOPS: u64 = 5_000;
+    const PINGERS: u64 = 3;
+    const PINGS: u64 = 20_000;
+    let _w = watchdog("relay stress", Duration::from_secs(300));
+    let host = host(2);
+    let (arrived, tokens_back) = std::sync::mpsc::channel();
+    let pids: Arc<Vec<Pid>> = Arc::new(
+        (0..RELAYS)
+            .map(|index| {
+                let r =
+                    Relay { index, peers: None, pings: 0, relayed: 0, arrived: arrived.clone() };
+                host.spawn_process(r, "relay", Payload::empty()).unwrap()
+            })
+            .collect(),
+    );
+    for pid in pids.iter() {
+        host.send(*pid, Payload::new(RelayMsg::Peers(pids.clone()))).unwrap();
+    }
+    let pingers: Vec<_> = (0..PINGERS)
+        .map(|s| {
+            let (pids, h) = (pids.clone(), host.handle());
+            std::thread::spawn(move || {
+                for i in 0..PINGS {
+                    let to = pids[((s * PINGS + i) as usize * 13) % pids.len()];
+                    h.send(to, Payload::new(RelayMsg::Ping)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for id in 0..TOKENS {
+        let token = RelayMsg::Token { id, hops: HOPS };
+        host.send(pids[id as usize % RELAYS], Payload::new(token)).unwrap();
+    }
+    let mut back: Vec<u64> = (0..TOKENS).map(|_| tokens_back.recv().unwrap()).collect();
+    back.sort_unstable();
+    assert_eq!(back, (0..TOKENS).collect::<Vec<_>>(), "every token arrives once");
+    pingers.into_iter().for_each(|t| t.join().unwrap());
+    let (mut pings, mut relayed) = (0, 0);
+    for pid in pids.iter() {
+        host.cancel(*pid).unwrap();
+        let (p, r) = host.wait(*pid).unwrap().downcast::<(u64, u64)>().unwrap();
+        pings += p;
+        relayed += r;
+    }
+    assert_eq!(pings, PINGERS * PINGS, "every ping counted once");
+    assert_eq!(relayed, TOKENS * (HOPS + 1), "every hop counted once");
+    let report = host.shutdown(Duration::from_secs(5));
+    assert_eq!((report.cancelled, report.timed_out, report.unfinished), (0, 0, 0));
+}

@@ -1,52 +1,61 @@
-//! One process on the scheduler: a stackless task ([`purloin_sched::Task`]) whose step drains
-//! the process's event queue, calls [`Process::step`], dispatches the yields and tells the
-//! scheduler whether to run it again, park it, or forget it.
+//! One process on the scheduler: a stackless task ([`purloin_sched::Task`]) whose step runs
+//! the process — drains its events, calls [`Process::step`], dispatches the yields — and
+//! then, inline, the processes that step woke (`chain.rs`).
 //!
-//! # States (seed 003) and how they map onto the scheduler
+//! # States (seed 003)
 //!
-//! The process's own `state` word holds seed 003's state; the task underneath has sched's G
-//! state. They work together:
+//! The process's own `state` word holds seed 003's state and **decides who runs the
+//! process**; the scheduler's task underneath is only one way to get it run:
 //!
-//! | seed 003 | `state`    | sched's G                                    |
-//! |----------|------------|----------------------------------------------|
-//! | Ready    | `READY`    | `RUNNABLE` (queued) — or about to be woken   |
-//! | Running  | `RUNNING`  | `RUNNING` (claimed by a worker with a CAS)   |
-//! | Blocked  | `BLOCKED`  | `PARKED` (step returned `TaskStep::Wait`)    |
-//! | Idle     | `IDLE`     | `PARKED`                                     |
-//! | Complete | `COMPLETE` | `DONE` (step returned `TaskStep::Done`)      |
+//! | seed 003 | `state`    | who owns the process                                        |
+//! |----------|------------|-------------------------------------------------------------|
+//! | Ready    | `READY`    | its task, queued in the scheduler (or about to be)          |
+//! | Running  | `RUNNING`  | the worker stepping it (or about to: an inline hand-off)    |
+//! | Blocked  | `BLOCKED`  | nobody (parked: yields in flight)                            |
+//! | Idle     | `IDLE`     | nobody (parked: waiting for messages)                       |
+//! | Complete | `COMPLETE` | nobody (finished)                                           |
 //!
-//! `state` decides *whether* an event wakes the process (a message does not wake a Blocked
-//! process; the last yield answer, a cancellation or a close request does; anything wakes an
-//! Idle one) and makes exactly one waker do the `IDLE/BLOCKED => READY` transition and call
-//! [`GreenThread::unpark`]. The unpark moves the parked task to a run queue (the waker's
-//! `runnext` from a green thread, its local queue from a step, the global queue from a plain
-//! thread): from then on it is an ordinary runnable G, popped LIFO from a local queue, taken
-//! from the global queue in batches, or stolen half at a time, like any green thread.
+//! A waker (a send, an answer, a cancellation, a close request) that finds the process
+//! `IDLE` (or `BLOCKED`, for the last answer, a cancellation or a close) wins it with a CAS
+//! and then either runs it on its own worker right after the current step (`=> RUNNING`, an
+//! inline hand-off: the sender is a step of the same host and the hand-off slot is free) or
+//! hands it to the scheduler (`=> READY`, then [`GreenThread::unpark`] of its task, whose
+//! next step claims it `READY => RUNNING`). A process handed off inline never touches its
+//! task: the task stays parked in the scheduler.
 //!
 //! **The wakeup flag** of seed 003 ("a handler completes a yield while the worker still owns
-//! the process") is sched's `NOTIFIED` token: a waker that sees `RUNNING` calls `unpark`,
-//! which on a running task sets `NOTIFIED`; when the step then returns `TaskStep::Wait`, the
-//! scheduler finds the token and steps the task again at once instead of parking it. The same
-//! token covers the narrower window where the step already stored `IDLE`/`BLOCKED` but the
-//! scheduler has not parked the task yet.
+//! the process") is the `NOTIFY` bit: an event for a process that is `RUNNING` (or `READY`,
+//! or `BLOCKED` by a message) sets it; the worker, ending a step with Idle or WaitYields,
+//! parks with a CAS from plain `RUNNING`, which fails while `NOTIFY` is set: it clears the
+//! flag, drains the new events and steps again instead of losing the wake-up.
+//!
+//! A message that wins an `IDLE` process is not queued at all: the winner owns the process,
+//! so it leaves the message in the owner's `direct` slot, which the next step reads first
+//! (the hop of a token ring allocates no queue node and touches no queue atomics).
 //!
 //! # Memory ordering
 //!
 //! The guarantee: an event published to a process (a pushed message or answer, a close
 //! request) is seen by a step that starts after the publisher's wake decision, and if no such
 //! step was already going to happen, the publisher wakes the process. No wake-up is lost, and
-//! an Idle/Blocked process is queued once per transition to Ready.
+//! a parked process is run once per wake.
 //!
-//! - (F1/F2) Store→load (Dekker). The step swaps in `RUNNING` (an RMW, so it is ordered after
-//!   any `=> READY` CAS it replaces), then `fence(SeqCst)` (F1), then reads the close flag and
-//!   drains the queue. A publisher publishes (queue push, close flag
-//!   store, `inflight` decrement), then `fence(SeqCst)` (F2), then loads `state`. Either F1
-//!   precedes F2 — the publisher reads `RUNNING` or a later state and wakes as needed — or F2
-//!   precedes F1 — the step reads the publication. A publisher reading `READY` (a value older
-//!   than the next step's `RUNNING`) is in the second case, so it may rely on that step.
-//! - (S1) `IDLE/BLOCKED => READY` is a CAS, so exactly one publisher wins and unparks. It is
-//!   Relaxed: the data travel through the queue (Q1 in `queue.rs`) and the unpark/claim pair
-//!   of the scheduler (G1/G2 in purloin-sched), both Release/Acquire.
+//! - (P1) Every write to `state` is a read-modify-write (CAS or swap), so every write
+//!   continues the release sequence of the ones before it, and each one reads the latest
+//!   value. A publisher publishes (queue push, close flag store, `inflight` decrement), then
+//!   does its RMW on `state` (Release): the transition that wakes the process, or setting
+//!   `NOTIFY`. The owner's claim (`READY => RUNNING`) and its flag clear (`swap(RUNNING)`)
+//!   are Acquire and come later in `state`'s modification order, so they synchronise with
+//!   the publisher's RMW, and the drain that follows sees the publication. There is no
+//!   store→load (Dekker) pattern and no fence: a publisher never concludes from a plain load.
+//! - (W1) A wake (`IDLE/BLOCKED => READY/RUNNING`) is a CAS: exactly one waker wins. AcqRel:
+//!   Acquire pairs with the park (R1) of the step that made the process Idle/Blocked, so the
+//!   winner owns the owner fields (it writes `direct`); Release hands them, and the direct
+//!   message, to the claim (the task's `READY => RUNNING`, Acquire), or to itself (inline).
+//! - (R1) The park (`RUNNING => IDLE/BLOCKED`, CAS from plain `RUNNING`) is Release: the
+//!   step's writes to the owner fields happen before the next owner's W1. It fails only if
+//!   `NOTIFY` is set (nobody else changes a `RUNNING` state); the owner then clears it with
+//!   an Acquire swap (P1) and drains.
 //! - (C1) `inflight`: the dispatcher adds before any handler can answer; each answer pushes
 //!   its event *then* decrements (AcqRel). The decrement that reaches zero therefore happens
 //!   after every answer's push (release sequence of the RMWs), and that publisher wakes a
@@ -57,11 +66,12 @@
 //!   `SET` CASes it (from `UNSET` or `PENDING`) to `PENDING` instead of unparking — an RMW,
 //!   so the spawner's swap reads it and, reading `PENDING`, unparks on its behalf after the
 //!   waker's publication.
-//! - (E1) `finish` stores `COMPLETE` with Release before closing the queue and publishing the
-//!   exit status; `is_complete` loads with Acquire.
-//! - The owner-only fields (`owner`) are touched only inside a step; the scheduler runs one
-//!   step of a task at a time and hands the task between workers with its own
-//!   Release/Acquire pairs (G2 in purloin-sched).
+//! - (E1) `finish` swaps in `COMPLETE` (AcqRel: also an RMW, P1) before closing the queue and
+//!   publishing the exit status; `is_complete` loads with Acquire.
+//! - The queue's own pairs (Q1 in `queue.rs`) carry each event's contents; the owner may skip
+//!   the drain's swap when a Relaxed load finds the queue empty: every push it must see
+//!   happens before its P1 Acquire, so coherence forbids that load from reading an older
+//!   `head`.
 
 use std::collections::{HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -71,18 +81,19 @@ use purloin_sched::{GreenThread, Task, TaskStep};
 use super::error::CompleteErrorKind;
 use super::{
     Command, Error, ErrorKind, Event, EventKind, Events, HostHandle, Payload, Pid, Process,
-    ProcessState, Status, StepOutput,
+    ProcessState, Status, StepOutput, chain,
 };
-use crate::loom::{
-    AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell, fence, lock,
-};
+use crate::loom::{AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell, lock};
 
-/// `state` values (seed 003's states).
+/// `state` values (seed 003's states), in the low bits.
 pub(crate) const READY: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;
 pub(crate) const BLOCKED: u32 = 2;
 pub(crate) const IDLE: u32 = 3;
 pub(crate) const COMPLETE: u32 = 4;
+const STATUS: u32 = 0b111;
+/// The wakeup flag: an event arrived for a process that was not parked.
+const NOTIFY: u32 = 1 << 3;
 
 /// `handle_state` values (H1).
 const UNSET: u32 = 0;
@@ -111,6 +122,24 @@ impl TaskRef {
     }
 }
 
+/// A process a waker won (W1): what the waker must do, outside any lock.
+#[must_use = "a won process runs only if the wake-up is carried out"]
+pub(crate) enum Wakeup {
+    /// Unpark its task (`READY`).
+    Unpark(TaskRef),
+    /// Hand it off to this worker's chain (`RUNNING`, see `chain.rs`).
+    Inline(*const ProcCell),
+}
+
+impl Wakeup {
+    pub(crate) fn wake(self) {
+        match self {
+            Wakeup::Unpark(t) => t.unpark(),
+            Wakeup::Inline(c) => chain::put(c),
+        }
+    }
+}
+
 /// Which events wake a process in which state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Wake {
@@ -120,10 +149,23 @@ pub(crate) enum Wake {
     IfWaiting,
 }
 
-/// What the worker stepping the process owns (touched only inside a step). Hot fields first.
+/// How a run of an owned process ended.
+enum Ran {
+    /// Parked (`IDLE`/`BLOCKED`): nothing to do until a waker wins it.
+    Parked,
+    /// `Status::Continue`: `READY`, for its task to run again after other work.
+    Requeued,
+    /// `COMPLETE`: its task must finish.
+    Finished,
+}
+
+/// What the owner of the process has (touched only by the worker that owns it: see the
+/// module docs). Hot fields first.
 #[repr(C)]
 struct Owner {
     process: Option<Box<dyn Process>>,
+    /// A message left by the waker that won the process while Idle (read before the queue).
+    direct: Option<Event>,
     /// Yields dispatched minus answers drained: what the process still waits for.
     outstanding: usize,
     /// The last status was `WaitYields`.
@@ -154,18 +196,18 @@ pub(crate) struct Exit {
 /// processes touches each process once per lap, so every line a hop touches is a miss).
 #[repr(C)]
 pub(crate) struct ProcCell {
-    /// Seed 003's state (`READY`..`COMPLETE`): see the module docs.
+    /// Seed 003's state (`READY`..`COMPLETE`) and the wakeup flag: see the module docs.
     state: AtomicU32,
     /// `UNSET` / `SET` / `PENDING` (H1).
     handle_state: AtomicU32,
     pub(crate) queue: super::queue::EventQueue,
-    /// The task's handle, written once by the spawner before `handle_state = SET`.
-    handle: UnsafeCell<Option<TaskRef>>,
-    pub(crate) pid: Pid,
-    owner: UnsafeCell<Owner>,
     pub(crate) host: HostHandle,
+    pub(crate) pid: Pid,
     /// Shutdown asks the process to close (no further `Process::step`).
     close_requested: AtomicBool,
+    owner: UnsafeCell<Owner>,
+    /// The task's handle, written once by the spawner before `handle_state = SET`.
+    handle: UnsafeCell<Option<TaskRef>>,
     /// Yields dispatched and not yet answered (C1).
     inflight: AtomicUsize,
     /// Tags of the yields in flight: each is answered exactly once.
@@ -174,10 +216,10 @@ pub(crate) struct ProcCell {
     pub(crate) exit_cv: Condvar,
 }
 
-// SAFETY: `owner` is touched only by the worker running the task's step (the scheduler runs
-// one step at a time and hands the task over with Release/Acquire, G2); `handle` is written
-// once before `handle_state = SET` (Release) and read only after an Acquire load of `SET`
-// (H1). Everything else is atomics, locks, or the `Sync` queue. The process inside `owner` is
+// SAFETY: `owner` is touched only by the process's owner: the worker that claimed it or won
+// it (W1/R1 and the claim order the hand-overs, module docs); `handle` is written once before
+// `handle_state = SET` (Release) and read only after an Acquire load of `SET` (H1).
+// Everything else is atomics, locks, or the `Sync` queue. The process inside `owner` is
 // `Send`, which is all a value touched by one thread at a time needs.
 unsafe impl Sync for ProcCell {}
 // SAFETY: as above; all fields are `Send` (`Box<dyn Process>` is `Send`).
@@ -197,6 +239,7 @@ impl ProcCell {
             handle: UnsafeCell::new(None),
             owner: UnsafeCell::new(Owner {
                 process: Some(process),
+                direct: None,
                 carry: VecDeque::new(),
                 yields: Vec::new(),
                 outstanding: 0,
@@ -209,7 +252,7 @@ impl ProcCell {
 
     /// The state, for `HostHandle::status` (a racy snapshot).
     pub(crate) fn state(&self) -> ProcessState {
-        match self.state.load(Ordering::Relaxed) {
+        match self.state.load(Ordering::Relaxed) & STATUS {
             READY => ProcessState::Ready,
             RUNNING => ProcessState::Running,
             BLOCKED => ProcessState::Blocked,
@@ -219,7 +262,13 @@ impl ProcCell {
     }
 
     pub(crate) fn is_complete(&self) -> bool {
-        self.state.load(Ordering::Acquire) == COMPLETE
+        // Acquire pairs with `finish`'s swap (E1).
+        self.state.load(Ordering::Acquire) & STATUS == COMPLETE
+    }
+
+    /// The identity of this process's host, for the inline hand-off (`chain.rs`).
+    fn host_id(&self) -> usize {
+        self.host.shared() as *const super::host::HostShared as usize
     }
 
     /// The spawner publishes the task's handle (H1); unparks if a waker deferred to it.
@@ -256,54 +305,90 @@ impl ProcCell {
         unsafe { self.handle.with(|h| (*h).clone()) }
     }
 
-    /// After a publication (event push, close flag, `inflight` decrement): decides whether
-    /// the process must be woken and returns the handle to unpark (outside any lock).
-    pub(crate) fn wake_decision(&self, wake: Wake) -> Option<TaskRef> {
-        // F2: orders the publication before the state load (module docs).
-        fence(Ordering::SeqCst);
+    /// Where a process this thread may win goes: inline (`RUNNING`) or to its task (`READY`).
+    fn wake_target(&self) -> u32 {
+        if chain::available(self.host_id()) { RUNNING } else { READY }
+    }
+
+    /// What the winner of a wake (W1) to `target` must do.
+    fn won(&self, target: u32) -> Option<Wakeup> {
+        if target == RUNNING {
+            Some(Wakeup::Inline(self))
+        } else {
+            self.handle_for_wake().map(Wakeup::Unpark)
+        }
+    }
+
+    /// Sends a message: to an Idle process directly (the winner of W1 owns it and leaves the
+    /// message in `direct`), otherwise through the queue. Gives the event back if the process
+    /// completed.
+    pub(crate) fn send(&self, event: Event) -> Result<Option<Wakeup>, Event> {
+        let mut s = self.state.load(Ordering::Relaxed);
+        while s & STATUS == IDLE {
+            let target = self.wake_target();
+            // W1: AcqRel, see the module docs.
+            match self.state.compare_exchange_weak(s, target, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    // SAFETY: winning W1 made this thread the owner (Acquire: the last owner's
+                    // writes happen before), and no step runs until it hands the process on.
+                    self.owner.with_mut(|o| unsafe {
+                        debug_assert!(
+                            (*o).direct.is_none(),
+                            "an Idle process has no direct message"
+                        );
+                        (*o).direct = Some(event);
+                    });
+                    return Ok(self.won(target));
+                }
+                Err(actual) => s = actual,
+            }
+        }
+        if s & STATUS == COMPLETE {
+            return Err(event);
+        }
+        self.push(event, Wake::IfIdle)
+    }
+
+    /// Pushes `event` and decides the wake-up. Gives the event back if the process completed.
+    pub(crate) fn push(&self, event: Event, wake: Wake) -> Result<Option<Wakeup>, Event> {
+        self.queue.push(event)?;
+        Ok(self.publish(wake))
+    }
+
+    /// After a publication (event push, close flag, `inflight` decrement): the RMW on `state`
+    /// (P1) that wakes the process (W1) or sets the wakeup flag.
+    fn publish(&self, wake: Wake) -> Option<Wakeup> {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
-            match s {
-                // READY: the next step's drain sees the publication (F1/F2).
-                READY | COMPLETE => return None,
-                // The wakeup flag: sched's NOTIFIED token makes the step run again.
-                RUNNING => return self.handle_for_wake(),
-                BLOCKED if wake == Wake::IfIdle => return None,
-                // IDLE, or BLOCKED and this wakes it.
-                _ => {
-                    // S1: Relaxed, one winner; data travel through the queue and the unpark.
-                    match self.state.compare_exchange(
-                        s,
-                        READY,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return self.handle_for_wake(),
-                        Err(actual) => s = actual,
-                    }
-                }
+            let status = s & STATUS;
+            let (next, wakes) = match status {
+                COMPLETE => return None,
+                IDLE => (self.wake_target(), true),
+                BLOCKED if wake == Wake::IfWaiting => (self.wake_target(), true),
+                // READY, RUNNING, or BLOCKED by an event that does not unblock it.
+                _ => (s | NOTIFY, false),
+            };
+            // P1 (Release) / W1 (AcqRel): see the module docs.
+            match self.state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) if wakes => return self.won(next),
+                Ok(_) => return None,
+                Err(actual) => s = actual,
             }
         }
     }
 
-    /// Pushes `event` and decides the wake-up. Gives the event back if the process completed.
-    pub(crate) fn push(&self, event: Event, wake: Wake) -> Result<Option<TaskRef>, Event> {
-        self.queue.push(event)?;
-        Ok(self.wake_decision(wake))
-    }
-
     /// Asks the process to close at its next step (shutdown after the timeout).
-    pub(crate) fn request_close(&self) -> Option<TaskRef> {
+    pub(crate) fn request_close(&self) -> Option<Wakeup> {
         self.close_requested.store(true, Ordering::Relaxed);
-        self.wake_decision(Wake::IfWaiting)
+        self.publish(Wake::IfWaiting)
     }
 
-    /// Delivers the answer to yield `tag`. Returns the handle to unpark.
+    /// Delivers the answer to yield `tag`. Returns the wake-up to carry out.
     pub(crate) fn complete(
         &self,
         tag: u64,
         result: Result<Payload, Error>,
-    ) -> Result<Option<TaskRef>, CompleteErrorKind> {
+    ) -> Result<Option<Wakeup>, CompleteErrorKind> {
         if !lock(&self.tags).remove(&tag) {
             return Err(if self.is_complete() {
                 CompleteErrorKind::Finished
@@ -316,12 +401,12 @@ impl ProcCell {
         }
         // AcqRel (C1): the decrement that reaches zero happens after every answer's push.
         let last = self.inflight.fetch_sub(1, Ordering::AcqRel) == 1;
-        Ok(self.wake_decision(if last { Wake::IfWaiting } else { Wake::IfIdle }))
+        Ok(self.publish(if last { Wake::IfWaiting } else { Wake::IfIdle }))
     }
 
     /// Closes a process whose task was never handed to the scheduler (its spawn failed).
     pub(crate) fn abandon(&self) {
-        self.state.store(COMPLETE, Ordering::Release);
+        self.state.swap(COMPLETE, Ordering::AcqRel);
         drop(self.queue.close());
         // SAFETY: the task was never given to the scheduler, so no step runs or will run: the
         // spawner (the caller) is the only one touching the owner fields.
@@ -331,75 +416,189 @@ impl ProcCell {
         }
     }
 
-    /// The body of a step (the caller holds the owner cell).
-    fn run_step(&self, o: &mut Owner) -> TaskStep {
-        // A swap, not a store: an RMW is ordered after a waker's `=> READY` CAS that it
-        // replaces (a plain store from a thread that never synchronised with that CAS could be
-        // placed before it in the modification order by loom, which then lets the CAS's READY
-        // outlive a later COMPLETE in its model).
-        self.state.swap(RUNNING, Ordering::Relaxed);
-        // F1: orders `RUNNING` before the reads of the close flag and the queue (module docs).
-        fence(Ordering::SeqCst);
-        if self.close_requested.load(Ordering::Relaxed) {
-            let why = Error::with_kind(
-                ErrorKind::Closed,
-                format!(
-                    "{} was closed by the host's shutdown: it did not complete within the \
-                     timeout after its Cancel event; complete soon after EventKind::Cancel, or \
-                     give shutdown a longer timeout",
-                    self.pid
-                ),
-            );
-            return self.finish(o, Err(why));
-        }
-        let fresh = self.queue.take_all();
-        let (mut answers, mut cancels) = (0, 0);
-        for e in fresh.iter() {
-            match e.kind {
-                EventKind::YieldComplete => answers += 1,
-                EventKind::Cancel => cancels += 1,
-                EventKind::Message => {}
+    /// The task's claim: `READY => RUNNING` (Acquire: pairs with W1 and P1).
+    fn claim(&self) -> Option<TaskStep> {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            match s & STATUS {
+                READY => match self.state.compare_exchange_weak(
+                    s,
+                    RUNNING,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return None,
+                    Err(actual) => s = actual,
+                },
+                // Finished (inline, or by a close): the task ends.
+                COMPLETE => return Some(TaskStep::Done),
+                // Not ours: parked, or owned by a worker that won it inline.
+                _ => return Some(TaskStep::Wait),
             }
         }
-        debug_assert!(answers <= o.outstanding, "an answer nobody waited for was counted");
-        o.outstanding = o.outstanding.saturating_sub(answers);
-        if o.blocked && o.outstanding > 0 && cancels == 0 {
-            // Still Blocked (woken by the wakeup flag for a message or a non-last answer):
-            // keep the events for the step that the last answer triggers.
-            o.carry.extend(fresh);
-            self.state.store(BLOCKED, Ordering::Relaxed);
-            return TaskStep::Wait;
-        }
+    }
 
+    /// Parks the owned process as `to` (R1). False if the wakeup flag was set: it is cleared
+    /// (Acquire, P1) and the caller drains again.
+    fn park(&self, to: u32) -> bool {
+        // R1: Release.
+        if self.state.compare_exchange(RUNNING, to, Ordering::Release, Ordering::Relaxed).is_ok() {
+            return true;
+        }
+        // Only NOTIFY can have changed a RUNNING state. P1: Acquire.
+        self.state.swap(RUNNING, Ordering::Acquire);
+        false
+    }
+
+    /// Gives a process won for an inline hand-off to its task instead (the chain unwound).
+    pub(crate) fn requeue(&self) {
+        // Release: hands the owner fields to the claim (W1's role).
+        self.state.swap(READY, Ordering::AcqRel);
+        if let Some(t) = self.handle_for_wake() {
+            t.unpark();
+        }
+    }
+
+    /// Steps a process handed off inline (`chain.rs`); the caller owns it (`RUNNING`).
+    pub(crate) fn run_inline(&self) {
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller owns the process (it won W1 on this thread).
+            self.owner.with_mut(|o| self.run_owned(unsafe { &mut *o }))
+        }));
+        let ran = ran.unwrap_or_else(|payload| {
+            self.fail_host(payload);
+            Ran::Finished
+        });
+        match ran {
+            Ran::Parked => {}
+            // The task runs it next (`READY`), or ends (`COMPLETE`). The unpark is the last
+            // touch of `self`: once the task ends, the cell may be freed.
+            Ran::Requeued | Ran::Finished => {
+                if let Some(t) = self.handle_for_wake() {
+                    t.unpark();
+                }
+            }
+        }
+    }
+
+    /// The host's own code panicked while this worker owned the process: fail it rather than
+    /// leave its waiters hanging.
+    fn fail_host(&self, payload: Box<dyn core::any::Any + Send>) {
+        let why = Error::from_panic(&format!("the host while stepping {}", self.pid), &*payload);
+        self.owner.with_mut(|o| {
+            // SAFETY: only the owner calls this (the step or the inline run that panicked).
+            let o = unsafe { &mut *o };
+            if o.process.is_some() {
+                self.finish(o, Err(why));
+            }
+        });
+    }
+
+    /// Runs the owned process (`RUNNING`): steps it, then parks it, or steps it again while
+    /// the wakeup flag brings new events.
+    fn run_owned(&self, o: &mut Owner) -> Ran {
+        // A claim or a wake steps the process even without events (its first step, a
+        // `Continue`); a cleared wakeup flag only if it brought some.
+        let mut must_step = true;
+        let mut park_as = IDLE;
+        loop {
+            // P1: the close flag was stored before the RMW we synchronised with.
+            if self.close_requested.load(Ordering::Relaxed) {
+                let why = Error::with_kind(
+                    ErrorKind::Closed,
+                    format!(
+                        "{} was closed by the host's shutdown: it did not complete within the \
+                         timeout after its Cancel event; complete soon after EventKind::Cancel, \
+                         or give shutdown a longer timeout",
+                        self.pid
+                    ),
+                );
+                self.finish(o, Err(why));
+                return Ran::Finished;
+            }
+            let fresh = self.queue.take_if_any();
+            let direct = o.direct.take();
+            if !must_step && direct.is_none() && fresh.len() == 0 {
+                if self.park(park_as) {
+                    return Ran::Parked;
+                }
+                continue;
+            }
+            // A direct event is always a message: only queued events can be answers or
+            // cancellations.
+            debug_assert!(direct.as_ref().is_none_or(|e| e.kind == EventKind::Message));
+            let (mut answers, mut cancels) = (0, 0);
+            for e in fresh.iter() {
+                match e.kind {
+                    EventKind::YieldComplete => answers += 1,
+                    EventKind::Cancel => cancels += 1,
+                    EventKind::Message => {}
+                }
+            }
+            debug_assert!(answers <= o.outstanding, "an answer nobody waited for was counted");
+            o.outstanding = o.outstanding.saturating_sub(answers);
+            if o.blocked && o.outstanding > 0 && cancels == 0 {
+                // Still Blocked (a message or a non-last answer): keep the events for the
+                // step that the last answer triggers.
+                o.carry.extend(direct.into_iter().chain(fresh));
+                must_step = false;
+                park_as = BLOCKED;
+                continue;
+            }
+            must_step = false;
+            park_as = match self.step_once(o, direct, fresh) {
+                Some(Status::Continue) => {
+                    // Release: hands the owner fields to the task's claim (W1's role).
+                    self.state.swap(READY, Ordering::AcqRel);
+                    return Ran::Requeued;
+                }
+                Some(Status::Idle) => IDLE,
+                Some(Status::WaitYields) => BLOCKED,
+                Some(Status::Complete(_)) | None => return Ran::Finished,
+            };
+        }
+    }
+
+    /// One `Process::step` with these events; dispatches the yields. Returns the status to
+    /// act on (`Complete` and failures are handled here: `None`).
+    fn step_once(
+        &self,
+        o: &mut Owner,
+        direct: Option<Event>,
+        fresh: super::queue::NodeList,
+    ) -> Option<Status> {
         let yields = core::mem::take(&mut o.yields);
         let mut out = StepOutput::new(self.pid, &self.host, yields);
         let process = o.process.as_mut().expect("a process is stepped only before it finishes");
         // `carry` holds events only after a Blocked re-park, which sets `blocked`: leave its
         // (cold) cache line alone otherwise.
         let carry = if o.blocked { core::mem::take(&mut o.carry) } else { VecDeque::new() };
-        let mut events = Events { carry, fresh };
+        let mut events = Events { carry, direct, fresh };
         let stepped = catch_unwind(AssertUnwindSafe(|| process.step(&mut events, &mut out)));
         // Events not taken are dropped; the carry buffer's allocation is kept for next time.
-        let Events { mut carry, fresh } = events;
+        let Events { mut carry, direct, fresh } = events;
+        drop(direct);
         drop(fresh);
         if carry.capacity() > 0 {
             carry.clear();
             o.carry = carry;
+        } else {
+            // Nothing to free (no buffer, no events): skip the drop glue, on every hop.
+            core::mem::forget(carry);
         }
         let StepOutput { status, yields: mut commands, .. } = out;
-        match stepped {
+        let failed = match stepped {
             Err(payload) => {
-                commands.clear();
-                o.yields = commands;
-                let why = Error::from_panic(&format!("Process::step of {}", self.pid), &*payload);
-                return self.finish(o, Err(why));
+                Some(Error::from_panic(&format!("Process::step of {}", self.pid), &*payload))
             }
-            Ok(Err(e)) => {
-                commands.clear();
-                o.yields = commands;
-                return self.finish(o, Err(e));
-            }
-            Ok(Ok(())) => {}
+            Ok(Err(e)) => Some(e),
+            Ok(Ok(())) => None,
+        };
+        if let Some(why) = failed {
+            commands.clear();
+            o.yields = commands;
+            self.finish(o, Err(why));
+            return None;
         }
         let made = commands.len();
         let status = status.unwrap_or(if made > 0 { Status::WaitYields } else { Status::Idle });
@@ -407,21 +606,16 @@ impl ProcCell {
             if let Err(e) = self.dispatch(&mut commands) {
                 commands.clear();
                 o.yields = commands;
-                return self.finish(o, Err(e));
+                self.finish(o, Err(e));
+                return None;
             }
             o.outstanding += made;
         }
         o.yields = commands;
         match status {
-            Status::Continue => {
+            Status::Continue | Status::Idle => {
                 o.blocked = false;
-                self.state.store(READY, Ordering::Relaxed);
-                TaskStep::Yield
-            }
-            Status::Idle => {
-                o.blocked = false;
-                self.state.store(IDLE, Ordering::Relaxed);
-                TaskStep::Wait
+                Some(status)
             }
             Status::WaitYields if o.outstanding == 0 => {
                 let why = Error::with_kind(
@@ -433,14 +627,17 @@ impl ProcCell {
                         self.pid
                     ),
                 );
-                self.finish(o, Err(why))
+                self.finish(o, Err(why));
+                None
             }
             Status::WaitYields => {
                 o.blocked = true;
-                self.state.store(BLOCKED, Ordering::Relaxed);
-                TaskStep::Wait
+                Some(Status::WaitYields)
             }
-            Status::Complete(result) => self.finish(o, result),
+            Status::Complete(result) => {
+                self.finish(o, result);
+                None
+            }
         }
     }
 
@@ -472,12 +669,14 @@ impl ProcCell {
     }
 
     /// Ends the process: `COMPLETE`, queue closed, `Process::close`, exit published.
-    fn finish(&self, o: &mut Owner, result: Result<Payload, Error>) -> TaskStep {
-        // Release: a waiter that sees COMPLETE (without the lock) sees the writes before.
-        self.state.store(COMPLETE, Ordering::Release);
+    fn finish(&self, o: &mut Owner, result: Result<Payload, Error>) {
+        // E1: an RMW (P1); Release: a waiter that sees COMPLETE (without the lock) sees the
+        // writes before.
+        self.state.swap(COMPLETE, Ordering::AcqRel);
         let leftovers = self.queue.close();
         lock(&self.tags).clear();
         o.carry.clear();
+        drop(o.direct.take());
         drop(leftovers);
         if let Some(mut process) = o.process.take() {
             // `close` must not take the host down; its panic is reported by the panic hook.
@@ -485,28 +684,58 @@ impl ProcCell {
             let _ = catch_unwind(AssertUnwindSafe(move || drop(process)));
         }
         self.host.shared().process_finished(self, result);
-        TaskStep::Done
     }
 }
 
 impl Task for ProcCell {
     fn step(&self) -> TaskStep {
-        // SAFETY: the scheduler runs one step of this task at a time and hands it between
-        // workers with Release/Acquire (G2 in purloin-sched), so the owner fields are ours.
-        self.owner.with_mut(|o| self.run_step(unsafe { &mut *o }))
+        if let Some(done_or_wait) = self.claim() {
+            return done_or_wait;
+        }
+        // One epoch pin for every pid lookup of the chain (`table.rs`).
+        let _pin = super::table::pin();
+        chain::run(self.host_id(), || {
+            // SAFETY: the claim made this worker the owner (Acquire: pairs with W1/P1).
+            match self.owner.with_mut(|o| self.run_owned(unsafe { &mut *o })) {
+                Ran::Parked => TaskStep::Wait,
+                Ran::Requeued => TaskStep::Yield,
+                Ran::Finished => TaskStep::Done,
+            }
+        })
     }
 
     fn panicked(&self, payload: Box<dyn core::any::Any + Send>) {
-        // Only the host's own code can get here (the process's step and close are caught
-        // above); fail the process rather than leave its waiters hanging.
-        let why = Error::from_panic(&format!("the host while stepping {}", self.pid), &*payload);
-        self.owner.with_mut(|o| {
-            // SAFETY: as in `step`: `panicked` runs on the worker that ran the panicking
-            // step, before the task is released.
-            let o = unsafe { &mut *o };
-            if o.process.is_some() {
-                self.finish(o, Err(why));
+        // Only the host's own code can get here (the process's step and close are caught,
+        // and so is each inline run): `panicked` runs on the worker that ran the panicking
+        // step, which still owns the process.
+        self.fail_host(payload);
+    }
+
+    fn cancel(&self) -> TaskStep {
+        // The scheduler stops (the host's shutdown closed every process before, unless a step
+        // never returned). Finish a process nobody owns; leave one a worker owns to it.
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            match s & STATUS {
+                COMPLETE => return TaskStep::Done,
+                RUNNING => return TaskStep::Wait,
+                _ => match self.state.compare_exchange_weak(
+                    s,
+                    RUNNING,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(actual) => s = actual,
+                },
             }
-        });
+        }
+        let why = Error::with_kind(
+            ErrorKind::Closed,
+            format!("{} was closed because its runtime shut down", self.pid),
+        );
+        // SAFETY: the CAS above made this worker the owner (Acquire: pairs with R1/W1).
+        self.owner.with_mut(|o| self.finish(unsafe { &mut *o }, Err(why)));
+        TaskStep::Done
     }
 }

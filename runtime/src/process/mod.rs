@@ -13,8 +13,8 @@
 //! steal-half from a random victim, and idle/wake protocol — seed 003's find-work table is the
 //! scheduler's, not a second one. The host adds:
 //!
-//! - a `Pid → process` table (sharded locks) that routes [`send`](HostHandle::send) and
-//!   [`complete_yield`](HostHandle::complete_yield);
+//! - a `Pid → process` table (lock-free lookups, sharded locks for writers) that routes
+//!   [`send`](HostHandle::send) and [`complete_yield`](HostHandle::complete_yield);
 //! - a lock-free **MPSC event queue** per process (senders and handlers produce; the worker
 //!   stepping the process drains it);
 //! - **handlers** per command name ([`register`](HostHandle::register)): each yield runs on a
@@ -93,17 +93,21 @@
 //!     answer, cancel) ────────┘                       Blocked ── last answer / cancel ──▶ Ready
 //! ```
 //!
-//! Each process's `state` word holds these states; the scheduler's green-thread state word
-//! runs underneath (Ready = queued, Running = claimed by a worker, Blocked/Idle = parked,
-//! Complete = done). Seed 003's **wakeup flag** — an answer arriving while the worker still
-//! holds the process — is the scheduler's `NOTIFIED` token: the waker sees Running and
-//! unparks, and when the step ends with "wait", the scheduler steps the process again at once
-//! instead of parking it. The memory-ordering argument is in the source of `cell.rs`.
+//! Each process's `state` word holds these states and decides who runs the process; the
+//! scheduler's task underneath is one way to get it run. Seed 003's **wakeup flag** — an
+//! event arriving while the worker still holds the process — is a bit of that word: the
+//! worker parks the process with a CAS that fails while the flag is set, and steps it again
+//! instead. The memory-ordering argument is in the source of `cell.rs`.
 //!
-//! A `Continue` status re-queues the process behind other ready work (local queue). A wake-up
-//! from a handler's green thread puts the process in that worker's `runnext` slot (it runs
-//! next, Go's rule for a readied goroutine); from a step, in the local queue; from a plain
-//! thread, in the global queue.
+//! **Inline hand-off.** A step that wakes an Idle process of the same host (a send, or the
+//! last answer to a Blocked one) wins the process and runs it on the same worker right after
+//! its own step, without the scheduler: the woken process's task stays parked (`chain.rs`;
+//! one process at a time, for up to about a millisecond before the scheduler gets the worker
+//! back). A message that wakes an Idle process is handed over directly, without a queue node.
+//! Other wake-ups go through the scheduler: from a handler's green thread or a step (beyond
+//! the hand-off) into that worker's `runnext` slot (it runs next, Go's rule for a readied
+//! goroutine), from a plain thread into the global queue. A `Continue` status re-queues the
+//! process behind other ready work (local queue).
 //!
 //! # Rules for a step
 //!
@@ -129,6 +133,7 @@
 //! send.
 
 mod cell;
+mod chain;
 mod error;
 mod handler;
 mod host;

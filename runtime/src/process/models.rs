@@ -1,8 +1,9 @@
-//! Loom models of the process protocol: the real process cell, event queue and pid table,
-//! stepped by a loom thread that follows purloin-sched's rules for a stackless task
-//! ([`FakeTask`]: steps never overlap; an unpark while the task is queued or running leaves a
-//! token, and a step that returns `Wait` with a token pending runs again at once; an unpark
-//! of a parked task queues it). The scheduler's own models check that it keeps those rules;
+//! Loom models of the process protocol: the real process cell, event queue, pid table and
+//! inline hand-off, stepped by loom threads that follow purloin-sched's rules for a stackless
+//! task ([`FakeTask`]: steps never overlap; an unpark while the task is queued or running
+//! leaves a token, and a step that returns `Wait` with a token pending runs again at once; an
+//! unpark of a parked task queues it). A process handed off inline runs on the loom thread of
+//! the step that woke it, while its own task stays parked. The scheduler's own models check that it keeps those rules;
 //! these check that the process protocol is correct *given* them, at a cost of seconds
 //! instead of the many minutes an end-to-end model of the whole runtime takes (the
 //! end-to-end model is `runtime/tests/loom_process.rs`).
@@ -10,13 +11,24 @@
 //! A lost wake-up shows up as a deadlock (the waiter on the exit status and the worker both
 //! blocked), which loom reports.
 //!
-//! Mutation checks (each made, the models run and seen to fail, then reverted):
+//! Mutation checks (each made, the models run and seen to fail, then reverted). Since the
+//! process's own `state` word carries the wakeup flag and decides who runs the process (the
+//! inline hand-off, `chain.rs`), these break that protocol (`cell.rs`):
+//!
+//! | mutation | models that fail | what loom reported |
+//! |---|---|---|
+//! | `park` stores `IDLE`/`BLOCKED` unconditionally (ignores the wakeup flag `NOTIFY`) | all five process models | deadlock |
+//! | a publisher that finds `READY` returns without its RMW on `state` (P1: a plain load decides) | all but `completion_racing_the_worker` | deadlock |
+//! | `park`'s flag clear (`swap(RUNNING)`) Relaxed instead of Acquire (P1) | all five | deadlock |
+//! | W1 in `send` (`IDLE => READY/RUNNING`) Relaxed instead of AcqRel | all but `completion_racing_the_worker` | causality violation on the owner `UnsafeCell` |
+//! | R1 (`park`'s CAS) Relaxed instead of Release | all but `completion_racing_the_worker` | causality violation on the owner `UnsafeCell` |
+//!
+//! Earlier rows, from the version whose wakeup flag was the scheduler's `NOTIFIED` token and
+//! whose publishers used a store→load fence pair (F1/F2, now gone), still describe these
+//! models' reach for the parts that did not change:
 //!
 //! | mutation | model | what loom reported |
 //! |---|---|---|
-//! | `wake_decision` returns `None` for `RUNNING` (no wakeup flag) | all three | deadlock |
-//! | F1 (`fence(SeqCst)` after the `RUNNING` swap in `run_step`) removed | `send_racing_idle` | deadlock |
-//! | F2 (`fence(SeqCst)` in `wake_decision`) removed | `send_racing_idle` | deadlock |
 //! | `complete` decrements `inflight` before pushing its answer (C1) | `completion_racing_the_worker` | deadlock |
 //! | `publish_handle` ignores `PENDING` (H1) | `send_racing_idle` | deadlock |
 //! | `process_finished` decrements `live` Relaxed instead of Release (D3) | `shutdown_racing_send` | assertion: counted as timed out |
@@ -200,8 +212,8 @@ fn completion_racing_the_worker() {
         let (c2, s3) = (cell.clone(), slot.clone());
         let racer = thread::spawn(move || {
             await_yields(&s3);
-            if let Some(t) = c2.complete(2, Ok(Payload::new(2u64))).unwrap() {
-                t.unpark();
+            if let Some(w) = c2.complete(2, Ok(Payload::new(2u64))).unwrap() {
+                w.wake();
             }
         });
         let pid = await_yields(&slot);
@@ -298,6 +310,50 @@ fn two_senders_racing_the_handle_publication() {
             s.join().unwrap();
         }
         worker.join().unwrap();
+        clear(&host);
+    });
+}
+
+/// On its first step sends `v` to `to` — an inline hand-off when `to` is Idle: the worker
+/// stepping this process then steps `to` itself — and completes.
+struct Forward {
+    to: Pid,
+    v: u64,
+}
+
+impl Process for Forward {
+    fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn step(&mut self, _events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        out.host().send(self.to, Payload::new(self.v)).expect("the receiver waits for two");
+        out.complete(Payload::empty());
+        Ok(())
+    }
+}
+
+/// The inline hand-off: a step sends to a process that may be Idle (its task parked), wins it
+/// and steps it on its own worker, while a sender on another thread races it (finding it
+/// Idle, Ready, Running, or handed off). The receiver's steps never overlap (the process is
+/// a `&mut`; loom reports concurrent access to the owner cell), it sees both messages, and
+/// its task ends once it completes — on its own worker or inline on the other.
+#[test]
+fn inline_hand_off_racing_a_sender() {
+    loom::model(|| {
+        let host = HostHandle::for_model();
+        let rx = host.adopt_for_model(Box::new(SumTwo { got: Vec::new() }));
+        let to = rx.pid;
+        let tx = host.adopt_for_model(Box::new(Forward { to, v: 1 }));
+        let (_rt, rw) = start(&rx, true);
+        let (_tt, tw) = start(&tx, true);
+        let h = host.clone();
+        let sender = thread::spawn(move || h.send(to, Payload::new(2u64)).unwrap());
+        assert_eq!(wait_exit(&rx).unwrap().take::<u64>().unwrap(), 3);
+        assert!(wait_exit(&tx).is_ok());
+        sender.join().unwrap();
+        tw.join().unwrap();
+        rw.join().unwrap();
         clear(&host);
     });
 }

@@ -108,6 +108,18 @@ impl EventQueue {
         unsafe { NodeList::from_stack(list) }
     }
 
+    /// [`take_all`](EventQueue::take_all), without the swap when the queue is empty.
+    ///
+    /// The Relaxed load may skip pushes that are still racing the caller, never one that
+    /// happens before it: the caller relies on it only for pushes ordered before its own
+    /// Acquire on the process's `state` (P1 in `cell.rs`), and later pushes wake it again.
+    pub(crate) fn take_if_any(&self) -> NodeList {
+        if self.head.load(Ordering::Relaxed).is_null() {
+            return NodeList::default();
+        }
+        self.take_all()
+    }
+
     /// Closes the queue: later pushes fail. Returns the events that were still queued
     /// (oldest first) so the caller decides when their payloads are dropped.
     ///
@@ -220,8 +232,8 @@ impl Iterator for NodeList {
 
 impl Drop for NodeList {
     fn drop(&mut self) {
-        for event in self.by_ref() {
-            drop(event);
+        while !self.head.is_null() {
+            drop(self.next());
         }
     }
 }

@@ -196,6 +196,8 @@ impl Event {
 pub struct Events {
     /// Events drained by earlier wake-ups that did not step the process (while Blocked).
     pub(crate) carry: VecDeque<Event>,
+    /// A message handed over by the sender that woke the process (no queue node).
+    pub(crate) direct: Option<Event>,
     /// Events taken from the queue for this step.
     pub(crate) fresh: super::queue::NodeList,
 }
@@ -203,7 +205,7 @@ pub struct Events {
 impl Events {
     /// Number of events not yet taken.
     pub fn len(&self) -> usize {
-        self.carry.len() + self.fresh.len()
+        self.carry.len() + usize::from(self.direct.is_some()) + self.fresh.len()
     }
 
     /// Whether every event has been taken (or there were none).
@@ -213,7 +215,7 @@ impl Events {
 
     /// The events not yet taken, without taking them.
     pub fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.carry.iter().chain(self.fresh.iter())
+        self.carry.iter().chain(self.direct.iter()).chain(self.fresh.iter())
     }
 
     /// Whether a [`Cancel`](EventKind::Cancel) event is among those not yet taken.
@@ -226,7 +228,14 @@ impl Iterator for Events {
     type Item = Event;
 
     fn next(&mut self) -> Option<Event> {
-        self.carry.pop_front().or_else(|| self.fresh.next())
+        // Early returns, not `or_else` chains: an event is eight words, moved once.
+        if !self.carry.is_empty() {
+            return self.carry.pop_front();
+        }
+        if self.direct.is_some() {
+            return self.direct.take();
+        }
+        self.fresh.next()
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -1,12 +1,45 @@
-//! The `Pid → process` table: sharded slabs. A pid names its shard and slot directly, so a
-//! lookup is one index into a vector under a shard lock (no hashing, one cache line), and a
-//! reused slot's bumped generation makes stale pids unknown.
+//! The `Pid → process` table: sharded slabs. A pid names its shard and slot directly (no
+//! hashing), and a reused slot's bumped generation makes stale pids unknown.
+//!
+//! Writers (spawn, forget, shutdown) take the slot's shard lock. Readers (every send and
+//! answer) do not: each slot also has an atomic pointer to its process, in chunks that never
+//! move, and a reader follows it under a crossbeam-epoch guard, so a removed process's cell
+//! is freed only once no reader can still hold it. A process step runs its whole chain of
+//! hand-offs under one guard (`pin`), so a hop's lookup is two loads and a pid compare. Under
+//! loom the lookup takes the shard lock instead (the models are about the process protocol,
+//! and crossbeam-epoch's reclamation is not modelled with the crate's own atomics).
+//!
+//! # Memory ordering
+//!
+//! - (T1) A writer publishes a cell's pointer with a Release store after making the cell; a
+//!   reader loads it with Acquire (pairs) and then reads the cell's immutable `pid`.
+//! - (T2) A chunk is installed with an AcqRel CAS (Release publishes its null slots; Acquire,
+//!   on failure, pairs with the winner's) and loaded with Acquire by readers.
+//! - (T3) A removal swaps the slot to null and hands the slot's reference to the epoch
+//!   collector; crossbeam-epoch's own pin/defer protocol makes the drop wait for every
+//!   guard that may have loaded the old pointer.
 
 use std::sync::Arc as StdArc;
 
 use super::Pid;
 use super::cell::ProcCell;
 use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering, lock};
+
+/// Slots per chunk of the lock-free index.
+#[cfg(not(loom))]
+const CHUNK_BITS: u32 = 12;
+#[cfg(not(loom))]
+type Chunk = [core::sync::atomic::AtomicPtr<ProcCell>; 1 << CHUNK_BITS];
+
+/// Keeps lookups on this thread cheap while it lives (one epoch pin for many lookups); a
+/// process step holds one for its whole chain of hand-offs.
+#[cfg(not(loom))]
+pub(crate) fn pin() -> crossbeam_epoch::Guard {
+    crossbeam_epoch::pin()
+}
+
+#[cfg(loom)]
+pub(crate) fn pin() {}
 
 /// Shards (a power of two): the low bits of a slot number.
 #[cfg(not(loom))]
@@ -33,6 +66,10 @@ pub(crate) struct Table {
     shards: Box<[Mutex<Shard>]>,
     /// Round-robin shard choice for new processes.
     next: AtomicUsize,
+    /// The lock-free index: slot number → chunk → the process's cell (holding one reference
+    /// of its own), or null.
+    #[cfg(not(loom))]
+    index: Box<[core::sync::atomic::AtomicPtr<Chunk>]>,
 }
 
 /// Why an insert failed.
@@ -49,6 +86,10 @@ impl Table {
             host,
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             next: AtomicUsize::new(0),
+            #[cfg(not(loom))]
+            index: (0..1usize << (Pid::SLOT_BITS - CHUNK_BITS))
+                .map(|_| core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()))
+                .collect(),
         }
     }
 
@@ -65,8 +106,27 @@ impl Table {
         Some((&self.shards[slot & (SHARDS - 1)], slot >> SHARD_BITS))
     }
 
+    /// Runs `f` on the process of `pid` (without a lock: see the module docs).
+    #[cfg(not(loom))]
+    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&ProcCell) -> R) -> Option<R> {
+        if pid.host() != self.host {
+            return None;
+        }
+        // Inside a chain of hand-offs, the step that started it holds a pin for us.
+        let _guard = (!super::chain::pinned()).then(pin);
+        let slot = self.slot(pid.slot(), false)?;
+        // T1: Acquire pairs with the writer's Release store.
+        let cell = slot.load(Ordering::Acquire);
+        // SAFETY: a non-null slot holds a reference to a live cell, and a removal defers
+        // dropping it until every guard alive at the removal is gone (T3); ours (or the
+        // chain's) is alive until `f` returns.
+        let cell = unsafe { cell.as_ref() }?;
+        (cell.pid == pid).then(|| f(cell))
+    }
+
     /// Runs `f` on the process of `pid` under its shard lock (keep `f` short).
-    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&StdArc<ProcCell>) -> R) -> Option<R> {
+    #[cfg(loom)]
+    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&ProcCell) -> R) -> Option<R> {
         let (shard, i) = self.locate(pid)?;
         let shard = lock(shard);
         match shard.entries.get(i) {
@@ -77,8 +137,76 @@ impl Table {
         }
     }
 
+    /// The index slot of slot number `n`; its chunk is made if `make` (writers, under a
+    /// shard lock).
+    #[cfg(not(loom))]
+    fn slot(&self, n: u32, make: bool) -> Option<&core::sync::atomic::AtomicPtr<ProcCell>> {
+        use core::sync::atomic::AtomicPtr;
+        let dir = &self.index[(n >> CHUNK_BITS) as usize];
+        // T2: Acquire pairs with the installing CAS.
+        let mut chunk = dir.load(Ordering::Acquire);
+        if chunk.is_null() {
+            if !make {
+                return None;
+            }
+            let fresh: Box<Chunk> =
+                Box::new(core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())));
+            let fresh = Box::into_raw(fresh);
+            // T2: AcqRel; another shard's writer may install the same chunk at once.
+            chunk = match dir.compare_exchange(
+                core::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(winner) => {
+                    // SAFETY: ours was never published.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    winner
+                }
+            };
+        }
+        // SAFETY: chunks are installed once and freed only when the table drops.
+        let chunk = unsafe { &*chunk };
+        Some(&chunk[(n & ((1 << CHUNK_BITS) - 1)) as usize])
+    }
+
+    /// Publishes (or, with `None`, unpublishes) the cell of slot number `n` in the lock-free
+    /// index; the caller holds the slot's shard lock.
+    #[cfg(not(loom))]
+    fn publish(&self, n: u32, cell: Option<&StdArc<ProcCell>>) {
+        let slot = self.slot(n, true).expect("made on demand");
+        match cell {
+            // T1: Release publishes the cell to readers.
+            Some(c) => slot.store(StdArc::into_raw(c.clone()).cast_mut(), Ordering::Release),
+            None => {
+                let old = slot.swap(core::ptr::null_mut(), Ordering::AcqRel);
+                if !old.is_null() {
+                    let old = old.cast_const();
+                    let guard = pin();
+                    // SAFETY: (T3) the slot's reference is dropped once no guard that may
+                    // have loaded `old` is alive; the cell is `Send + Sync`, so dropping it
+                    // on whichever thread collects is fine.
+                    unsafe { guard.defer_unchecked(move || drop(StdArc::from_raw(old))) };
+                }
+            }
+        }
+    }
+
+    #[cfg(loom)]
+    fn publish(&self, _n: u32, _cell: Option<&StdArc<ProcCell>>) {}
+
     pub(crate) fn get(&self, pid: Pid) -> Option<StdArc<ProcCell>> {
-        self.with(pid, StdArc::clone)
+        self.with(pid, |cell| {
+            let cell: *const ProcCell = cell;
+            // SAFETY: the cell is live for the lookup (guard or lock), and the table holds a
+            // reference: take another one.
+            unsafe {
+                StdArc::increment_strong_count(cell);
+                StdArc::from_raw(cell)
+            }
+        })
     }
 
     /// Reserves a slot, makes the process for its pid with `make` and enters it, all under
@@ -107,6 +235,7 @@ impl Table {
         let slot = ((i << SHARD_BITS) | s) as u32;
         let pid = Pid::new(self.host, shard.entries[i].generation, slot);
         let cell = make(pid);
+        self.publish(slot, Some(&cell));
         shard.entries[i].cell = Some(cell.clone());
         Ok(cell)
     }
@@ -124,6 +253,7 @@ impl Table {
             let removed = entry.cell.take();
             entry.generation = next_generation(entry.generation);
             shard.free.push(i as u32);
+            self.publish(pid.slot(), None);
             removed
         };
         drop(removed);
@@ -141,11 +271,53 @@ impl Table {
         v
     }
 
-    /// Forgets every process (the cells are dropped outside the locks).
+    /// Forgets every process (the cells are dropped outside the locks; results nobody took
+    /// and nobody can still take are dropped now, not when the lock-free index's references
+    /// are collected).
     pub(crate) fn clear(&self) {
-        for shard in self.shards.iter() {
-            let taken = core::mem::take(&mut *lock(shard));
+        // References to a cell besides the entry's: the index's own (not under loom).
+        const INDEX_REFS: usize = if cfg!(loom) { 0 } else { 1 };
+        for (s, shard) in self.shards.iter().enumerate() {
+            let mut unwanted = Vec::new();
+            let taken = {
+                let mut shard = lock(shard);
+                for (i, e) in shard.entries.iter().enumerate() {
+                    let Some(cell) = &e.cell else { continue };
+                    // Counted before the index lets go of its reference: a waiter that looked
+                    // the cell up holds one more and keeps the result it is about to take.
+                    if StdArc::strong_count(cell) <= 1 + INDEX_REFS {
+                        unwanted.push(cell.clone());
+                    }
+                    self.publish(((i << SHARD_BITS) | s) as u32, None);
+                }
+                core::mem::take(&mut *shard)
+            };
+            for cell in unwanted {
+                drop(lock(&cell.exit).result.take());
+            }
             drop(taken);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for Table {
+    fn drop(&mut self) {
+        for dir in self.index.iter() {
+            let chunk = dir.load(Ordering::Acquire);
+            if chunk.is_null() {
+                continue;
+            }
+            // SAFETY: `&mut self`: no reader or writer is left; the chunk was made by
+            // `Box::into_raw` in `slot` and is freed once, here, with the references it holds.
+            let chunk = unsafe { Box::from_raw(chunk) };
+            for slot in chunk.iter() {
+                let cell = slot.load(Ordering::Acquire);
+                if !cell.is_null() {
+                    // SAFETY: the slot's own reference (T1), released once.
+                    drop(unsafe { StdArc::from_raw(cell.cast_const()) });
+                }
+            }
         }
     }
 }
