@@ -50,6 +50,19 @@ fn owner_push_pop(c: &mut Criterion) {
         });
     }
     {
+        let w = purloin_deque::Worker::bounded(N).with_pop_batch(16);
+        g.bench_function(BenchmarkId::new("purloin-bounded-pop-batch-16", N_LABEL), |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    w.push(black_box(i)).unwrap();
+                }
+                while let Some(x) = w.pop() {
+                    black_box(x);
+                }
+            })
+        });
+    }
+    {
         let w = purloin_deque::Worker::new();
         g.bench_function(BenchmarkId::new("purloin-growable", N_LABEL), |b| {
             b.iter(|| {
@@ -112,6 +125,17 @@ fn st3_batch(c: &mut Criterion) {
         g.throughput(Throughput::Elements(n as u64));
         let w = purloin_deque::Worker::bounded(256);
         g.bench_function(BenchmarkId::new("purloin-bounded", n), |b| {
+            b.iter(|| {
+                for i in 0..n {
+                    w.push(black_box(i)).unwrap();
+                }
+                for _ in 0..n {
+                    black_box(w.pop());
+                }
+            })
+        });
+        let w = purloin_deque::Worker::bounded(256).with_pop_batch(16);
+        g.bench_function(BenchmarkId::new("purloin-bounded-pop-batch-16", n), |b| {
             b.iter(|| {
                 for i in 0..n {
                     w.push(black_box(i)).unwrap();

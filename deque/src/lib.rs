@@ -93,6 +93,11 @@
 //! [`Steal::Retry`] and moves on, which is what lets the owner reuse slots with no per-slot
 //! state. The full argument, with every ordering, is in the source of `queue.rs`.
 //!
+//! For fork-join loops, [`Worker::with_pop_batch`] lets one pop RMW take up to `n` of the
+//! newest items out of thieves' reach; the next pops hand them out with no atomic operation and
+//! the next push gives the rest back (a split deque, as in Lace). Off by default: while the
+//! owner runs an item, the kept ones are invisible to thieves.
+//!
 //! # Safety model
 //!
 //! * Works for any `T`: items are moved, never copied as values or shared by reference;

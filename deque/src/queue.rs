@@ -58,6 +58,30 @@
 //! the claimer's `push_count` load if the slot was popped and pushed again. That cannot happen
 //! for a claim that succeeds: such a re-push follows a pop, and that pop changed `pop_count`.
 //!
+//! ## Pop batches
+//!
+//! With [`Worker::with_pop_batch`](crate::Worker::with_pop_batch)`(n)` a pop that has to touch
+//! `packed` adds `k * POP_ONE` instead of `POP_ONE`, with `k = min(n, estimate / 2)` (at least
+//! 1; `estimate = tail - head_seen`, never below the real count). The argument above is
+//! unchanged for that RMW: it moves the published tail down by `k` at one instant, so the `k`
+//! newest items are out of every claim's reach. The owner returns one and *keeps* `k - 1`:
+//! they sit just above the published tail, and the next pops hand them out with no atomic
+//! operation. The owner counts kept items in its own copy of `push_count` (it adds `k - 1`
+//! after the RMW) but not in the published one, so its tail is `own push_count - pop_count`
+//! and `kept = own push_count - published push_count`. The next push publishes its own count
+//! plus one, as always: that puts the kept items back in thieves' range with the same Release
+//! store (they were published once, and no thread but the owner touched them since), so the
+//! push path is unchanged.
+//!
+//! If the RMW finds fewer than `k` items (thieves took some since the owner last looked), the
+//! published tail is now below the head by `k - got`; the owner keeps the `got` items it found
+//! and stores `push_count + (k - got)`, which makes the published tail equal to the head again.
+//! In between, claimers compute a "negative" length and report `Empty`, which is true: the
+//! owner holds every item left. A claimer that mixes an old `pop_count` with the new
+//! `push_count` computes too large a range, but its CAS fails on the changed `pop_count`: the
+//! CAS validates `pop_count` exactly, and `push_count` only ever counts items that are in the
+//! published range once the store is made, which is all the claim argument needs.
+//!
 //! ## One claimer at a time
 //!
 //! Claims complete by storing `done = head + n`; the owner reuses a slot only once `done` has
@@ -88,6 +112,7 @@
 //!
 //! * **P1** (publish an item): owner writes the slot, then `push_count.store(Release)`;
 //!   a claimer's `push_count.load(Acquire)` makes every item below the count it sees visible.
+//!   (The stores that give kept items back or correct a short pop batch are P1 stores too.)
 //! * **P2** (consistent snapshots): the owner's pop RMW on `packed` is `Release`; claimers load
 //!   `packed` with `Acquire` (loads and failed CASes). A claimer that sees `pop_count = p`
 //!   therefore sees a `push_count` at least as large as when pop `p` happened, so

@@ -61,7 +61,8 @@ pub struct Worker<T> {
     pub(crate) queue: Arc<Queue<T>>,
     /// The ring in use: always equal to `queue.buffer`, which only this handle replaces.
     buffer: Cell<NonNull<Buffer<T>>>,
-    /// Mirror of `queue.push_count` (only the owner writes it).
+    /// The owner's push count: `queue.push_count` (which only the owner writes) plus the items
+    /// kept by a pop batch, if any (see "Pop batches" in `queue`).
     push_count: Cell<u32>,
     /// Mirror of the high half of `queue.packed` (only the owner changes it).
     pop_count: Cell<u32>,
@@ -69,6 +70,8 @@ pub struct Worker<T> {
     head_seen: Cell<u32>,
     /// A lower bound of `queue.done` (it only grows).
     done_seen: Cell<u32>,
+    /// How many items one pop read-modify-write may take (1: every pop is its own RMW).
+    pop_batch: Cell<u32>,
     /// Not `Sync`: the cells above are the owner's alone.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -154,6 +157,7 @@ impl<T> Worker<T> {
             pop_count: Cell::new(0),
             head_seen: Cell::new(0),
             done_seen: Cell::new(0),
+            pop_batch: Cell::new(1),
             _not_sync: PhantomData,
         }
     }
@@ -180,9 +184,80 @@ impl<T> Worker<T> {
         unsafe { self.buffer.get().as_ref() }
     }
 
+    /// The owner's tail: the published tail plus the items kept by a pop batch.
     #[inline(always)]
     fn tail(&self) -> u32 {
         self.push_count.get().wrapping_sub(self.pop_count.get())
+    }
+
+    /// The items kept by the last pop batch: the owner's push count minus the published one.
+    #[inline(always)]
+    fn kept(&self) -> u32 {
+        // Relaxed: the owner is the only writer, so it reads its own last store.
+        self.push_count.get().wrapping_sub(self.queue.owner_side.push_count.load(Ordering::Relaxed))
+    }
+
+    /// Lets each pop that has to touch shared memory take up to `n` of the newest items out of
+    /// thieves' reach with its one read-modify-write; the following pops hand them out with no
+    /// atomic operation at all, until the owner's next push gives the rest back to thieves.
+    ///
+    /// A pop batch is never more than half of the items the owner last knew of, so thieves can
+    /// still take the older half; but while the owner runs an item it popped, up to `n - 1`
+    /// newer items stay invisible to thieves (and to [`Stealer::len`]) until the owner pushes,
+    /// pops again, or calls [`publish`](Worker::publish). That suits fork-join loops, where the
+    /// owner pushes or pops constantly (the split deque of Lace and of Acar, Charguéraud and
+    /// Rainey); it does not suit a pool whose tasks block their thread waiting for other tasks
+    /// of the same queue, which is why the default is 1 (every pop is one RMW, as in st3 and
+    /// crossbeam).
+    ///
+    /// # Panics
+    ///
+    /// Panics if `n` is 0 or greater than 2^30.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Steal, Worker};
+    ///
+    /// let w = Worker::bounded(64).with_pop_batch(4);
+    /// for i in 0..8 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// let s = w.stealer();
+    /// assert_eq!(w.pop(), Some(7)); // one RMW took 7, 6, 5, 4 out of thieves' reach
+    /// assert_eq!(s.len(), 4);
+    /// assert_eq!(w.len(), 7);
+    /// w.publish(); // 6, 5, 4 are stealable again
+    /// assert_eq!(s.len(), 7);
+    /// assert_eq!(s.steal(), Steal::Success(0));
+    /// ```
+    pub fn with_pop_batch(self, n: usize) -> Worker<T> {
+        assert!(
+            n != 0 && n <= MAX_CAPACITY as usize,
+            "Worker::with_pop_batch({n}): a pop batch is 1 to 2^30 items; pass 1 for one RMW \
+             per pop"
+        );
+        self.publish();
+        self.pop_batch.set(n as u32);
+        self
+    }
+
+    /// Gives the items kept by the last pop batch back to thieves (see
+    /// [`with_pop_batch`](Worker::with_pop_batch)). A push does this by itself; call it before
+    /// running something long after a pop. Does nothing if no items are kept.
+    #[inline]
+    pub fn publish(&self) {
+        if self.kept() != 0 {
+            self.publish_count(self.push_count.get());
+        }
+    }
+
+    /// Publishes `push_count` (it never counts an item that is not in the ring).
+    #[inline]
+    fn publish_count(&self, push_count: u32) {
+        // P1: Release, as for any push.
+        self.queue.owner_side.push_count.store(push_count, Ordering::Release);
+        self.push_count.set(push_count);
     }
 
     /// Pushes an item at the tail.
@@ -225,15 +300,17 @@ impl<T> Worker<T> {
     unsafe fn push_unchecked(&self, ring: &Buffer<T>, tail: u32, item: T) {
         // SAFETY: the slot is free and ours (this function's contract).
         unsafe { ring.write(tail, item) };
-        let push_count = self.push_count.get().wrapping_add(1);
-        // P1: Release; pairs with the Acquire load in `Queue::claim` (and `Queue::len`).
-        self.queue.owner_side.push_count.store(push_count, Ordering::Release);
-        self.push_count.set(push_count);
+        // P1: Release, in `publish_count`; pairs with the Acquire load in `Queue::claim` (and
+        // `Queue::len`). The item goes above any kept items (LIFO), and publishing the owner's
+        // count gives those back to thieves too.
+        self.publish_count(self.push_count.get().wrapping_add(1));
     }
 
     #[cold]
     #[inline(never)]
     fn push_slow(&self, item: T) -> Result<(), T> {
+        // Resizing and overflow work on published items: give kept ones back first.
+        self.publish();
         // The cached `done` says full: refresh it.
         // P3: Acquire; pairs with the Release store in `Queue::complete`.
         let done = self.queue.done.load(Ordering::Acquire);
@@ -361,6 +438,9 @@ impl<T> Worker<T> {
     /// ```
     #[inline]
     pub fn pop(&self) -> Option<T> {
+        if self.pop_batch.get() != 1 {
+            return self.pop_batched();
+        }
         let tail = self.tail();
         if tail == self.head_seen.get() {
             // head_seen <= head <= tail: definitely empty, no shared access needed.
@@ -371,19 +451,61 @@ impl<T> Worker<T> {
         let (old_pops, head) = unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
+        self.pop_count.set(old_pops.wrapping_add(1));
         if head == tail {
-            // Thieves took everything: undo the pop. Until the undo, claimers compute a
-            // "negative" length and report Empty, which is true.
-            // P2: Release as well (this restores the word claimers acquire).
-            self.queue.owner_side.packed.fetch_sub(POP_ONE, Ordering::Release);
+            // Thieves took everything: give the count back (see `pop_batched`).
+            self.publish_count(self.push_count.get().wrapping_add(1));
             return None;
         }
-        self.pop_count.set(old_pops.wrapping_add(1));
-        let position = tail.wrapping_sub(1);
         // SAFETY: `head < tail` at the instant of our RMW, and no claim can pass the new tail
         // (`tail - 1`): later claims see the new pop_count. So `tail - 1` is ours; the owner
         // wrote it (program order).
-        Some(unsafe { self.ring().read(position) })
+        Some(unsafe { self.ring().read(tail.wrapping_sub(1)) })
+    }
+
+    /// `pop` with a pop batch above 1.
+    #[inline]
+    fn pop_batched(&self) -> Option<T> {
+        if self.kept() != 0 {
+            // A kept item: taken out of thieves' reach by an earlier pop's RMW. Handing it out
+            // lowers the owner's push count, not the published one.
+            self.push_count.set(self.push_count.get().wrapping_sub(1));
+            // SAFETY: kept items lie above the published tail, which no claim can pass, and
+            // only the owner reads them; the owner wrote them (program order). The new tail is
+            // the position of the newest one.
+            return Some(unsafe { self.ring().read(self.tail()) });
+        }
+        let tail = self.tail();
+        let head_seen = self.head_seen.get();
+        if tail == head_seen {
+            return None;
+        }
+        // Take at most half of what we last knew of (at least one).
+        let batch = (tail.wrapping_sub(head_seen) / 2).clamp(1, self.pop_batch.get());
+        // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`.
+        let old =
+            self.queue.owner_side.packed.fetch_add(u64::from(batch) * POP_ONE, Ordering::Release);
+        let (old_pops, head) = unpack(old);
+        debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
+        self.head_seen.set(head);
+        self.pop_count.set(old_pops.wrapping_add(batch));
+        // `head..tail` were the items at the instant of the RMW; the RMW moved the published
+        // tail down by `batch`, and no claim can pass it: later claims see the new pop_count.
+        let got = tail.wrapping_sub(head).min(batch);
+        if got < batch {
+            // Fewer items than the batch (thieves took the rest): the published tail is now
+            // below the head, which claimers read as empty. Count the difference as pushes so
+            // the published tail is the head again. (Until then claimers report Empty, which
+            // is true: the owner holds every item left.)
+            self.publish_count(self.push_count.get().wrapping_add(batch - got));
+            if got == 0 {
+                return None;
+            }
+        }
+        // Keep `got - 1` items: the owner's count runs ahead of the published one by that much.
+        self.push_count.set(self.push_count.get().wrapping_add(got - 1));
+        // SAFETY: `tail - got..tail` are ours (above); the owner wrote them (program order).
+        Some(unsafe { self.ring().read(tail.wrapping_sub(1)) })
     }
 
     /// The number of items in the queue (a snapshot: thieves may take some at any moment).
@@ -473,6 +595,7 @@ impl<T> Worker<T> {
         if !self.queue.growable {
             return;
         }
+        self.publish();
         // P3: Acquire; slots before `done` are free, the rest must fit in the new ring.
         let done = self.queue.done.load(Ordering::Acquire);
         self.done_seen.set(done);
@@ -487,6 +610,8 @@ impl<T> Worker<T> {
     /// if needed. Returns the free room (which may be less than `additional` at the maximum
     /// capacity or for a bounded queue).
     pub(crate) fn reserve(&self, additional: u32) -> u32 {
+        // Batches are received at the published tail.
+        self.publish();
         // P3: Acquire, as in `push_slow`.
         let done = self.queue.done.load(Ordering::Acquire);
         self.done_seen.set(done);
@@ -504,6 +629,7 @@ impl<T> Worker<T> {
 
     /// Replaces the ring by one of `capacity` slots holding the same items.
     fn resize(&self, capacity: u32) {
+        debug_assert_eq!(self.kept(), 0, "callers publish the kept items first");
         let old = self.buffer.get();
         let old_bytes = self.capacity().saturating_mul(size_of::<T>());
         let tail = self.tail();
@@ -558,6 +684,7 @@ impl<T> Worker<T> {
         if count == 0 {
             return;
         }
+        debug_assert_eq!(self.kept(), 0, "reserve() publishes the kept items");
         let tail = self.tail();
         let ring = self.ring();
         for i in 0..count {
@@ -570,6 +697,13 @@ impl<T> Worker<T> {
         // P1: Release; publishes the whole batch.
         self.queue.owner_side.push_count.store(push_count, Ordering::Release);
         self.push_count.set(push_count);
+    }
+}
+
+impl<T> Drop for Worker<T> {
+    fn drop(&mut self) {
+        // The queue drops the items in its published range when its last handle goes.
+        self.publish();
     }
 }
 

@@ -25,6 +25,12 @@
 //! * Reclamation: the thief drops its epoch guard right after claiming, before reading ->
 //!   `growth_while_thief_reads` fails: "Causality violation: Concurrent read and write
 //!   accesses to `UnsafeCell`" (the freed ring's teardown vs the thief's read).
+//! * Pop batches: the batch not counting the items it keeps in the owner's push count (so
+//!   they are neither handed out nor given back) -> both `pop_batch_*` models fail: "an item
+//!   was lost". A short pop batch not giving back the count it over-took ->
+//!   `pop_batch_larger_than_what_thieves_left` fails: "Arc is already released" (a thief's
+//!   later claim, computed from the too-low published tail plus the owner's next push, takes
+//!   an item the owner also took).
 #![cfg(loom)]
 
 use std::collections::BTreeSet;
@@ -304,5 +310,73 @@ fn overflow_to_injector_vs_thief() {
             taken.push(it.id);
         }
         assert_exactly_once(taken, 3);
+    });
+}
+
+/// A worker of `capacity` slots with pop batches of 2, holding items 0..4, and the loom token
+/// its items hold.
+fn four_items_pop_batch_2(capacity: usize) -> (Arc<()>, Worker<Item>) {
+    let token = Arc::new(());
+    let w = Worker::bounded(capacity).with_pop_batch(2);
+    for id in 0..4 {
+        w.push(item(id, &token)).ok().unwrap();
+    }
+    (token, w)
+}
+
+/// Pop batches (`with_pop_batch`): the owner's one RMW takes two items out of thieves' reach,
+/// hands out the kept one with no atomic, and its next push gives back what is still kept,
+/// while a thief steals half from whatever view it has.
+#[test]
+fn pop_batch_kept_items_vs_thief_steal_half() {
+    loom::model(|| {
+        let (token, w) = four_items_pop_batch_2(4);
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(4);
+            let mut got = Vec::new();
+            if let Steal::Success(it) = s.steal_half_into(&mine) {
+                got.push(it.id);
+            }
+            drain(&mine, &mut got);
+            got
+        });
+        let mut taken = Vec::new();
+        taken.extend(w.pop().map(|it| it.id));
+        w.push(item(4, &token)).ok().unwrap();
+        taken.extend(w.pop().map(|it| it.id));
+        taken.extend(w.pop().map(|it| it.id));
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 5);
+    });
+}
+
+/// A pop batch that finds fewer items than it took (thieves emptied the queue since the owner
+/// last looked): the owner keeps only what was there and gives the rest of the count back, so
+/// the queue stays consistent for the owner's later pushes and the thief's later steals.
+/// (Capacity 8: in a full ring of 4 the push may fail, correctly, while the owner cannot yet
+/// see a thief's completed claim.)
+#[test]
+fn pop_batch_larger_than_what_thieves_left() {
+    loom::model(|| {
+        let (token, w) = four_items_pop_batch_2(8);
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(4);
+            let mut got: Vec<usize> =
+                s.steal_half_into(&mine).success().map(|it| it.id).into_iter().collect();
+            for _ in 0..2 {
+                got.extend(s.steal().success().map(|it| it.id));
+            }
+            drain(&mine, &mut got);
+            got
+        });
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        w.push(item(4, &token)).ok().unwrap();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 5);
+        assert!(w.stealer().steal().is_empty());
     });
 }

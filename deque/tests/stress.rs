@@ -26,7 +26,11 @@ fn owner_vs_thieves(make: fn() -> Worker<Item>, name: &str) {
                 let stealer = owner.stealer();
                 let (ledger, finished) = (&ledger, &finished);
                 scope.spawn(move || {
-                    let mine = if t % 2 == 0 { Worker::bounded(64) } else { Worker::new() };
+                    let mine = match t % 3 {
+                        0 => Worker::bounded(64),
+                        1 => Worker::new(),
+                        _ => Worker::bounded(64).with_pop_batch(8),
+                    };
                     let mut spins = 0;
                     let mut round = 0usize;
                     loop {
@@ -89,6 +93,12 @@ fn bounded_owner_vs_thieves() {
 #[test]
 fn growable_owner_vs_thieves() {
     owner_vs_thieves(Worker::new, "growable_owner_vs_thieves");
+}
+
+#[test]
+fn pop_batch_owner_vs_thieves() {
+    owner_vs_thieves(|| Worker::bounded(256).with_pop_batch(16), "pop_batch_owner_vs_thieves");
+    owner_vs_thieves(|| Worker::new().with_pop_batch(16), "pop_batch_owner_vs_thieves (growable)");
 }
 
 /// Growable queue in bursts: the owner pushes thousands of items (growing the ring), thieves
@@ -283,6 +293,18 @@ fn items_left_inside_are_dropped_once() {
         drop(stealers);
         ledger.assert_no_leak();
     }
+    // Items kept by a pop batch when the owner's handle drops.
+    let w = Worker::bounded(64).with_pop_batch(8);
+    let stealer = w.stealer();
+    for id in 0..32 {
+        w.push(Item::new(id, &ledger)).ok().unwrap();
+    }
+    drop(w.pop());
+    assert_eq!(stealer.len(), 24, "the pop batch keeps 7 items out of thieves' reach");
+    drop(w);
+    assert_eq!(stealer.len(), 31, "dropping the owner gives the kept items back");
+    drop(stealer);
+    ledger.assert_no_leak();
     let global = Injector::new();
     global.push_batch((0..500).map(|id| Item::new(id, &ledger)));
     let w = Worker::bounded(64);
@@ -290,6 +312,6 @@ fn items_left_inside_are_dropped_once() {
     drop(global);
     drop(w);
     ledger.assert_no_leak();
-    assert_eq!(ledger.created.load(Ordering::Relaxed), 2500);
+    assert_eq!(ledger.created.load(Ordering::Relaxed), 2532);
     let _ = Arc::strong_count(&ledger);
 }
