@@ -189,6 +189,14 @@ fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
 /// Out of line: a child joined right after its spawn is found in runnext, before this.
 #[inline(never)]
 fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: GreenThread) -> bool {
+    // A joiner whose children are not there (a joiner of 100,000 children: they overflowed
+    // to the global queue long ago) would pop and push back 16 entries per join for nothing:
+    // after a miss, skip the next 1, 2, 4, ... up to 64 looks; a hit resets it.
+    let skip = m.take_back_skip.get();
+    if skip > 0 {
+        m.take_back_skip.set(skip - 1);
+        return false;
+    }
     // SAFETY: this worker holds its P (holds_p) and we run on it.
     let local = unsafe { p.local() };
     // Children joined in spawn order sit below their younger siblings: look a few entries
@@ -210,6 +218,10 @@ fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: GreenThrea
             break;
         }
     }
+    let misses =
+        if claimed { 0 } else { (m.take_back_misses.get() + 1).min(TAKE_BACK_MAX_SKIP_LOG) };
+    m.take_back_misses.set(misses);
+    m.take_back_skip.set((1 << misses) >> 1);
     for (i, entry) in above[..n].iter().rev().flatten().enumerate() {
         if i == 0 {
             // The queue may have looked empty meanwhile (to a worker about to park).
@@ -228,6 +240,8 @@ fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: GreenThrea
 /// once it has been stolen or overflowed to the global queue. In skynet, 8 of every 10
 /// children were claimed that way, and the other worker spent its time stealing stale entries.
 const TAKE_BACK_DEPTH: usize = 16;
+/// After `k` take-back misses in a row, the next `2^(k-1)` joins (at most 64) do not look.
+const TAKE_BACK_MAX_SKIP_LOG: u32 = 7;
 
 /// Whether the running host's remaining stack can hold a child that asked for `want` bytes:
 /// at least three quarters of it must remain below the current stack pointer.
