@@ -367,6 +367,9 @@ pub(crate) struct M {
     retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     spare_stack: Cell<Option<purloin_stack::Stack>>,
+    /// Join take-back misses in a row, and looks left to skip (see `join::take_back_from_below`).
+    pub(crate) take_back_misses: Cell<u32>,
+    pub(crate) take_back_skip: Cell<u32>,
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
@@ -409,6 +412,8 @@ impl M {
             retired: Cell::new(false),
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
+            take_back_misses: Cell::new(0),
+            take_back_skip: Cell::new(0),
         }
     }
 

@@ -95,6 +95,39 @@ fn spawn_join_runs_each_green_thread_once() {
     });
 }
 
+/// A green thread spawns three children and joins the oldest: the youngest waits in runnext,
+/// the oldest under its sibling in the local queue, so the join takes it back from below
+/// (popping the sibling and pushing it back) while the worker may run any of them first. The
+/// two younger ones are detached: each green thread runs exactly once, also the sibling that
+/// was popped and pushed back (one lost in the take-back never runs). Mutation check: not
+/// pushing the popped entries back fails this model.
+#[test]
+fn join_takes_the_oldest_child_back_from_below() {
+    model(|| {
+        let s = sched(1);
+        let runs = StdArc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let h = s.spawn(move || {
+            let kids: Vec<_> = (0..3)
+                .map(|_| {
+                    let r2 = r.clone();
+                    purloin_sched::spawn(move || {
+                        r2.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .unwrap()
+                })
+                .collect();
+            let mut kids = kids.into_iter();
+            kids.next().unwrap().join().unwrap();
+            drop(kids);
+            r.fetch_add(1, Ordering::Relaxed);
+        });
+        h.join().unwrap();
+        drop(s);
+        assert_eq!(runs.load(Ordering::Relaxed), 4);
+    });
+}
+
 /// (f) Shutdown racing a green thread that spawns: shutdown waits for (or cancels) every
 /// green thread, nothing runs after the scheduler is dropped, and no record leaks.
 #[test]
