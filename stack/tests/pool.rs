@@ -126,23 +126,6 @@ fn the_warm_cache_hands_back_the_same_stack() {
 }
 
 #[test]
-fn a_thread_exit_flushes_its_cache_to_the_shared_pool() {
-    let _serial = serial();
-    let before = stats();
-    std::thread::spawn(|| {
-        let stacks: Vec<_> = (0..8).map(|_| lease(StackSize::Small).unwrap()).collect();
-        drop(stacks);
-        assert!(stats().cached >= 8);
-    })
-    .join()
-    .unwrap();
-    let after = stats();
-    assert_eq!(after.cached, before.cached, "the exited thread's cache is empty");
-    assert_eq!(after.leased, before.leased);
-    assert_eq!(after.leased + after.pooled + after.cached, after.slots);
-}
-
-#[test]
 fn labels_are_cleared_when_a_stack_is_returned() {
     let _serial = serial();
     let s = lease(StackSize::Small).unwrap();
