@@ -9,8 +9,10 @@
 //!   except about once a millisecond).
 //! - `green_thread_ring` (the baseline the issue names): 10,000 purloin green threads (32 KiB
 //!   stacks); each hop stores the token in the next thread's slot (an `AtomicU64`, the
-//!   cheapest channel there is) and unparks it, then parks. purloin's own channels were being
-//!   written in parallel; the slot is what a one-item channel reduces to.
+//!   cheapest channel there is) and unparks it, then parks: the floor under any channel.
+//! - `green_channel_ring`: the same green threads linked by purloin's own channels
+//!   (`purloin::sync::channel::bounded(1)`): the ring the issue describes ("green threads +
+//!   channels").
 //! - `tokio_task_ring`: 10,000 tokio tasks on a 2-worker multi-thread runtime, linked by
 //!   unbounded `tokio::sync::mpsc` channels.
 //!
@@ -198,6 +200,65 @@ impl GreenRing {
     }
 }
 
+/// The ring the issue names: green threads linked by purloin's own channels (bounded, one
+/// slot: a member holds at most one token at a time).
+struct ChannelRing {
+    rt: Runtime,
+    first: purloin::sync::channel::Sender<u64>,
+    joins: Vec<purloin::JoinHandle<()>>,
+    done: crossbeam_channel::Receiver<()>,
+}
+
+impl ChannelRing {
+    fn new() -> ChannelRing {
+        let rt = Runtime::builder().workers(workers()).build().unwrap();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..MEMBERS).map(|_| purloin::sync::channel::bounded::<u64>(1)).unzip();
+        let opts = || SpawnOptions { stack_size: Some(StackSize::Small), ..Default::default() };
+        let joins = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(i, rx)| {
+                let next = senders[(i + 1) % MEMBERS].clone();
+                let done = done_tx.clone();
+                rt.scheduler()
+                    .spawn_with(opts(), move || {
+                        while let Ok(v) = rx.recv() {
+                            match v {
+                                // Forwarded once around; the last send finds the first
+                                // member gone, which is fine.
+                                STOP => {
+                                    let _ = next.send(STOP);
+                                    return;
+                                }
+                                0 => done.send(()).unwrap(),
+                                v => next.send(v - 1).unwrap(),
+                            }
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        ChannelRing { rt, first: senders[0].clone(), joins, done: done_rx }
+    }
+
+    fn lap(&self, hops: u64) -> Duration {
+        let t = Instant::now();
+        self.first.send(hops - 1).unwrap();
+        self.done.recv().unwrap();
+        t.elapsed()
+    }
+
+    fn stop(self) {
+        self.first.send(STOP).unwrap();
+        for j in self.joins {
+            j.join().unwrap();
+        }
+        drop(self.rt);
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // tokio
 
@@ -259,6 +320,12 @@ fn ring(c: &mut Criterion) {
         b.iter_custom(|iters| (0..iters).map(|_| greens.lap(hops)).sum())
     });
     greens.stop();
+
+    let channels = ChannelRing::new();
+    g.bench_with_input(BenchmarkId::new("green_channel_ring", HOPS), &HOPS, |b, &hops| {
+        b.iter_custom(|iters| (0..iters).map(|_| channels.lap(hops)).sum())
+    });
+    channels.stop();
 
     let tokio = TokioRing::new();
     g.bench_with_input(BenchmarkId::new("tokio_task_ring", HOPS), &HOPS, |b, &hops| {

@@ -334,26 +334,18 @@ impl HostHandle {
     /// # Errors
     /// The pid is unknown to this host, or the process has completed; the message is in the
     /// error.
-    pub fn send(&self, pid: Pid, message: Payload) -> Result<(), SendError> {
-        // The hop of every message ring: kept apart from `deliver`, with the event made in
-        // place (an event is eight words; the payload, three).
-        let mut message = Some(message);
-        let sent = self
-            .0
-            .table
-            .with(pid, |cell| cell.send(Event::message(message.take().expect("sent once"))));
+    pub fn send(&self, pid: Pid, mut message: Payload) -> Result<(), SendError> {
+        // The hop of every message ring: kept apart from `deliver`. The message stays where
+        // the caller put it until the process is won (see `ProcCell::send`).
+        // SAFETY: on `Ok` the message was moved out; it is forgotten below, never used again.
+        let sent = self.0.table.with(pid, |cell| unsafe { cell.send(&mut message) });
         match sent {
-            Some(Ok(wake)) => {
-                if let Some(w) = wake {
-                    w.wake();
-                }
+            Some(Ok(())) => {
+                core::mem::forget(message);
                 Ok(())
             }
-            Some(Err(back)) => Err(SendError::new(SendErrorKind::Finished, pid, back.data)),
-            None => {
-                let data = message.take().expect("not sent");
-                Err(SendError::new(SendErrorKind::UnknownPid, pid, data))
-            }
+            Some(Err(_completed)) => Err(SendError::new(SendErrorKind::Finished, pid, message)),
+            None => Err(SendError::new(SendErrorKind::UnknownPid, pid, message)),
         }
     }
 

@@ -218,6 +218,20 @@ impl Events {
         self.carry.iter().chain(self.direct.iter()).chain(self.fresh.iter())
     }
 
+    /// Drops the events not taken (each check is one load when there are none; the carry
+    /// buffer's allocation is kept for next time).
+    pub(crate) fn clear(&mut self) {
+        if self.direct.is_some() {
+            self.direct = None;
+        }
+        if self.fresh.len() > 0 {
+            drop(core::mem::take(&mut self.fresh));
+        }
+        if !self.carry.is_empty() {
+            self.carry.clear();
+        }
+    }
+
     /// Whether a [`Cancel`](EventKind::Cancel) event is among those not yet taken.
     pub fn has_cancel(&self) -> bool {
         self.iter().any(|e| e.kind == EventKind::Cancel)
@@ -299,13 +313,19 @@ pub enum ProcessState {
 pub struct StepOutput<'a> {
     pid: super::Pid,
     host: &'a HostHandle,
+    buf: &'a mut StepBuf,
+}
+
+/// What a step writes, kept with the process between steps (the yields' buffer is reused).
+#[derive(Default)]
+pub(crate) struct StepBuf {
     pub(crate) status: Option<Status>,
     pub(crate) yields: Vec<Command>,
 }
 
 impl<'a> StepOutput<'a> {
-    pub(crate) fn new(pid: super::Pid, host: &'a HostHandle, yields: Vec<Command>) -> Self {
-        StepOutput { pid, host, status: None, yields }
+    pub(crate) fn new(pid: super::Pid, host: &'a HostHandle, buf: &'a mut StepBuf) -> Self {
+        StepOutput { pid, host, buf }
     }
 
     /// The pid of the process being stepped.
@@ -329,12 +349,12 @@ impl<'a> StepOutput<'a> {
         tag: u64,
         data: Payload,
     ) {
-        self.yields.push(Command { name: command.into(), tag, data });
+        self.buf.yields.push(Command { name: command.into(), tag, data });
     }
 
     /// Sets the status (replacing an earlier one of this step).
     pub fn set_status(&mut self, status: Status) {
-        self.status = Some(status);
+        self.buf.status = Some(status);
     }
 
     /// Shorthand for [`Status::Continue`].
@@ -364,12 +384,12 @@ impl<'a> StepOutput<'a> {
 
     /// The status set so far in this step, if any.
     pub fn status(&self) -> Option<&Status> {
-        self.status.as_ref()
+        self.buf.status.as_ref()
     }
 
     /// The yields made so far in this step.
     pub fn yields(&self) -> &[Command] {
-        &self.yields
+        &self.buf.yields
     }
 }
 
@@ -377,8 +397,8 @@ impl fmt::Debug for StepOutput<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StepOutput")
             .field("pid", &self.pid)
-            .field("status", &self.status)
-            .field("yields", &self.yields)
+            .field("status", &self.buf.status)
+            .field("yields", &self.buf.yields)
             .finish()
     }
 }
