@@ -620,14 +620,24 @@ impl ProcCell {
         let Owner { process, events, out, .. } = o;
         let process = process.as_mut().expect("a process is stepped only before it finishes");
         let mut step_out = StepOutput::new(self.pid, &self.host, out);
-        let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut step_out)));
+        // The step's error is kept aside and only a flag crosses `catch_unwind` (its result
+        // goes through memory; a small one keeps the hop free of store-forwarding stalls).
+        let mut error = None;
+        let stepped =
+            catch_unwind(AssertUnwindSafe(|| match process.step(events, &mut step_out) {
+                Ok(()) => true,
+                Err(e) => {
+                    error = Some(e);
+                    false
+                }
+            }));
         events.clear();
         let failed = match stepped {
+            Ok(true) => None,
+            Ok(false) => error,
             Err(payload) => {
                 Some(Error::from_panic(&format!("Process::step of {}", self.pid), &*payload))
             }
-            Ok(Err(e)) => Some(e),
-            Ok(Ok(())) => None,
         };
         if let Some(why) = failed {
             o.out.yields.clear();

@@ -41,7 +41,7 @@ type Slot = MaybeUninit<[usize; 2]>;
 
 /// The type of an inline value, erased.
 struct InlineType {
-    type_id: fn() -> TypeId,
+    type_id: TypeId,
     type_name: fn() -> &'static str,
     /// Drops the value in place.
     drop: unsafe fn(*mut Slot),
@@ -70,7 +70,7 @@ impl<T: Any + Send> TypeOf<T> {
     const FITS: bool = size_of::<T>() <= size_of::<Slot>() && align_of::<T>() <= align_of::<Slot>();
 
     const TYPE: &'static InlineType = &InlineType {
-        type_id: TypeId::of::<T>,
+        type_id: TypeId::of::<T>(),
         type_name: core::any::type_name::<T>,
         drop: Self::drop_in_slot,
     };
@@ -113,9 +113,10 @@ impl Payload {
     }
 
     /// Whether the value is a `T`.
+    #[inline]
     pub fn is<T: Any>(&self) -> bool {
         match &self.repr {
-            Repr::Inline(i) => (i.ty.type_id)() == TypeId::of::<T>(),
+            Repr::Inline(i) => i.ty.type_id == TypeId::of::<T>(),
             Repr::Boxed { value, .. } => value.is::<T>(),
         }
     }
@@ -156,6 +157,7 @@ impl Payload {
     /// # Errors
     /// The value is not a `T` (the payload is returned so nothing is lost; its
     /// [`type_name`](Payload::type_name) says what it is).
+    #[inline]
     pub fn downcast<T: Any>(self) -> Result<T, Payload> {
         if !self.is::<T>() {
             return Err(self);
@@ -186,15 +188,20 @@ impl Payload {
     /// let err = Payload::new("text").take::<u64>().unwrap_err();
     /// assert!(err.to_string().contains("expected a payload of type u64"));
     /// ```
+    #[inline]
     pub fn take<T: Any>(self) -> Result<T, super::Error> {
-        self.downcast::<T>().map_err(|p| {
-            super::Error::new(format!(
-                "expected a payload of type {}, got {}; send the type the receiver expects",
-                core::any::type_name::<T>(),
-                p.type_name()
-            ))
-        })
+        self.downcast::<T>().map_err(|p| wrong_type(core::any::type_name::<T>(), &p))
     }
+}
+
+/// The error of [`Payload::take`]: out of line, so the hot path of a step stays small.
+#[cold]
+#[inline(never)]
+fn wrong_type(expected: &str, got: &Payload) -> super::Error {
+    super::Error::new(format!(
+        "expected a payload of type {expected}, got {}; send the type the receiver expects",
+        got.type_name()
+    ))
 }
 
 impl Default for Payload {

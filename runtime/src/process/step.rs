@@ -241,6 +241,7 @@ impl Events {
 impl Iterator for Events {
     type Item = Event;
 
+    #[inline]
     fn next(&mut self) -> Option<Event> {
         // Early returns, not `or_else` chains: an event is eight words, moved once.
         if !self.carry.is_empty() {
@@ -329,12 +330,14 @@ impl<'a> StepOutput<'a> {
     }
 
     /// The pid of the process being stepped.
+    #[inline]
     pub fn pid(&self) -> super::Pid {
         self.pid
     }
 
     /// The host running the process: to [`send`](HostHandle::send) messages to other
     /// processes or [`spawn`](HostHandle::spawn_process) new ones from inside a step.
+    #[inline]
     pub fn host(&self) -> &'a HostHandle {
         self.host
     }
@@ -353,26 +356,31 @@ impl<'a> StepOutput<'a> {
     }
 
     /// Sets the status (replacing an earlier one of this step).
+    #[inline]
     pub fn set_status(&mut self, status: Status) {
         self.buf.status = Some(status);
     }
 
     /// Shorthand for [`Status::Continue`].
+    #[inline]
     pub fn continue_(&mut self) {
         self.set_status(Status::Continue);
     }
 
     /// Shorthand for [`Status::WaitYields`].
+    #[inline]
     pub fn wait_yields(&mut self) {
         self.set_status(Status::WaitYields);
     }
 
     /// Shorthand for [`Status::Idle`].
+    #[inline]
     pub fn idle(&mut self) {
         self.set_status(Status::Idle);
     }
 
     /// Shorthand for [`Status::Complete`] with a result.
+    #[inline]
     pub fn complete(&mut self, result: Payload) {
         self.set_status(Status::Complete(Ok(result)));
     }
