@@ -668,7 +668,10 @@ impl ProcCell {
             }
         };
         if o.out.status.is_some() {
-            o.out.status = None;
+            // SAFETY: the status is `Continue`, `Idle` or `WaitYields` (a `Complete` one was
+            // moved out above): variants without fields, so overwriting it drops nothing.
+            // (Assigning would call the drop glue out of line on every hop.)
+            unsafe { ptr::write(&mut o.out.status, None) };
         }
         match after {
             After::Park(BLOCKED) if o.outstanding == 0 => {
