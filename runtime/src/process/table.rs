@@ -108,6 +108,7 @@ impl Table {
 
     /// Runs `f` on the process of `pid` (without a lock: see the module docs).
     #[cfg(not(loom))]
+    #[inline]
     pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&ProcCell) -> R) -> Option<R> {
         if pid.host() != self.host {
             return None;
