@@ -631,7 +631,9 @@ impl ProcCell {
                     false
                 }
             }));
-        events.clear();
+        if events.len() > 0 {
+            events.clear();
+        }
         let failed = match stepped {
             Ok(true) => None,
             Ok(false) => error,

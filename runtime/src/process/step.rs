@@ -362,7 +362,12 @@ impl<'a> StepOutput<'a> {
     /// Sets the status (replacing an earlier one of this step).
     #[inline]
     pub fn set_status(&mut self, status: Status) {
-        self.buf.status = Some(status);
+        match self.buf.status {
+            // SAFETY: `None` owns nothing, so overwriting it without the drop glue (an out of
+            // line call on every step otherwise) leaks nothing.
+            None => unsafe { core::ptr::write(&mut self.buf.status, Some(status)) },
+            Some(_) => self.buf.status = Some(status),
+        }
     }
 
     /// Shorthand for [`Status::Continue`].
