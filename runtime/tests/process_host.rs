@@ -251,6 +251,7 @@ fn messages_route_by_pid_and_errors_are_values() {
     let err = host.send(c, Payload::new(1u8)).unwrap_err();
     assert_eq!(err.kind(), SendErrorKind::Finished);
     assert!(err.to_string().contains("has completed"), "{err}");
+    assert_eq!(err.into_payload().downcast::<u8>().unwrap(), 1, "the message comes back");
     assert_eq!(host.wait(c).unwrap().downcast::<usize>().unwrap(), 0);
     // The result is taken once.
     let again = host.wait(c).unwrap_err();
