@@ -631,7 +631,7 @@ impl ProcCell {
                     false
                 }
             }));
-        if events.len() > 0 {
+        if !events.is_empty() {
             events.clear();
         }
         let failed = match stepped {

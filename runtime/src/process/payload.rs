@@ -41,7 +41,7 @@ type Slot = MaybeUninit<[usize; 2]>;
 
 /// The type of an inline value, erased.
 struct InlineType {
-    type_id: TypeId,
+    type_id: fn() -> TypeId,
     type_name: fn() -> &'static str,
     /// Drops the value in place.
     drop: unsafe fn(*mut Slot),
@@ -70,7 +70,7 @@ impl<T: Any + Send> TypeOf<T> {
     const FITS: bool = size_of::<T>() <= size_of::<Slot>() && align_of::<T>() <= align_of::<Slot>();
 
     const TYPE: &'static InlineType = &InlineType {
-        type_id: TypeId::of::<T>(),
+        type_id: TypeId::of::<T>,
         type_name: core::any::type_name::<T>,
         drop: Self::drop_in_slot,
     };
@@ -116,7 +116,7 @@ impl Payload {
     #[inline]
     pub fn is<T: Any>(&self) -> bool {
         match &self.repr {
-            Repr::Inline(i) => i.ty.type_id == TypeId::of::<T>(),
+            Repr::Inline(i) => (i.ty.type_id)() == TypeId::of::<T>(),
             Repr::Boxed { value, .. } => value.is::<T>(),
         }
     }
