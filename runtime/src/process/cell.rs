@@ -143,6 +143,17 @@ impl Wakeup {
     }
 }
 
+/// Aborts the process if dropped: held across code that must not unwind (and forgotten at
+/// its end).
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        eprintln!("purloin: a panic while a message was half moved; aborting (a purloin bug)");
+        std::process::abort();
+    }
+}
+
 /// The process completed: a message for it was not delivered.
 #[derive(Debug)]
 pub(crate) struct Completed;
@@ -362,17 +373,23 @@ impl ProcCell {
                 Ok(_) => {
                     // SAFETY: winning W1 made this thread the owner (Acquire: the last owner's
                     // writes happen before), and no step runs until it hands the process on.
-                    self.owner.with_mut(|o| unsafe {
+                    let no_unwind = self.owner.with_mut(|o| unsafe {
                         debug_assert!(
                             (*o).events.direct.is_none(),
                             "an Idle process has no direct message"
                         );
-                        // The caller gives up the message on `Ok` (the contract).
+                        // The caller gives up the message on `Ok` (the contract). Between this
+                        // read and that `Ok`, a panic would drop the message twice (here and
+                        // in the caller's frame): the guard aborts instead. Nothing there is
+                        // expected to panic; the guard costs nothing when nothing does.
+                        let no_unwind = AbortOnUnwind;
                         (*o).events.direct = Some(Event::message(ptr::read(message)));
+                        no_unwind
                     });
                     if let Some(w) = self.won(target) {
                         w.wake();
                     }
+                    core::mem::forget(no_unwind);
                     return Ok(());
                 }
                 Err(actual) => s = actual,
@@ -381,9 +398,11 @@ impl ProcCell {
         if s & STATUS == COMPLETE {
             return Err(Completed);
         }
+        // As above: from the read to the `Ok` (or the write-back), a panic aborts.
+        let no_unwind = AbortOnUnwind;
         // SAFETY: read here, and written back below unless the push keeps it.
         let event = Event::message(unsafe { ptr::read(message) });
-        match self.push(event, Wake::IfIdle) {
+        let sent = match self.push(event, Wake::IfIdle) {
             Ok(wake) => {
                 if let Some(w) = wake {
                     w.wake();
@@ -395,7 +414,9 @@ impl ProcCell {
                 unsafe { ptr::write(message, back.data) };
                 Err(Completed)
             }
-        }
+        };
+        core::mem::forget(no_unwind);
+        sent
     }
 
     /// Pushes `event` and decides the wake-up. Gives the event back if the process completed.
