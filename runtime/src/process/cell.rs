@@ -598,15 +598,17 @@ impl ProcCell {
             // cancellations.
             debug_assert!(o.events.direct.as_ref().is_none_or(|e| e.kind == EventKind::Message));
             let (mut answers, mut cancels) = (0, 0);
-            for e in o.events.fresh.iter() {
-                match e.kind {
-                    EventKind::YieldComplete => answers += 1,
-                    EventKind::Cancel => cancels += 1,
-                    EventKind::Message => {}
+            if o.events.fresh.len() > 0 {
+                for e in o.events.fresh.iter() {
+                    match e.kind {
+                        EventKind::YieldComplete => answers += 1,
+                        EventKind::Cancel => cancels += 1,
+                        EventKind::Message => {}
+                    }
                 }
+                debug_assert!(answers <= o.outstanding, "an answer nobody waited for was counted");
+                o.outstanding = o.outstanding.saturating_sub(answers);
             }
-            debug_assert!(answers <= o.outstanding, "an answer nobody waited for was counted");
-            o.outstanding = o.outstanding.saturating_sub(answers);
             if o.blocked && o.outstanding > 0 && cancels == 0 {
                 // Still Blocked (a message or a non-last answer): keep the events for the
                 // step that the last answer triggers.
@@ -628,6 +630,11 @@ impl ProcCell {
                 }
                 After::Finished => return Ran::Finished,
             };
+            // Park at once: an event that arrived during the step set the wakeup flag (P1),
+            // which fails this CAS, and the loop then drains it (a hop skips a drain check).
+            if self.park(park_as) {
+                return Ran::Parked;
+            }
         }
     }
 
