@@ -245,6 +245,12 @@ impl G {
         self.state.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
+    /// Whether the G is RUNNABLE (a queue entry of a G that is not is stale: see
+    /// `join::take_from_global_head`). Acquire: pairs with the transition that left RUNNABLE.
+    pub(crate) fn is_runnable(&self) -> bool {
+        status_of(self.state.load(Ordering::Acquire)) == RUNNABLE
+    }
+
     /// Consumes a pending `NOTIFIED` token of the running G. Returns true if there was one.
     pub(crate) fn take_notified(&self) -> bool {
         let cur = self.state.load(Ordering::Relaxed);

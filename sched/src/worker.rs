@@ -367,9 +367,10 @@ pub(crate) struct M {
     retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     spare_stack: Cell<Option<purloin_stack::Stack>>,
-    /// Join take-back misses in a row, and looks left to skip (see `join::take_back_from_below`).
-    pub(crate) take_back_misses: Cell<u32>,
-    pub(crate) take_back_skip: Cell<u32>,
+    /// Back-off of a join's look into its own local queue (`join::take_back_from_below`).
+    pub(crate) take_back: crate::join::LookBackoff,
+    /// Back-off of a join's look at the global queue's head (`join::take_from_global_head`).
+    pub(crate) global_head: crate::join::LookBackoff,
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
@@ -412,8 +413,8 @@ impl M {
             retired: Cell::new(false),
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
-            take_back_misses: Cell::new(0),
-            take_back_skip: Cell::new(0),
+            take_back: crate::join::LookBackoff::new(),
+            global_head: crate::join::LookBackoff::new(),
         }
     }
 

@@ -20,8 +20,12 @@ use purloin_sched::{Builder, GreenThread, Scheduler};
 /// `loom::model` at preemption bound 1 (see the module docs), with room for
 /// crossbeam-epoch's branches.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bound(1, f);
+}
+
+fn model_bound(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
+    b.preemption_bound = Some(preemptions);
     b.max_branches = b.max_branches.max(200_000);
     b.check(f);
 }
@@ -125,6 +129,53 @@ fn join_takes_the_oldest_child_back_from_below() {
         h.join().unwrap();
         drop(s);
         assert_eq!(runs.load(Ordering::Relaxed), 4);
+    });
+}
+
+/// A join's look at the global queue's head (`join::take_from_global_head`, made only when
+/// the scheduler has one worker). A green thread on the model's one worker spawns six children: the local queue holds 4 under loom, so the
+/// sixth spawn overflows the two oldest (and the displaced one) to the global queue, which
+/// holds `[k0, k1, k4]`; the local queue holds `[k2, k3]`, runnext `k5`. It joins k1, k2, k3
+/// and k4 and detaches k0 and k5 (two green threads the worker runs: loom allows five
+/// threads).
+/// - The k1 join's look takes `k0`, a sibling nobody joins: it must stay runnable (pushed to
+///   the local queue); k1 is claimed in place, its entry goes stale at the head.
+/// - The k4 join's look drops k1's stale entry and takes k4 from the head to run it inline.
+///
+/// Every green thread runs exactly once. Mutation check: dropping the taken sibling's
+/// reference instead of pushing it (as if it were stale) loses k0 and fails this model.
+///
+/// At preemption bound 0 (each thread runs until it blocks; every access is still checked for
+/// causality): at bound 1 it ran over 15 minutes. The race that matters here, the joiner's
+/// steal of an entry against another worker's, is the injector's exactly-once steal and the
+/// G's claim CAS, each modelled on its own (`purloin-deque`, `g.rs`).
+#[test]
+fn join_takes_its_child_from_the_global_queue_head() {
+    model_bound(0, || {
+        let s = sched(1);
+        let runs = StdArc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let h = s.spawn(move || {
+            let mut kids: Vec<_> = (0..6)
+                .map(|_| {
+                    let r2 = r.clone();
+                    Some(
+                        purloin_sched::spawn(move || {
+                            r2.fetch_add(1, Ordering::Relaxed);
+                        })
+                        .unwrap(),
+                    )
+                })
+                .collect();
+            for i in [1, 2, 3, 4] {
+                kids[i].take().unwrap().join().unwrap();
+            }
+            drop(kids);
+            r.fetch_add(1, Ordering::Relaxed);
+        });
+        h.join().unwrap();
+        drop(s);
+        assert_eq!(runs.load(Ordering::Relaxed), 7);
     });
 }
 
