@@ -20,7 +20,7 @@ use crate::buffer::Buffer;
 use crate::injector::Injector;
 use crate::queue::{Claim, MAX_CAPACITY, MIN_GROWABLE_CAPACITY, POP_ONE, Queue, unpack};
 use crate::stealer::Stealer;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Ordering, fence};
 
 /// Rings of at least this many bytes are handed to the epoch collector with a `flush`, so that a
 /// big retired ring (after a burst) is freed promptly instead of waiting in a thread-local bag.
@@ -355,9 +355,14 @@ impl<T> Worker<T> {
         self.push(item).map(|()| was_empty)
     }
 
-    /// Pushes an item; if the queue is full, moves the older half of its items plus `item` to
-    /// `injector` in one batch instead (Go's `runqputslow`, tokio's `push_overflow`), so a
+    /// Pushes an item; if the queue is full, first moves the older half of its items to
+    /// `injector` in one batch (like Go's `runqputslow` and tokio's `push_overflow`), so a
     /// scheduler's local queue never refuses work.
+    ///
+    /// Unlike those, `item` itself stays in the local queue: everything in the injector from
+    /// this queue is older than everything left here, so a consumer that takes the injector's
+    /// head and then this queue's top sees the items in push order (a parent joining its
+    /// children in spawn order finds each one where it looks first).
     ///
     /// If a thief is copying items out at that moment (so room is about to appear), only `item`
     /// goes to the injector.
@@ -372,9 +377,9 @@ impl<T> Worker<T> {
     /// for i in 0..5 {
     ///     w.push_or_overflow(i, &global);
     /// }
-    /// // The oldest half (0, 1) and the new item (4) went to the injector.
-    /// assert_eq!(global.len(), 3);
-    /// assert_eq!(w.len(), 2);
+    /// // The oldest half (0, 1) went to the injector; the new item (4) stayed.
+    /// assert_eq!(global.len(), 2);
+    /// assert_eq!(w.len(), 3);
     /// ```
     #[inline]
     pub fn push_or_overflow(&self, item: T, injector: &Injector<T>) {
@@ -391,26 +396,30 @@ impl<T> Worker<T> {
         // SAFETY: we read exactly the claimed slots below and then call `complete`.
         match unsafe { self.queue.claim(|avail| avail.div_ceil(2)) } {
             Claim::Claimed { head, count, buffer } => {
+                // P3 for the slots thieves freed before our claim: the claim's Relaxed load of
+                // `done` saw the last thief's completion; this fence makes it an Acquire, so
+                // the pushes below (and later ones, through `done_seen`) write those slots
+                // after the thieves' reads.
+                fence(Ordering::Acquire);
                 // SAFETY: the owner's claim returns the current ring, which the queue keeps
                 // alive.
                 let ring = unsafe { buffer.as_ref() };
                 let end = head.wrapping_add(count);
                 let mut position = head;
-                let mut item = Some(item);
-                injector.push_exact(count as usize + 1, || {
-                    if position != end {
-                        // SAFETY: `head..end` is our claim; each slot is read once, in order.
-                        let claimed = unsafe { ring.read(position) };
-                        position = position.wrapping_add(1);
-                        claimed
-                    } else {
-                        item.take().expect("push_exact asks for exactly count + 1 items")
-                    }
+                injector.push_exact(count as usize, || {
+                    // SAFETY: `head..end` is our claim; each slot is read once, in order.
+                    let claimed = unsafe { ring.read(position) };
+                    position = position.wrapping_add(1);
+                    claimed
                 });
                 // SAFETY: our claim ends at `end` and every claimed slot was read above.
                 unsafe { self.queue.complete(end) };
                 self.head_seen.set(end);
                 self.done_seen.set(end);
+                // The claim made room (count >= 1); only the owner pushes.
+                if let Err(item) = self.push(item) {
+                    injector.push(item);
+                }
             }
             Claim::Busy => injector.push(item),
             Claim::Empty => {

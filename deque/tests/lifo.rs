@@ -217,7 +217,7 @@ fn steal_half_into_own_queue_is_a_plain_steal() {
 }
 
 #[test]
-fn overflow_moves_older_half_and_item_to_injector() {
+fn overflow_moves_older_half_to_injector_and_keeps_push_order() {
     let global = Injector::new();
     let w = Worker::bounded(8);
     for i in 0..8 {
@@ -225,21 +225,22 @@ fn overflow_moves_older_half_and_item_to_injector() {
     }
     assert!(global.is_empty());
     w.push_or_overflow(8, &global);
-    assert_eq!(global.len(), 5);
-    assert_eq!(w.len(), 4);
-    for i in [0, 1, 2, 3, 8] {
+    assert_eq!(global.len(), 4);
+    assert_eq!(w.len(), 5);
+    // Injector head first, then the local queue's top: push order.
+    for i in 0..4 {
         assert_eq!(global.steal(), Steal::Success(i));
     }
-    for i in (4..8).rev() {
-        assert_eq!(w.pop(), Some(i));
+    for i in 4..9 {
+        assert_eq!(w.stealer().steal(), Steal::Success(i));
     }
     // Growable at its maximum overflows the same way.
     let w = Worker::with_max_capacity(4);
     for i in 0..5 {
         w.push_or_overflow(i, &global);
     }
-    assert_eq!(global.len(), 3);
-    assert_eq!(w.len(), 2);
+    assert_eq!(global.len(), 2);
+    assert_eq!(w.len(), 3);
 }
 
 #[test]

@@ -127,7 +127,7 @@ pub(crate) struct G {
     pub(crate) locals: UnsafeCell<*mut ()>,
     /// While this G runs a child inline (join-helping), the child's identity for `current()`.
     /// Touched only by the G itself.
-    pub(crate) inline_child: UnsafeCell<Option<crate::GreenThread>>,
+    pub(crate) inline_child: UnsafeCell<Option<InlineChild>>,
     /// The id of `inline_child` (0 if none), readable by reporters.
     pub(crate) inline_child_id: crate::sync::DiagU64,
     /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
@@ -135,6 +135,30 @@ pub(crate) struct G {
     pub(crate) wait_kind: crate::sync::DiagU32,
     pub(crate) wait_object: crate::sync::DiagUsize,
     pub(crate) wait_holder: crate::sync::DiagU64,
+}
+
+/// What a G runs inline for its joiner (join-helping), as `current()` sees it.
+#[derive(Clone, Copy)]
+pub(crate) enum InlineChild {
+    /// A child with a G record.
+    Thread(crate::GreenThread),
+    /// A lazily spawned child with no G (yet): its identity is made on demand (see `lazy`).
+    Lazy(NonNull<crate::task::CellHead>),
+}
+
+impl InlineChild {
+    /// The child's id if it has one (for reporters; never makes one).
+    pub(crate) fn known_id(self) -> u64 {
+        match self {
+            InlineChild::Thread(t) => t.id().0,
+            InlineChild::Lazy(head) => {
+                // SAFETY: the joiner keeps the cell alive while it runs the child inline (its
+                // handle is in `join`).
+                let head = unsafe { head.as_ref() };
+                head.identity.peek().map_or(0, |t| t.id().0)
+            }
+        }
+    }
 }
 
 // SAFETY: the UnsafeCell fields are only touched by the holder of the G's scheduling
@@ -190,6 +214,18 @@ impl G {
         self.refs.store(1, Ordering::Relaxed);
         // Relaxed: the record is published to others through the run queue (Release push).
         self.state.store(word(gen_now, RUNNABLE | FRESH), Ordering::Relaxed);
+        gen_now
+    }
+
+    /// Makes a FREE record the CLAIMED G of a child that its joiner `host` is already running
+    /// inline (a lazily spawned child that needed an identity during the run; see `lazy`):
+    /// one scheduling reference, held by the joiner; unparks are forwarded to the host.
+    pub(crate) fn prepare_claimed(&self, host: GRef) -> u32 {
+        let gen_now = self.generation();
+        self.refs.store(1, Ordering::Relaxed);
+        self.host.store(host.as_ptr(), Ordering::Relaxed);
+        // Relaxed: published with the identity (`lazy`, L1).
+        self.state.store(word(gen_now, CLAIMED), Ordering::Relaxed);
         gen_now
     }
 
@@ -443,6 +479,10 @@ unsafe impl Sync for GRef {}
 /// The low bit of a queue entry that is a fork-join job without a G yet (see
 /// [`GRef::for_job`]). Records and the job slots it points at are at least 8-aligned.
 const JOB_TAG: usize = 1;
+/// The low bits of a queue entry that is a spawned green thread without a G yet (see
+/// [`GRef::for_task`]).
+const TASK_TAG: usize = 2;
+const TAGS: usize = JOB_TAG | TASK_TAG;
 
 /// Where a lazily started fork-join job lives: a fat pointer to the job, in its joiner's frame.
 pub(crate) type JobSlot = NonNull<NonNull<dyn crate::task::Runnable>>;
@@ -469,10 +509,35 @@ impl GRef {
     /// The job slot if this entry is a lazy fork-join job (see [`GRef::for_job`]).
     pub(crate) fn job(self) -> Option<JobSlot> {
         let addr = self.0.as_ptr() as usize;
-        if addr & JOB_TAG == 0 {
+        if addr & TAGS != JOB_TAG {
             return None;
         }
         NonNull::new((addr & !JOB_TAG) as *mut NonNull<dyn crate::task::Runnable>)
+    }
+
+    /// A run-queue entry for a spawned green thread that has no G yet: a tagged pointer to
+    /// its task cell (the G side of the cell, given up by `OwnedTask::into_cell`). Whoever
+    /// dequeues the entry owns that G side: a worker gives it a G (`M::adopt_task`), its
+    /// joiner runs it inline. Never dereferenced as a G.
+    pub(crate) fn for_task(cell: NonNull<()>) -> GRef {
+        let addr = cell.as_ptr() as usize;
+        debug_assert_eq!(addr & TAGS, 0, "task cells are aligned");
+        // SAFETY: `addr | 2` is not null.
+        GRef(unsafe { NonNull::new_unchecked((addr | TASK_TAG) as *mut G) })
+    }
+
+    /// The task cell if this entry is a lazily spawned green thread (see [`GRef::for_task`]).
+    pub(crate) fn task_cell(self) -> Option<NonNull<()>> {
+        let addr = self.0.as_ptr() as usize;
+        if addr & TAGS != TASK_TAG {
+            return None;
+        }
+        NonNull::new((addr & !TASK_TAG) as *mut ())
+    }
+
+    /// Whether this entry is a G record (not a lazy job or task).
+    pub(crate) fn is_record(self) -> bool {
+        self.0.as_ptr() as usize & TAGS == 0
     }
     /// # Safety
     /// - `ptr` must point at a live G record of this scheduler (or be null, giving `None`).
@@ -484,7 +549,7 @@ impl GRef {
 impl core::ops::Deref for GRef {
     type Target = G;
     fn deref(&self) -> &G {
-        debug_assert!(self.job().is_none(), "a lazy job entry dereferenced as a G");
+        debug_assert!(self.is_record(), "a lazy job or task entry dereferenced as a G");
         // SAFETY: records are never freed while the scheduler (and so any GRef) is alive; job
         // entries are never dereferenced (see `for_job`).
         unsafe { self.0.as_ref() }
@@ -493,10 +558,13 @@ impl core::ops::Deref for GRef {
 
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.job() {
-            Some(slot) => write!(f, "job@{slot:p}"),
-            None => write!(f, "G#{}", self.slot),
+        if let Some(slot) = self.job() {
+            return write!(f, "job@{slot:p}");
         }
+        if let Some(cell) = self.task_cell() {
+            return write!(f, "task@{cell:p}");
+        }
+        write!(f, "G#{}", self.slot)
     }
 }
 

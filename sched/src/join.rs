@@ -1,20 +1,30 @@
 //! Joining a green thread, with join-helping: a joiner whose child has not started yet runs
 //! it inline on its own stack instead of parking (rayon's trick, for stackful threads).
+//!
+//! A child with a G is claimed where it is (its queue entry goes stale) or popped from where a
+//! join looks first. A lazily spawned child (see `lazy`) can only be taken by dequeuing its
+//! entry: from runnext, from below the local queue's top, from the global queue's head (one
+//! worker), or from the local queue's far end. Children joined in spawn order are found there,
+//! because runnext, the local queue and overflows keep spawn order.
 
 use std::thread::Result as ThreadResult;
 
 use crate::GreenThread;
-use crate::g::{self, GRef};
+use crate::g::{GRef, InlineChild};
 use crate::stats::bump;
 use crate::sync::Ordering;
-use crate::task::{PacketRef, Waiter};
+use crate::task::{CellHead, PacketRef, Waiter};
 use crate::worker::current_worker;
 
 /// An owned permission to join a green thread (to wait for it and take its result), like
 /// [`std::thread::JoinHandle`]. Dropping it detaches the green thread.
 pub struct JoinHandle<T> {
     pub(crate) task: PacketRef<T>,
-    pub(crate) thread: GreenThread,
+    /// The green thread's identity: set at spawn, or on first request for a lazily spawned
+    /// one (see `lazy`).
+    pub(crate) thread: std::sync::OnceLock<GreenThread>,
+    /// Spawned lazily: its queue entry is the task cell (see `lazy`).
+    pub(crate) lazy: bool,
     /// The scheduler the green thread was spawned on (only compared, never dereferenced here).
     pub(crate) sched: *const crate::worker::Shared,
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
@@ -50,13 +60,19 @@ impl<T> JoinHandle<T> {
         if !packet.is_done()
             && let Some(bytes) = self.inline_stack
         {
-            run_inline(self.thread, self.sched, bytes);
+            if self.lazy {
+                run_lazy_inline(packet.head(), GRef::for_task(packet.cell()), self.sched, bytes);
+            } else if let Some(child) = self.thread.get() {
+                run_inline(*child, self.sched, bytes);
+            }
         }
         if !packet.is_done() && (self.registered || packet.register(Waiter::current())) {
+            // A lazily spawned child that has no identity yet is not made one just for this.
+            let holder = self.thread.get().copied().or_else(|| packet.head().identity.peek());
             crate::set_wait_info(Some(crate::WaitInfo {
                 kind: crate::WaitKind::Join,
                 object: packet as *const _ as *const u8 as usize,
-                holder: Some(self.thread.id()),
+                holder: holder.map(|t| t.id()),
             }));
             while !packet.is_done() {
                 crate::park();
@@ -98,13 +114,14 @@ impl<T> JoinHandle<T> {
 
     /// The green thread's handle.
     pub fn thread(&self) -> &GreenThread {
-        &self.thread
+        self.thread
+            .get_or_init(|| self.task.head().identity.get(self.sched, crate::worker::alloc_record))
     }
 }
 
 impl<T> core::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("JoinHandle").field("thread", &self.thread).finish_non_exhaustive()
+        f.debug_struct("JoinHandle").field("thread", self.thread()).finish_non_exhaustive()
     }
 }
 
@@ -116,46 +133,102 @@ pub(crate) fn run_inline(
     child_sched: *const crate::worker::Shared,
     stack_bytes: usize,
 ) -> bool {
-    let Some(m) = current_worker() else { return false };
-    let Some(host) = m.current.get() else { return false };
-    if !core::ptr::eq(child_sched, &*m.shared) || !stack_room(host, stack_bytes) {
-        return false;
-    }
+    let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
     if !claim(m, child) {
         return false;
     }
     // We won RUNNABLE => CLAIMED: we hold the child's scheduling reference and own its cells.
     child.g.host.store(host.as_ptr(), Ordering::Release);
+    // SAFETY: we own the claimed child's cells.
+    let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
+    as_inline_child(m, host, InlineChild::Thread(child), || {
+        if let Some(task) = task {
+            // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that
+            // can see the child's packet now.
+            task.run_by_joiner();
+        }
+    });
+    crate::lazy::release_inline(child);
+    finish_inline(child_sched);
+    true
+}
+
+/// The worker and the running G that may run a child of `child_sched` needing `stack_bytes`
+/// inline: a green thread of the same scheduler with enough stack left.
+fn inline_host<'a>(
+    child_sched: *const crate::worker::Shared,
+    stack_bytes: usize,
+) -> Option<(&'a crate::worker::M, GRef)> {
+    let m = current_worker()?;
+    let host = m.current.get()?;
+    (core::ptr::eq(child_sched, &*m.shared) && stack_room(host, stack_bytes)).then_some((m, host))
+}
+
+/// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
+/// join and `current()` is the child meanwhile.
+fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: impl FnOnce()) {
     if m.holds_p() {
         let p = m.p();
         bump(&p.stats.inline_joins);
         // A join is a scheduling point, even when it runs the child inline.
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
-    // SAFETY: we own the claimed child's cells.
-    let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
-    host.inline_child_id.store(child.id().0, crate::sync::STAT);
-    if let Some(task) = task {
-        // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that can
-        // see the child's packet now.
-        task.run_by_joiner();
-    }
+    host.inline_child_id.store(child.known_id(), crate::sync::STAT);
+    run();
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
-    host.inline_child_id.store(prev.map_or(0, |p| p.id().0), crate::sync::STAT);
-    child.g.host.store(core::ptr::null_mut(), Ordering::Release);
-    child.g.finish_run();
+    host.inline_child_id.store(prev.map_or(0, InlineChild::known_id), crate::sync::STAT);
+}
+
+/// Counts an inline run's child as finished.
+fn finish_inline(child_sched: *const crate::worker::Shared) {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
-    if child.g.drop_ref() {
-        g::recycle_anywhere(child.g);
-    }
     // The joiner may be on another worker now: fetch it again.
     let holder = current_worker().filter(|m| m.holds_p() && core::ptr::eq(&*m.shared, shared));
     shared.note_finished_under_live_host(holder.map(|m| m.p()));
+}
+
+/// Runs the lazily spawned child whose queue entry is `entry` inline on the calling green
+/// thread, if allowed (as for `run_inline`) and if the entry is in one of this worker's
+/// queues where a join looks: dequeuing it makes the child ours (see `lazy`).
+fn run_lazy_inline(
+    head: &CellHead,
+    entry: GRef,
+    child_sched: *const crate::worker::Shared,
+    stack_bytes: usize,
+) -> bool {
+    let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
+    if !m.holds_p() {
+        return false;
+    }
+    let p = m.p();
+    if !take_popped(m, p, Wanted { entry, generation: 0 }) {
+        return false;
+    }
+    let Ok(bound) = head.identity.start_inline(host) else {
+        // A handle made the child's G and it has an unpark or cancel pending: a worker runs
+        // it (the entry goes back).
+        m.push_local_and_notify(entry);
+        return false;
+    };
+    let me = match bound {
+        Some(child) => InlineChild::Thread(child),
+        None => InlineChild::Lazy(core::ptr::NonNull::from(head)),
+    };
+    // SAFETY: we dequeued the entry: we own the cell's G side.
+    let task = unsafe { crate::task::OwnedTask::from_cell(entry.task_cell().expect("a task")) };
+    // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that can see
+    // the packet.
+    as_inline_child(m, host, me, || task.run_by_joiner());
+    // The handle (in `join`) keeps the cell alive, also after the run completed the packet.
+    if let Some(child) = bound.or_else(|| head.identity.end_inline()) {
+        crate::lazy::release_inline(child);
+    }
+    finish_inline(child_sched);
     true
 }
 
@@ -163,25 +236,70 @@ pub(crate) fn run_inline(
 /// local queue (fork then join): then pop it, so no stale entry is left behind (the entries
 /// above it go back in order); otherwise claim it where it is and let its entry go stale.
 fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
-    if m.holds_p() {
-        let p = m.p();
-        // A child spawned last waits in runnext.
-        if p.runnext.load(Ordering::Relaxed) == child.g.as_ptr()
-            && let Some(next) = p.take_runnext()
-        {
-            if next == child.g && child.g.claim_popped_inline(child.generation) {
-                return true;
-            }
-            // Taken meanwhile by a thief and replaced, or not claimable: put it back.
-            if let Some(old) = p.put_runnext(next) {
-                m.push_local(old);
-            }
-        }
-        if take_back_from_below(m, p, child) || take_from_global_head(m, child) {
-            return true;
-        }
+    if m.holds_p() && take_popped(m, m.p(), Wanted { entry: child.g, generation: child.generation })
+    {
+        return true;
     }
     child.g.claim_inline(child.generation)
+}
+
+/// A child's queue entry that a join looks for: a G (claimed once popped) or a lazily spawned
+/// task (owned once popped).
+#[derive(Clone, Copy)]
+struct Wanted {
+    entry: GRef,
+    /// The G's generation (unused for a task).
+    generation: u32,
+}
+
+impl Wanted {
+    /// Claims the child whose entry the caller just popped: its only entry (a FRESH G or a
+    /// task has one), so no stale entry remains.
+    fn claim_popped(self) -> bool {
+        !self.entry.is_record() || self.entry.claim_popped_inline(self.generation)
+    }
+}
+
+/// Takes the wanted entry out of runnext (a child spawned last waits there), from below the
+/// top of the local queue, or from the global queue's head (one worker), and claims it.
+fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
+    if p.runnext.load(Ordering::Relaxed) == child.entry.as_ptr()
+        && let Some(next) = p.take_runnext()
+    {
+        if next == child.entry && child.claim_popped() {
+            return true;
+        }
+        // Taken meanwhile by a thief and replaced, or not claimable: put it back.
+        if let Some(old) = p.put_runnext(next) {
+            m.push_local(old);
+        }
+    }
+    take_back_from_below(m, p, child)
+        || take_from_global_head(m, child)
+        || take_from_local_top(m, p, child)
+}
+
+/// Takes a lazily spawned `child` from the top of this worker's local queue (where the oldest
+/// entry waits: a parent joining its children in spawn order wants that one), by stealing
+/// from itself. Any other entry taken goes back, at the bottom. A G has no need of this: it
+/// is claimed where it is; a task can only be taken by dequeuing it. Out of line, with the
+/// same back-off as `take_back_from_below`.
+#[inline(never)]
+fn take_from_local_top(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
+    if child.entry.is_record() || m.local_top.skip() {
+        return false;
+    }
+    let claimed = match p.stealer.steal() {
+        purloin_deque::Steal::Success(entry) if entry == child.entry => true,
+        purloin_deque::Steal::Success(entry) => {
+            // The queue may have looked empty meanwhile (to a worker about to park).
+            m.push_local_and_notify(entry);
+            false
+        }
+        _ => false,
+    };
+    m.local_top.record(claimed);
+    claimed
 }
 
 /// Takes `child` from the head of the global queue, if it is there. Children that overflowed
@@ -191,15 +309,16 @@ fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
 /// drop, after everything queued before it: with one worker, the next root waited ~6 ms
 /// behind the 100,000 stale entries of a spawn-and-join burst). Stale entries found at the
 /// head (siblings claimed in place earlier) are dropped on the way, as a worker would drop
-/// them; the first runnable entry that is not the child goes to this worker's local queue
-/// and ends the look. Out of line, with the same back-off as `take_back_from_below`.
+/// them; runnable entries that are not the child go to this worker's local queue. At most
+/// [`GLOBAL_HEAD_LOOKS`] entries per join; out of line, with the same back-off as
+/// `take_back_from_below`.
 ///
 /// Only with one worker: then nobody else takes from the global queue while the joiner runs.
 /// With two, the joiner's steals competed with the other worker's batch pulls at the head and
 /// moved runnable siblings into the joiner's queue: spawn_join_100k went from 6.9 to 23 ms and
 /// skynet from 58 to 86 ms (A/B). With one, the 100k burst went from 16.7 to 12.2 ms.
 #[inline(never)]
-fn take_from_global_head(m: &crate::worker::M, child: GreenThread) -> bool {
+fn take_from_global_head(m: &crate::worker::M, child: Wanted) -> bool {
     if m.shared.nprocs.load(Ordering::Relaxed) != 1 || m.global_head.skip() {
         return false;
     }
@@ -208,11 +327,11 @@ fn take_from_global_head(m: &crate::worker::M, child: GreenThread) -> bool {
         let purloin_deque::Steal::Success(entry) = m.shared.injector.steal() else { break };
         // The entry was the child's only one (a FRESH G has one): once popped, the inline
         // run takes over its reference.
-        if entry == child.g && child.g.claim_popped_inline(child.generation) {
+        if entry == child.entry && child.claim_popped() {
             claimed = true;
             break;
         }
-        if entry.job().is_none() && !entry.is_runnable() {
+        if entry.is_record() && !entry.is_runnable() {
             // Stale: its G left the RUNNABLE state this entry was queued for (any later
             // RUNNABLE state comes with an entry of its own). Drop the entry's reference.
             if entry.drop_ref() {
@@ -220,11 +339,11 @@ fn take_from_global_head(m: &crate::worker::M, child: GreenThread) -> bool {
             }
             continue;
         }
-        // Runnable work that is not our child: now local. The global queue may have looked
-        // non-empty to a worker about to park, which then finds it here: notify as any push
-        // to an empty queue does.
+        // Runnable work that is not our child (a sibling nobody joined yet): now local. The
+        // global queue may have looked non-empty to a worker about to park, which then finds
+        // it here: notify as any push to an empty queue does. Then look on: overflows keep
+        // spawn order (`push_or_overflow`), so the child is often right behind it.
         m.push_local_and_notify(entry);
-        break;
     }
     m.global_head.record(claimed);
     claimed
@@ -266,7 +385,7 @@ impl LookBackoff {
 /// `p` (held by `m`) and claims it if found; the entries above it go back in their order.
 /// Out of line: a child joined right after its spawn is found in runnext, before this.
 #[inline(never)]
-fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: GreenThread) -> bool {
+fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
     // A joiner whose children are not there (a joiner of 100,000 children: they overflowed
     // to the global queue long ago) would pop and push back 16 entries per join for nothing:
     // after a miss, skip the next 1, 2, 4, ... up to 64 looks; a hit resets it.
@@ -283,13 +402,13 @@ fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: GreenThrea
     while n < TAKE_BACK_DEPTH
         && let Some(entry) = local.pop()
     {
-        if entry == child.g && child.g.claim_popped_inline(child.generation) {
+        if entry == child.entry && child.claim_popped() {
             claimed = true;
             break;
         }
         above[n] = Some(entry);
         n += 1;
-        if entry == child.g {
+        if entry == child.entry {
             // Its entry, but not claimable: leave it be.
             break;
         }

@@ -3,6 +3,9 @@
 //!
 //! - **G** — a green thread: a small record (its entry, state, id); a guard-paged stack from
 //!   [`purloin_stack`] and a saved [`purloin_context::Context`] are attached when it first runs.
+//!   A spawn from a green thread with default options queues only its task: the worker that
+//!   runs it gives it a record from its own cache, and a joiner that runs it inline needs none
+//!   (its identity is made if something asks for it).
 //! - **P** — a processor: exactly N of them (Go's GOMAXPROCS), each with a bounded local run
 //!   queue ([`purloin_deque`]), a `runnext` slot, timers, caches and counters.
 //! - **M** — a worker OS thread holding a P; idle workers sleep on [`purloin_parking`] lots.
@@ -53,6 +56,7 @@ mod fork;
 mod g;
 mod idle;
 mod join;
+mod lazy;
 mod os;
 mod p;
 mod poll;

@@ -589,10 +589,16 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so is
-    // `packet`, which then frees the cell.
-    let thread = worker::spawn_g(shared, crate::stackless::Entry::Green(task), &opts)?;
-    Ok(JoinHandle { task: packet, thread, sched, inline_stack, registered: false })
+    let (thread, lazy) = match worker::spawn_lazy(shared, &opts, task) {
+        Ok(()) => (std::sync::OnceLock::new(), true),
+        // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
+        // is `packet`, which then frees the cell.
+        Err(task) => {
+            let t = worker::spawn_g(shared, crate::stackless::Entry::Green(task), &opts)?;
+            (std::sync::OnceLock::from(t), false)
+        }
+    };
+    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: false })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
@@ -676,6 +682,26 @@ fn drain_queues(shared: &Shared) {
             // it so its joiner, if it ever resumes, sees the job done.
             // SAFETY: the slot outlives the entry (see `GRef::for_job`).
             unsafe { (*job.as_ptr()).as_ref() }.fail(Box::new(crate::Cancelled));
+            continue;
+        }
+        if let Some(cell) = g.task_cell() {
+            // A lazily spawned green thread that never ran. Not expected (a queued task counts
+            // as live, and the queues are drained only when nothing is), but handled as a
+            // fork-join job is: release the G a handle may have made for it, then fail the
+            // task (its joiner gets `Cancelled`).
+            // SAFETY: we dequeued the entry: we own the cell's G side, so the cell is live.
+            let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
+            if let Some(t) = head.identity.end_unstarted()
+                && t.g.claim_for_run()
+            {
+                t.g.finish_run();
+                if t.g.drop_ref() {
+                    g::recycle_anywhere(t.g);
+                }
+            }
+            // SAFETY: as above.
+            drop(unsafe { crate::task::OwnedTask::from_cell(cell) });
+            shared.note_finished(None);
             continue;
         }
         if g.claim_for_run() {

@@ -17,6 +17,10 @@
 //! Who frees the cell: the handle, once it has seen `DONE` (the completer never touches the
 //! cell after publishing `DONE`); the completer, if it finds `DETACHED` (the handle is gone).
 //!
+//! The cell starts with a type-independent [`CellHead`]: the state word, the vtable that runs,
+//! fails and frees it, and the identity of a lazily spawned green thread (see `lazy`). So a
+//! bare pointer to the cell is a complete queue entry: the G side of a lazy spawn.
+//!
 //! # Memory ordering
 //!
 //! The guarantees: a joiner that observes `DONE` sees the result; a waiter registered by the
@@ -136,13 +140,22 @@ impl Waiter {
     }
 }
 
-/// The result slot a joiner waits on: the first field of every [`TaskCell`].
-pub(crate) struct Packet<T> {
+/// The type-independent start of every task cell (`repr(C)`, at offset 0): a pointer to the
+/// cell is enough to run it (a lazy spawn's queue entry is just that pointer) and to reach a
+/// lazily spawned green thread's identity.
+#[repr(C)]
+pub(crate) struct CellHead {
     state: AtomicU32,
+    vtable: &'static TaskVTable,
+    pub(crate) identity: crate::lazy::Identity,
+}
+
+/// The result slot a joiner waits on: the first field of every [`TaskCell`].
+#[repr(C)]
+pub(crate) struct Packet<T> {
+    head: CellHead,
     waiter: UnsafeCell<Option<Waiter>>,
     result: UnsafeCell<Option<ThreadResult<T>>>,
-    /// Frees the whole cell (knows the closure type, which the handle does not).
-    free: unsafe fn(NonNull<Packet<T>>),
 }
 
 /// The closure and the packet in one allocation. `repr(C)`: the packet is at offset 0, so a
@@ -153,12 +166,15 @@ pub(crate) struct TaskCell<F, T> {
     f: UnsafeCell<Option<F>>,
 }
 
-/// Run and fail for one closure type.
-struct TaskVTable {
+/// Run, fail and free for one closure type.
+pub(crate) struct TaskVTable {
     /// # Safety: see [`OwnedTask::run`].
     run: unsafe fn(NonNull<()>, bool),
     /// # Safety: see [`OwnedTask::fail`].
     fail: unsafe fn(NonNull<()>, Box<dyn Any + Send>),
+    /// Frees the whole cell (knows the closure type, which the handle does not).
+    /// # Safety: see [`TaskCell::free_raw`].
+    free: unsafe fn(NonNull<()>),
 }
 
 impl<F, T> TaskCell<F, T>
@@ -166,7 +182,8 @@ where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    const VTABLE: TaskVTable = TaskVTable { run: Self::run_raw, fail: Self::fail_raw };
+    const VTABLE: TaskVTable =
+        TaskVTable { run: Self::run_raw, fail: Self::fail_raw, free: Self::free_raw };
 
     /// Allocates a cell for `f`; returns its two owners.
     pub(crate) fn allocate(f: F) -> (OwnedTask, PacketRef<T>) {
@@ -175,10 +192,13 @@ where
         unsafe {
             cell.as_ptr().write(TaskCell {
                 packet: Packet {
-                    state: AtomicU32::new(EMPTY),
+                    head: CellHead {
+                        state: AtomicU32::new(EMPTY),
+                        vtable: &Self::VTABLE,
+                        identity: crate::lazy::Identity::new(),
+                    },
                     waiter: UnsafeCell::new(None),
                     result: UnsafeCell::new(None),
-                    free: Self::free_raw,
                 },
                 f: UnsafeCell::new(Some(f)),
             })
@@ -211,10 +231,10 @@ where
     }
 
     /// # Safety
-    /// `packet` is the packet of a live `TaskCell<F, T>` allocated by `allocate`, and the
-    /// caller is the last party that may touch it.
-    unsafe fn free_raw(packet: NonNull<Packet<T>>) {
-        let cell = packet.cast::<Self>();
+    /// `cell` is a live `TaskCell<F, T>` allocated by `allocate`, and the caller is the last
+    /// party that may touch it.
+    unsafe fn free_raw(cell: NonNull<()>) {
+        let cell = cell.cast::<Self>();
         // SAFETY: written in `allocate` (packet at offset 0) with `cells::alloc` of this
         // layout; the caller is its last user, so it is dropped and freed once.
         unsafe {
@@ -237,20 +257,20 @@ unsafe fn complete<T>(packet: NonNull<Packet<T>>, result: ThreadResult<T>, by_jo
     unsafe { (*p).result.with_mut(|r| *r = Some(result)) };
     if by_joiner {
         // SAFETY: live (caller). The joiner is this thread: program order suffices.
-        unsafe { (*p).state.store(DONE, Ordering::Relaxed) };
+        unsafe { (*p).head.state.store(DONE, Ordering::Relaxed) };
         return;
     }
     // The cell stays live until we publish DONE (only then may the handle free it) or until we
     // free it ourselves, so every dereference of `p` below is of a live cell.
     // SAFETY: live (above). Acquire pairs with T2 (waiter) and T3 (detached).
-    let mut cur = unsafe { (*p).state.load(Ordering::Acquire) };
+    let mut cur = unsafe { (*p).head.state.load(Ordering::Acquire) };
     let mut waiter = None;
     loop {
         if cur & DETACHED != 0 {
             // The handle is gone (T3): nobody will read the result; we own the cell.
             drop(waiter);
             // SAFETY: the handle gave up the cell and we are its last user.
-            unsafe { ((*p).free)(packet) };
+            unsafe { ((*p).head.vtable.free)(packet.cast()) };
             return;
         }
         if cur == WAITING && waiter.is_none() {
@@ -260,8 +280,9 @@ unsafe fn complete<T>(packet: NonNull<Packet<T>>, result: ThreadResult<T>, by_jo
         }
         // SAFETY: live (above). AcqRel: Release publishes the result (T1); Acquire on failure
         // pairs with T2/T3.
-        match unsafe { (*p).state.compare_exchange(cur, DONE, Ordering::AcqRel, Ordering::Acquire) }
-        {
+        match unsafe {
+            (*p).head.state.compare_exchange(cur, DONE, Ordering::AcqRel, Ordering::Acquire)
+        } {
             Ok(_) => break,
             Err(actual) => cur = actual,
         }
@@ -283,6 +304,27 @@ pub(crate) struct OwnedTask {
 unsafe impl Send for OwnedTask {}
 
 impl OwnedTask {
+    /// Gives up the G side as the bare cell pointer (a lazy spawn's queue entry); see
+    /// [`OwnedTask::from_cell`].
+    pub(crate) fn into_cell(self) -> NonNull<()> {
+        core::mem::ManuallyDrop::new(self).cell
+    }
+
+    /// The G side again, from a pointer [`OwnedTask::into_cell`] gave up.
+    ///
+    /// # Safety
+    /// `cell` came from `into_cell` and this is the only `OwnedTask` made from it.
+    pub(crate) unsafe fn from_cell(cell: NonNull<()>) -> OwnedTask {
+        // SAFETY: the cell is live (its G side was never consumed) and starts with its
+        // `CellHead` (repr(C)); the vtable is written once at allocation.
+        let vtable = unsafe { (*cell.cast::<CellHead>().as_ptr()).vtable };
+        OwnedTask { cell, vtable }
+    }
+
+    pub(crate) fn run_by_joiner(self) {
+        self.run(true)
+    }
+
     fn run(self, by_joiner: bool) {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: we own the G side and consume it here, once; `by_joiner` is the caller's
@@ -324,9 +366,19 @@ impl<T> PacketRef<T> {
         unsafe { self.packet.as_ref() }
     }
 
+    /// The cell's head (a lazily spawned green thread's identity lives there).
+    pub(crate) fn head(&self) -> &CellHead {
+        &self.packet().head
+    }
+
+    /// The cell, as a lazy spawn's queue entry names it (`GRef::for_task`).
+    pub(crate) fn cell(&self) -> NonNull<()> {
+        self.packet.cast()
+    }
+
     /// Whether the result is ready (Acquire: pairs with T1).
     pub(crate) fn is_done(&self) -> bool {
-        self.packet().state.load(Ordering::Acquire) & PHASE == DONE
+        self.packet().head.state.load(Ordering::Acquire) & PHASE == DONE
     }
 
     /// Registers the calling context as the waiter. Returns false if the packet is already
@@ -336,7 +388,11 @@ impl<T> PacketRef<T> {
         // SAFETY: only the (single) joiner writes `waiter`, before publishing WAITING (T2).
         unsafe { packet.waiter.with_mut(|w| *w = Some(waiter)) };
         // Release pairs with the completer's Acquire (T2); Acquire pairs with T1 on failure.
-        packet.state.compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        packet
+            .head
+            .state
+            .compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Takes the result and frees the cell. Must only be called after `is_done` returned true.
@@ -347,7 +403,7 @@ impl<T> PacketRef<T> {
         // longer touches the cell, so the handle is its only user.
         let result = unsafe { this.packet().result.with_mut(|r| (*r).take()) };
         // SAFETY: as above; freed once (`this` is not dropped).
-        unsafe { (this.packet().free)(this.packet) };
+        unsafe { (this.packet().head.vtable.free)(this.packet.cast()) };
         result.expect("a finished green thread's packet holds its result")
     }
 }
@@ -356,10 +412,10 @@ impl<T> Drop for PacketRef<T> {
     fn drop(&mut self) {
         // T3: AcqRel — Release hands our writes (a registered waiter) to a completer that will
         // free; Acquire pairs with T1 when the completer is done and we free.
-        let prev = self.packet().state.fetch_or(DETACHED, Ordering::AcqRel);
+        let prev = self.packet().head.state.fetch_or(DETACHED, Ordering::AcqRel);
         if prev & PHASE == DONE {
             // SAFETY: the completer published DONE and no longer touches the cell.
-            unsafe { (self.packet().free)(self.packet) };
+            unsafe { (self.packet().head.vtable.free)(self.packet.cast()) };
         }
     }
 }

@@ -4,7 +4,7 @@
 use core::fmt;
 use std::time::{Duration, Instant};
 
-use crate::g::{self, GRef};
+use crate::g::{self, GRef, InlineChild};
 use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker};
 
 /// A handle to a green thread: its identity, and the means to unpark it.
@@ -75,7 +75,28 @@ pub fn current() -> Option<GreenThread> {
     let g = m.current.get()?;
     // SAFETY: the running G's own cells are touched only by itself (we are it).
     let inline = unsafe { g.inline_child.with(|c| *c) };
-    Some(inline.unwrap_or(GreenThread { g, generation: g.generation() }))
+    Some(match inline {
+        None => GreenThread { g, generation: g.generation() },
+        Some(InlineChild::Thread(t)) => t,
+        Some(InlineChild::Lazy(head)) => bind_inline_child(m, g, head),
+    })
+}
+
+/// Makes the identity of the lazily spawned child that `host` (the running G) runs inline,
+/// and makes it `host`'s inline child from now on.
+fn bind_inline_child(
+    m: &worker::M,
+    host: GRef,
+    head: core::ptr::NonNull<crate::task::CellHead>,
+) -> GreenThread {
+    // SAFETY: the joiner (`host`, running this code) keeps the cell alive while it runs the
+    // child inline: its handle is in `join`.
+    let identity = unsafe { &head.as_ref().identity };
+    let child = identity.get(crate::sync::Arc::as_ptr(&m.shared), || m.alloc_g());
+    // SAFETY: the running G's own cells are touched only by itself.
+    unsafe { host.inline_child.with_mut(|c| *c = Some(InlineChild::Thread(child))) };
+    host.inline_child_id.store(child.id().0, crate::sync::STAT);
+    child
 }
 
 /// Whether this code runs on a green thread.
@@ -340,7 +361,11 @@ pub(crate) fn wait_info_of(g: GRef) -> Option<WaitInfo> {
 /// joiner runs it inline), or `None` outside a green thread. The pointer belongs to the layer
 /// above (the runtime's `green_local!`), which must free it before the green thread ends.
 pub fn current_locals() -> Option<*mut ()> {
-    let g = identity_record()?;
+    let g = match identity_record()? {
+        Ok(g) => g,
+        // A lazily spawned child run inline without an identity has set no locals.
+        Err(_) => return Some(core::ptr::null_mut()),
+    };
     // SAFETY: the identity record's cells are owned by the running green thread (it runs, or
     // runs it inline after claiming it).
     Some(unsafe { g.locals.with(|l| *l) })
@@ -349,15 +374,32 @@ pub fn current_locals() -> Option<*mut ()> {
 /// Sets the current green thread's local-storage pointer (see [`current_locals`]). Returns
 /// false outside a green thread.
 pub fn set_current_locals(ptr: *mut ()) -> bool {
-    let Some(g) = identity_record() else { return false };
+    let g = match identity_record() {
+        None => return false,
+        Some(Ok(g)) => g,
+        // Nothing to clear on a child that has no record yet.
+        Some(Err(_)) if ptr.is_null() => return true,
+        // Locals live on the record: give the child one.
+        Some(Err(_)) => match current() {
+            Some(t) => t.g,
+            None => return false,
+        },
+    };
     // SAFETY: as in `current_locals`.
     unsafe { g.locals.with_mut(|l| *l = ptr) };
     true
 }
 
-fn identity_record() -> Option<GRef> {
+/// The record that holds the current green thread's identity (the child's while a joiner runs
+/// it inline), or `Err` with the running G for a lazily spawned child run inline that has no
+/// record yet.
+fn identity_record() -> Option<Result<GRef, GRef>> {
     let g = running_g()?;
     // SAFETY: the running G's own cells are touched only by itself.
     let inline = unsafe { g.inline_child.with(|c| *c) };
-    Some(inline.map_or(g, |c| c.g))
+    Some(match inline {
+        None => Ok(g),
+        Some(InlineChild::Thread(t)) => Ok(t.g),
+        Some(InlineChild::Lazy(_)) => Err(g),
+    })
 }

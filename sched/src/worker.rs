@@ -371,6 +371,8 @@ pub(crate) struct M {
     pub(crate) take_back: crate::join::LookBackoff,
     /// Back-off of a join's look at the global queue's head (`join::take_from_global_head`).
     pub(crate) global_head: crate::join::LookBackoff,
+    /// Back-off of a join's look at its own local queue's top (`join::take_from_local_top`).
+    pub(crate) local_top: crate::join::LookBackoff,
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
@@ -415,6 +417,7 @@ impl M {
             poll_batch: Cell::new(false),
             take_back: crate::join::LookBackoff::new(),
             global_head: crate::join::LookBackoff::new(),
+            local_top: crate::join::LookBackoff::new(),
         }
     }
 
@@ -499,6 +502,9 @@ impl M {
     fn accept(&self, g: GRef) -> Option<GRef> {
         if let Some(job) = g.job() {
             return Some(self.adopt_job(job));
+        }
+        if let Some(cell) = g.task_cell() {
+            return Some(self.adopt_task(cell));
         }
         if g.claim_for_run() {
             return Some(g);
@@ -1070,6 +1076,27 @@ impl M {
         g
     }
 
+    /// Gives a dequeued lazily spawned green thread (see `lazy`) its G, claimed for this
+    /// worker to run. The G comes from this worker's cache (unless a handle asked for the
+    /// thread's identity before it started), so the record does not move between cores.
+    fn adopt_task(&self, cell: core::ptr::NonNull<()>) -> GRef {
+        // SAFETY: we dequeued the entry, so we own the cell's G side (given up at spawn), and
+        // the cell lives until that side completes; the deque's push (Release) / pop (Acquire)
+        // published it.
+        let task = unsafe { crate::task::OwnedTask::from_cell(cell) };
+        // SAFETY: as above; the head is at offset 0 of the cell.
+        let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
+        let g = head.identity.start_on_worker(|| self.alloc_g());
+        // SAFETY: we claimed the record: we own its cells, emptied by `recycle` (plain writes,
+        // as in `spawn_g`).
+        unsafe {
+            g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Owned(task))));
+            g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
+            g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
+        }
+        g
+    }
+
     pub(crate) fn alloc_g(&self) -> GRef {
         if self.holds_p() {
             // SAFETY: this worker holds its P, so it owns the P's caches.
@@ -1287,6 +1314,37 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
             }
         }
     }
+}
+
+/// A FREE record for an identity made on demand (`lazy`): this worker's cache, else the
+/// global list.
+pub(crate) fn alloc_record() -> GRef {
+    match current_worker() {
+        Some(m) => m.alloc_g(),
+        None => registry().alloc(),
+    }
+}
+
+/// Spawns `task` lazily if it may be (see `lazy`): from a green thread of `shared` on a worker
+/// holding its P, with default options. Gives the task back otherwise.
+pub(crate) fn spawn_lazy(
+    shared: &Arc<Shared>,
+    opts: &crate::SpawnOptions,
+    task: crate::task::OwnedTask,
+) -> Result<(), crate::task::OwnedTask> {
+    let default_opts =
+        !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
+    let Some(m) = current_worker().filter(|m| {
+        default_opts && m.holds_p() && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared)
+    }) else {
+        return Err(task);
+    };
+    let p = m.p();
+    shared.note_started(Some(p));
+    bump(&p.stats.spawned);
+    // Go's newproc: the child goes to runnext (see `spawn_g`).
+    m.put_runnext_and_notify(GRef::for_task(task.into_cell()));
+    Ok(())
 }
 
 /// Spawns a G on `shared` (the body of the public spawn functions). `task` must be fresh.

@@ -133,17 +133,18 @@ fn join_takes_the_oldest_child_back_from_below() {
 }
 
 /// A join's look at the global queue's head (`join::take_from_global_head`, made only when
-/// the scheduler has one worker). A green thread on the model's one worker spawns six children: the local queue holds 4 under loom, so the
-/// sixth spawn overflows the two oldest (and the displaced one) to the global queue, which
-/// holds `[k0, k1, k4]`; the local queue holds `[k2, k3]`, runnext `k5`. It joins k1, k2, k3
-/// and k4 and detaches k0 and k5 (two green threads the worker runs: loom allows five
-/// threads).
+/// the scheduler has one worker). A green thread on the model's one worker spawns six
+/// children (lazily: their queue entries are their tasks). The local queue holds 4 under
+/// loom, so the fifth push overflows the two oldest to the global queue, which holds
+/// `[k0, k1]`; the local queue holds `[k2, k3, k4]`, runnext `k5`. It joins k1, k2, k3 and k4
+/// and detaches k0 and k5 (two green threads the worker runs: loom allows five threads).
 /// - The k1 join's look takes `k0`, a sibling nobody joins: it must stay runnable (pushed to
-///   the local queue); k1 is claimed in place, its entry goes stale at the head.
-/// - The k4 join's look drops k1's stale entry and takes k4 from the head to run it inline.
+///   the local queue); the look goes on and takes k1 to run it inline.
+/// - k2, k3 and k4 are taken back from below the local queue's top.
 ///
-/// Every green thread runs exactly once. Mutation check: dropping the taken sibling's
-/// reference instead of pushing it (as if it were stale) loses k0 and fails this model.
+/// Every green thread runs exactly once. Mutation check: dropping the taken sibling instead
+/// of pushing it loses k0 and fails this model (loom reports the deadlock: shutdown waits for
+/// k0, which counts as live).
 ///
 /// At preemption bound 0 (each thread runs until it blocks; every access is still checked for
 /// causality): at bound 1 it ran over 15 minutes. The race that matters here, the joiner's

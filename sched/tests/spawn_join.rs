@@ -65,39 +65,48 @@ fn join_helping_runs_an_unstarted_child_inline() {
     assert!(sched.stats().total.inline_joins >= 1, "{:?}", sched.stats().total);
 }
 
-/// With one worker, a burst that overflows the local queue and is joined in spawn order leaves
-/// no stale entries in the global queue: each join takes its child from the queue's head (a join that
-/// claimed it in place would leave the entry for a worker to pop and drop later; the next
-/// green thread submitted from outside then waited behind all of them). Checked with the
-/// global queue's length while the parent still runs, so no worker has drained it.
+/// With one worker, a burst that overflows the local queue and is joined in spawn order is run
+/// inline and leaves no stale entries in the global queue: each join takes its child from the
+/// queue's head or the local queue's top (a join that claimed it in place would leave the
+/// entry for a worker to pop and drop later; the next green thread submitted from outside
+/// then waited behind all of them). Checked with the global queue's length while the parent
+/// still runs, so no worker has drained it; for lazily spawned children (default options)
+/// and for children with a G from the start (named).
 #[test]
 fn joining_overflowed_children_in_order_leaves_no_stale_entries() {
     let _w = common::watchdog("no_stale_entries", Duration::from_secs(60));
-    let sched = Arc::new(Builder::new().workers(1).build().unwrap());
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = runs.clone();
-    let sched2 = sched.clone();
-    let left = sched
-        .spawn(move || {
-            let hs: Vec<_> = (0..2_000)
-                .map(|_| {
-                    let r = r.clone();
-                    purloin_sched::spawn(move || {
-                        r.fetch_add(1, Ordering::Relaxed);
+    for named in [false, true] {
+        let sched = Arc::new(Builder::new().workers(1).build().unwrap());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let sched2 = sched.clone();
+        let left = sched
+            .spawn(move || {
+                let hs: Vec<_> = (0..2_000)
+                    .map(|_| {
+                        let r = r.clone();
+                        let opts = SpawnOptions {
+                            name: named.then(|| "kid".into()),
+                            ..Default::default()
+                        };
+                        purloin_sched::spawn_with(opts, move || {
+                            r.fetch_add(1, Ordering::Relaxed);
+                        })
+                        .unwrap()
                     })
-                    .unwrap()
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
-            }
-            sched2.stats().global_queue_len
-        })
-        .join()
-        .unwrap();
-    assert_eq!(runs.load(Ordering::Relaxed), 2_000);
-    assert_eq!(left, 0, "stale entries left in the global queue");
-    assert_eq!(sched.stats().total.inline_joins, 2_000, "{:?}", sched.stats().total);
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                sched2.stats().global_queue_len
+            })
+            .join()
+            .unwrap();
+        assert_eq!(runs.load(Ordering::Relaxed), 2_000);
+        assert_eq!(left, 0, "stale entries left in the global queue (named: {named})");
+        let total = sched.stats().total;
+        assert_eq!(total.inline_joins, 2_000, "named: {named}: {total:?}");
+    }
 }
 
 #[test]

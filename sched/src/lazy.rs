@@ -1,0 +1,343 @@
+//! Lazily spawned green threads: identity on demand.
+//!
+//! A spawn from a green thread with default options does not take a G record: its queue entry
+//! is the task cell itself (`GRef::for_task`), and whoever dequeues the entry owns the task.
+//! A worker that dequeues it takes a G from its own cache (`M::adopt_task`), so the record
+//! never moves between cores: the spawner never touched it. A joiner that dequeues it runs the
+//! task inline without any G. Before, each spawn took a record that the other worker had run
+//! and recycled last, and each run claimed a record the spawner had just written: two cache
+//! line transfers per child that carried no data the child needed.
+//!
+//! A green thread still has an identity ([`GreenThread`]) whenever someone asks for it: its
+//! handle's `thread()`, or `current()` inside it while its joiner runs it inline. The
+//! [`Identity`] in the task cell's head makes one on demand, exactly once, and hands it to the
+//! party that runs the task.
+//!
+//! # States of `bind`
+//!
+//! ```text
+//!   UNBOUND ──(a worker dequeued the entry: its G, RUNNING)──────────────────────┐
+//!      │  └──(thread(): a RUNNABLE|FRESH G, claimed later by whoever runs it)───┤
+//!      │                                                                        ▼
+//!      ├──(the joiner dequeued it to run it inline; `host` = the joiner)──▶ INLINE ──(thread() or
+//!      │                                  current(): a CLAIMED G forwarding to the host)──▶ BOUND
+//!      │                                                    │
+//!      │                                          (inline run ended)
+//!      ▼                                                    ▼
+//!    (shutdown drained the entry) ────────────────────▶ ENDED ──(thread(): an ended G)──▶ BOUND
+//! ```
+//!
+//! Every arrow into BOUND passes through BINDING: the party that wins the CAS into BINDING
+//! makes the G and writes `bound`; everyone else waits for BOUND (a few stores).
+//!
+//! # Memory ordering
+//!
+//! The guarantee: whoever reads `bound` sees the G the binder prepared, and a binder that
+//! makes a G for an inline run sees the joiner's `host`.
+//!
+//! - (L1) The binder's CAS into BINDING is Acquire (it sees what the previous state's writer
+//!   published, L2); it writes `bound` and the G's fields, then stores BOUND with Release.
+//!   Every reader loads BOUND with Acquire before reading `bound`.
+//! - (L2) The joiner writes `host` before its Release CAS `UNBOUND => INLINE`; a binder's
+//!   Acquire CAS from INLINE pairs with it.
+//! - (L3) The joiner's CAS `INLINE => ENDED` fails on BINDING or BOUND; it then waits for BOUND
+//!   (Acquire, L1) and releases the G the binder made.
+
+use crate::GreenThread;
+use crate::g::{self, GRef};
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+
+const UNBOUND: u32 = 0;
+const BINDING: u32 = 1;
+const BOUND: u32 = 2;
+const INLINE: u32 = 3;
+const ENDED: u32 = 4;
+
+/// A lazily spawned green thread's identity (in its task cell's head).
+pub(crate) struct Identity {
+    bind: AtomicU32,
+    /// Written by the holder of BINDING, read after BOUND (L1).
+    bound: UnsafeCell<Option<GreenThread>>,
+    /// The joiner running the task inline: written before INLINE (L2).
+    host: UnsafeCell<Option<GRef>>,
+}
+
+impl Identity {
+    pub(crate) fn new() -> Identity {
+        Identity {
+            bind: AtomicU32::new(UNBOUND),
+            bound: UnsafeCell::new(None),
+            host: UnsafeCell::new(None),
+        }
+    }
+
+    /// The identity, if one was made (never makes one).
+    pub(crate) fn peek(&self) -> Option<GreenThread> {
+        // Acquire pairs with the binder's Release (L1).
+        if self.bind.load(Ordering::Acquire) != BOUND {
+            return None;
+        }
+        // SAFETY: BOUND is final and was observed with Acquire: `bound` is written and never
+        // written again.
+        unsafe { self.bound.with(|b| *b) }
+    }
+
+    /// The current state once no binder is at work.
+    fn settled(&self) -> u32 {
+        let mut spins = 0u32;
+        loop {
+            // Acquire: pairs with L1 when it returns BOUND.
+            let s = self.bind.load(Ordering::Acquire);
+            if s != BINDING {
+                return s;
+            }
+            // The binder runs a few stores (and at most a free-list lock); it never waits.
+            spins += 1;
+            if spins < 64 || cfg!(loom) {
+                crate::sync::spin_hint();
+            } else {
+                crate::sync::thread::yield_now();
+            }
+        }
+    }
+
+    /// Publishes `t` as the identity (the caller holds BINDING).
+    fn publish(&self, t: GreenThread) -> GreenThread {
+        // SAFETY: we hold BINDING: nobody else writes `bound`, and nobody reads it before
+        // BOUND.
+        unsafe { self.bound.with_mut(|b| *b = Some(t)) };
+        // Release: L1.
+        self.bind.store(BOUND, Ordering::Release);
+        t
+    }
+
+    fn read_bound(&self) -> GreenThread {
+        // SAFETY: the caller saw BOUND with Acquire (L1).
+        unsafe { self.bound.with(|b| *b) }.expect("a bound identity holds a green thread")
+    }
+
+    /// The identity, made now if nobody has yet (a handle's `thread()`, or `current()` inside
+    /// an inline run). `alloc` gives a FREE record; `sched` is the scheduler it belongs to.
+    pub(crate) fn get(
+        &self,
+        sched: *const crate::worker::Shared,
+        alloc: impl FnOnce() -> GRef,
+    ) -> GreenThread {
+        let mut alloc = Some(alloc);
+        loop {
+            let s = self.settled();
+            if s == BOUND {
+                return self.read_bound();
+            }
+            // Acquire: L1 (and L2 when leaving INLINE).
+            if self.bind.compare_exchange(s, BINDING, Ordering::Acquire, Ordering::Relaxed).is_err()
+            {
+                continue;
+            }
+            let g = (alloc.take().expect("one record per binding"))();
+            // SAFETY: the record is FREE and unpublished: we own its cells (as in `spawn_g`).
+            unsafe { g.sched.with_mut(|p| *p = sched) };
+            let t = match s {
+                // Not started: a RUNNABLE record that whoever dequeues the entry claims.
+                UNBOUND => GreenThread { g, generation: g.prepare_spawn() },
+                // Running inline: claimed by its joiner, to which unparks are forwarded.
+                INLINE => {
+                    // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
+                    // joiner does not write it again while the state is INLINE or later.
+                    let host = unsafe { self.host.with(|h| *h) }.expect("INLINE has a host");
+                    GreenThread { g, generation: g.prepare_claimed(host) }
+                }
+                // Ended without a G: the identity of a green thread that has ended.
+                _ => {
+                    let generation = g.generation();
+                    crate::g::recycle_anywhere(g);
+                    GreenThread { g, generation }
+                }
+            };
+            return self.publish(t);
+        }
+    }
+
+    /// Called by the worker that dequeued the entry: the G to run the task on, claimed for
+    /// this worker (RUNNING). `alloc` gives a FREE record (used unless a handle made one).
+    pub(crate) fn start_on_worker(&self, alloc: impl FnOnce() -> GRef) -> GRef {
+        let mut alloc = Some(alloc);
+        loop {
+            let s = self.settled();
+            if s == BOUND {
+                // A handle made a RUNNABLE G: the entry was its only queue entry, now ours.
+                let t = self.read_bound();
+                let claimed = t.g.claim_for_run();
+                debug_assert!(claimed, "a lazily bound G is claimed only by its entry's taker");
+                return t.g;
+            }
+            debug_assert_eq!(s, UNBOUND, "a queued task is neither inline nor ended");
+            if self
+                .bind
+                .compare_exchange(UNBOUND, BINDING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            let g = (alloc.take().expect("one record per binding"))();
+            let generation = g.prepare_spawn();
+            let claimed = g.claim_for_run();
+            debug_assert!(claimed, "a fresh record is claimable");
+            self.publish(GreenThread { g, generation });
+            return g;
+        }
+    }
+
+    /// Called by the joiner that dequeued the entry, before it runs the task inline on `host`.
+    /// `Ok(Some(child))`: a handle had made the child's G, now claimed for the inline run
+    /// (forwarding to `host`); `Ok(None)`: no G (INLINE). `Err(())`: the handle's G has a
+    /// pending unpark or cancel and cannot run inline; the caller must queue the entry again.
+    pub(crate) fn start_inline(&self, host: GRef) -> Result<Option<GreenThread>, ()> {
+        // SAFETY: only the entry's taker (us) writes `host`, before publishing INLINE (L2);
+        // binders read it only after INLINE.
+        unsafe { self.host.with_mut(|h| *h = Some(host)) };
+        loop {
+            // Release: L2. Acquire on failure: L1.
+            match self.bind.compare_exchange(UNBOUND, INLINE, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(None),
+                Err(BINDING) => {
+                    self.settled();
+                }
+                Err(_) => {
+                    let t = self.read_bound();
+                    if !t.g.claim_popped_inline(t.generation) {
+                        return Err(());
+                    }
+                    t.g.host.store(host.as_ptr(), Ordering::Release);
+                    return Ok(Some(t));
+                }
+            }
+        }
+    }
+
+    /// Called by the joiner when an inline run that started without a G ends. Returns the G a
+    /// binder made meanwhile (CLAIMED, forwarding to the joiner), which the caller releases.
+    pub(crate) fn end_inline(&self) -> Option<GreenThread> {
+        self.end(INLINE)
+    }
+
+    /// Called by whoever drained the entry of a task that will never run (shutdown). Returns
+    /// the G a handle made (RUNNABLE), which the caller claims and releases.
+    pub(crate) fn end_unstarted(&self) -> Option<GreenThread> {
+        self.end(UNBOUND)
+    }
+
+    fn end(&self, from: u32) -> Option<GreenThread> {
+        loop {
+            // Acquire on failure: L3.
+            match self.bind.compare_exchange(from, ENDED, Ordering::Relaxed, Ordering::Acquire) {
+                Ok(_) => return None,
+                Err(BINDING) => {
+                    self.settled();
+                }
+                Err(_) => return Some(self.read_bound()),
+            }
+        }
+    }
+}
+
+/// Releases the G of a lazily spawned child that its joiner ran inline (claimed at the start
+/// or made during the run): the same end as an eagerly spawned child run inline.
+pub(crate) fn release_inline(child: GreenThread) {
+    child.g.host.store(core::ptr::null_mut(), Ordering::Release);
+    child.g.finish_run();
+    if child.g.drop_ref() {
+        g::recycle_anywhere(child.g);
+    }
+}
+
+/// Loom models of the identity protocol (L1–L3) on the real code: records come from the
+/// registry, as a worker's cache would give them.
+#[cfg(all(test, loom))]
+mod loom_identity {
+    use super::*;
+    use crate::g::registry;
+    use crate::sync::{Arc, thread};
+
+    /// A handle's `thread()` races the worker that dequeued the task: exactly one record is
+    /// made, both sides see the same identity, and the worker runs on it (claimed once).
+    /// Mutation checks (each fails this model): `start_on_worker` entering BINDING with a
+    /// load and a store instead of the CAS ("one identity": two records are made); `publish`
+    /// storing BOUND with Relaxed (loom reports the racing read of `bound`).
+    #[test]
+    fn handle_binding_races_the_worker_start() {
+        loom::model(|| {
+            let identity = Arc::new(Identity::new());
+            let i2 = identity.clone();
+            let handle = thread::spawn(move || i2.get(core::ptr::null(), || registry().alloc()));
+            let ran_on = identity.start_on_worker(|| registry().alloc());
+            let seen = handle.join().unwrap();
+            assert_eq!(seen.g, ran_on, "one identity");
+            assert_eq!(g::status_of(ran_on.state.load(Ordering::Relaxed)), g::RUNNING);
+            assert_eq!(ran_on.generation(), seen.generation);
+            assert_eq!(identity.peek(), Some(seen));
+        });
+    }
+
+    /// A handle (or `current()`) asks for the identity of a child while its joiner starts and
+    /// ends an inline run of it: a record made before the start or during the run is claimed,
+    /// forwards unparks to the host and is released once by the joiner; one made after the end
+    /// is already over.
+    /// Mutation checks (each fails this model): `end` moving to ENDED with a plain store
+    /// (the record made during the run is never released: "released"); `start_inline`
+    /// publishing INLINE with Relaxed (loom reports the racing read of `host`).
+    #[test]
+    fn binding_during_an_inline_run_races_its_end() {
+        loom::model(|| {
+            let host = registry().alloc();
+            let identity = Arc::new(Identity::new());
+            let i2 = identity.clone();
+            let binder = thread::spawn(move || i2.get(core::ptr::null(), || registry().alloc()));
+            // As `join::run_lazy_inline`: a record made before the start is claimed by it; one
+            // made during the run is handed over by the end.
+            let started = identity.start_inline(host).expect("nothing unparked the child");
+            let ended = started.or_else(|| identity.end_inline());
+            let t = binder.join().unwrap();
+            if let Some(e) = ended {
+                // Made during the run: claimed, forwarding unparks to the host.
+                assert_eq!(e, t, "the joiner gets the record made during the run");
+                assert_eq!(g::status_of(e.g.state.load(Ordering::Relaxed)), g::CLAIMED);
+                assert_eq!(e.g.unpark(e.generation), g::Unparked::Forward);
+                assert_eq!(e.g.host.load(Ordering::Relaxed), host.as_ptr());
+                release_inline(e);
+            }
+            // Either way the identity is of a green thread that has ended.
+            assert_ne!(t.g.generation(), t.generation, "released");
+            assert_eq!(g::status_of(t.g.state.load(Ordering::Relaxed)), g::FREE);
+        });
+    }
+
+    /// A queued task whose handle made a RUNNABLE record races the joiner taking it inline
+    /// and an unpark through the handle: the joiner claims the record unless the unpark came
+    /// first (then a worker must run it: `Err`), and the token is never lost.
+    #[test]
+    fn inline_start_claims_a_handle_made_record_unless_it_was_unparked() {
+        loom::model(|| {
+            let host = registry().alloc();
+            let identity = Arc::new(Identity::new());
+            let t = identity.get(core::ptr::null(), || registry().alloc());
+            let waker = thread::spawn(move || t.g.unpark(t.generation));
+            match identity.start_inline(host) {
+                Ok(Some(c)) => {
+                    assert_eq!(c, t);
+                    // Claimed before the unpark: it is forwarded to the host.
+                    assert_eq!(waker.join().unwrap(), g::Unparked::Forward);
+                    release_inline(c);
+                }
+                Ok(None) => panic!("a bound identity is used"),
+                Err(()) => {
+                    // The token is pending: a worker claims the record and keeps it.
+                    assert_eq!(waker.join().unwrap(), g::Unparked::Noted);
+                    assert_eq!(identity.start_on_worker(|| registry().alloc()), t.g);
+                    assert!(t.g.take_notified(), "the unpark's token reaches the run");
+                }
+            }
+        });
+    }
+}
