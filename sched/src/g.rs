@@ -217,6 +217,16 @@ impl G {
         gen_now
     }
 
+    /// Makes a FREE record the RUNNING G of a worker that is about to run it (a lazily spawned
+    /// green thread, see `lazy`): one scheduling reference, held by that worker. The record is
+    /// published later, with the identity (`lazy`, L2), and by the switch to it.
+    pub(crate) fn prepare_running(&self) -> u32 {
+        let gen_now = self.generation();
+        self.refs.store(1, Ordering::Relaxed);
+        self.state.store(word(gen_now, RUNNING), Ordering::Relaxed);
+        gen_now
+    }
+
     /// Makes a FREE record the CLAIMED G of a child that its joiner `host` is already running
     /// inline (a lazily spawned child that needed an identity during the run; see `lazy`):
     /// one scheduling reference, held by the joiner; unparks are forwarded to the host.

@@ -16,11 +16,11 @@
 //! # States of `bind`
 //!
 //! ```text
-//!   UNBOUND ──(a worker dequeued the entry: its G, RUNNING)──────────────────────┐
-//!      │  └──(thread(): a RUNNABLE|FRESH G, claimed later by whoever runs it)───┤
-//!      │                                                                        ▼
-//!      ├──(the joiner dequeued it to run it inline; `host` = the joiner)──▶ INLINE ──(thread() or
-//!      │                                  current(): a CLAIMED G forwarding to the host)──▶ BOUND
+//!   UNBOUND ──(a worker dequeued the entry; `taker` = its G, RUNNING)──────────────▶ STARTED
+//!      │  └──(thread(): a RUNNABLE|FRESH G, claimed later by whoever runs it)──▶ BOUND
+//!      │
+//!      ├──(the joiner dequeued it to run it inline; `taker` = the joiner)──▶ INLINE ──(thread()
+//!      │                       or current(): a CLAIMED G forwarding to the joiner)──▶ BOUND
 //!      │                                                    │
 //!      │                                          (inline run ended)
 //!      ▼                                                    ▼
@@ -28,18 +28,22 @@
 //! ```
 //!
 //! Every arrow into BOUND passes through BINDING: the party that wins the CAS into BINDING
-//! makes the G and writes `bound`; everyone else waits for BOUND (a few stores).
+//! makes the G and writes `bound`; everyone else waits for BOUND (a few stores). The worker
+//! that dequeues the entry needs no such section: it writes its own G into `taker` and
+//! publishes it with the one CAS that also tells it whether a handle got there first. STARTED
+//! and BOUND are final: the identity is then in `taker` or in `bound`.
 //!
 //! # Memory ordering
 //!
-//! The guarantee: whoever reads `bound` sees the G the binder prepared, and a binder that
-//! makes a G for an inline run sees the joiner's `host`.
+//! The guarantee: whoever reads the identity sees the G its maker prepared, and a binder that
+//! makes a G for an inline run sees the joiner in `taker`.
 //!
 //! - (L1) The binder's CAS into BINDING is Acquire (it sees what the previous state's writer
 //!   published, L2); it writes `bound` and the G's fields, then stores BOUND with Release.
 //!   Every reader loads BOUND with Acquire before reading `bound`.
-//! - (L2) The joiner writes `host` before its Release CAS `UNBOUND => INLINE`; a binder's
-//!   Acquire CAS from INLINE pairs with it.
+//! - (L2) The entry's taker writes `taker` before its Release CAS out of UNBOUND (to STARTED
+//!   or INLINE); a reader's Acquire load of STARTED, or a binder's Acquire CAS from INLINE,
+//!   pairs with it.
 //! - (L3) The joiner's CAS `INLINE => ENDED` fails on BINDING or BOUND; it then waits for BOUND
 //!   (Acquire, L1) and releases the G the binder made.
 
@@ -50,16 +54,19 @@ use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 const UNBOUND: u32 = 0;
 const BINDING: u32 = 1;
 const BOUND: u32 = 2;
-const INLINE: u32 = 3;
-const ENDED: u32 = 4;
+const STARTED: u32 = 3;
+const INLINE: u32 = 4;
+const ENDED: u32 = 5;
 
 /// A lazily spawned green thread's identity (in its task cell's head).
 pub(crate) struct Identity {
     bind: AtomicU32,
     /// Written by the holder of BINDING, read after BOUND (L1).
     bound: UnsafeCell<Option<GreenThread>>,
-    /// The joiner running the task inline: written before INLINE (L2).
-    host: UnsafeCell<Option<GRef>>,
+    /// Written by whoever dequeued the entry, before it leaves UNBOUND (L2): at STARTED the
+    /// identity it runs the task with, at INLINE the joiner running it (unparks of a G made
+    /// during the run are forwarded there).
+    taker: UnsafeCell<Option<GreenThread>>,
 }
 
 impl Identity {
@@ -67,26 +74,24 @@ impl Identity {
         Identity {
             bind: AtomicU32::new(UNBOUND),
             bound: UnsafeCell::new(None),
-            host: UnsafeCell::new(None),
+            taker: UnsafeCell::new(None),
         }
     }
 
     /// The identity, if one was made (never makes one).
     pub(crate) fn peek(&self) -> Option<GreenThread> {
-        // Acquire pairs with the binder's Release (L1).
-        if self.bind.load(Ordering::Acquire) != BOUND {
-            return None;
+        // Acquire pairs with L1 and L2.
+        match self.bind.load(Ordering::Acquire) {
+            s @ (BOUND | STARTED) => Some(self.read(s)),
+            _ => None,
         }
-        // SAFETY: BOUND is final and was observed with Acquire: `bound` is written and never
-        // written again.
-        unsafe { self.bound.with(|b| *b) }
     }
 
     /// The current state once no binder is at work.
     fn settled(&self) -> u32 {
         let mut spins = 0u32;
         loop {
-            // Acquire: pairs with L1 when it returns BOUND.
+            // Acquire: pairs with L1 when it returns BOUND, L2 for STARTED.
             let s = self.bind.load(Ordering::Acquire);
             if s != BINDING {
                 return s;
@@ -111,9 +116,12 @@ impl Identity {
         t
     }
 
-    fn read_bound(&self) -> GreenThread {
-        // SAFETY: the caller saw BOUND with Acquire (L1).
-        unsafe { self.bound.with(|b| *b) }.expect("a bound identity holds a green thread")
+    /// The identity in final state `s` (BOUND or STARTED), seen with Acquire.
+    fn read(&self, s: u32) -> GreenThread {
+        let slot = if s == STARTED { &self.taker } else { &self.bound };
+        // SAFETY: the caller saw the final state with Acquire (L1, L2): the slot is written
+        // and never written again.
+        unsafe { slot.with(|b| *b) }.expect("a final identity state holds a green thread")
     }
 
     /// The identity, made now if nobody has yet (a handle's `thread()`, or `current()` inside
@@ -126,8 +134,8 @@ impl Identity {
         let mut alloc = Some(alloc);
         loop {
             let s = self.settled();
-            if s == BOUND {
-                return self.read_bound();
+            if s == BOUND || s == STARTED {
+                return self.read(s);
             }
             // Acquire: L1 (and L2 when leaving INLINE).
             if self.bind.compare_exchange(s, BINDING, Ordering::Acquire, Ordering::Relaxed).is_err()
@@ -143,9 +151,9 @@ impl Identity {
                 // Running inline: claimed by its joiner, to which unparks are forwarded.
                 INLINE => {
                     // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
-                    // joiner does not write it again while the state is INLINE or later.
-                    let host = unsafe { self.host.with(|h| *h) }.expect("INLINE has a host");
-                    GreenThread { g, generation: g.prepare_claimed(host) }
+                    // joiner does not write it again.
+                    let host = unsafe { self.taker.with(|h| *h) }.expect("INLINE has a host");
+                    GreenThread { g, generation: g.prepare_claimed(host.g) }
                 }
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
@@ -159,32 +167,40 @@ impl Identity {
     }
 
     /// Called by the worker that dequeued the entry: the G to run the task on, claimed for
-    /// this worker (RUNNING). `alloc` gives a FREE record (used unless a handle made one).
-    pub(crate) fn start_on_worker(&self, alloc: impl FnOnce() -> GRef) -> GRef {
-        let mut alloc = Some(alloc);
+    /// this worker (RUNNING). `alloc` gives a FREE record; `recycle` takes it back if a handle
+    /// had made one first.
+    pub(crate) fn start_on_worker(
+        &self,
+        alloc: impl FnOnce() -> GRef,
+        recycle: impl FnOnce(GRef),
+    ) -> GRef {
+        let g = alloc();
+        let mine = GreenThread { g, generation: g.prepare_running() };
+        // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
+        // readers read it only after STARTED.
+        unsafe { self.taker.with_mut(|t| *t = Some(mine)) };
         loop {
-            let s = self.settled();
-            if s == BOUND {
-                // A handle made a RUNNABLE G: the entry was its only queue entry, now ours.
-                let t = self.read_bound();
-                let claimed = t.g.claim_for_run();
-                debug_assert!(claimed, "a lazily bound G is claimed only by its entry's taker");
-                return t.g;
-            }
-            debug_assert_eq!(s, UNBOUND, "a queued task is neither inline nor ended");
-            if self
-                .bind
-                .compare_exchange(UNBOUND, BINDING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
+            // Release: L2. Acquire on failure: L1.
+            match self.bind.compare_exchange(UNBOUND, STARTED, Ordering::Release, Ordering::Acquire)
             {
-                continue;
+                Ok(_) => return g,
+                Err(BINDING) => {
+                    self.settled();
+                }
+                Err(s) => {
+                    debug_assert_eq!(s, BOUND, "a queued task is neither inline nor ended");
+                    // A handle made a RUNNABLE G: the entry was its only queue entry, now ours.
+                    // Ours goes back, unpublished (its only reference dropped, as at an exit).
+                    let last = g.drop_ref();
+                    debug_assert!(last, "nobody else saw our record");
+                    g.recycle();
+                    recycle(g);
+                    let t = self.read(BOUND);
+                    let claimed = t.g.claim_for_run();
+                    debug_assert!(claimed, "a lazily bound G is claimed only by its entry's taker");
+                    return t.g;
+                }
             }
-            let g = (alloc.take().expect("one record per binding"))();
-            let generation = g.prepare_spawn();
-            let claimed = g.claim_for_run();
-            debug_assert!(claimed, "a fresh record is claimable");
-            self.publish(GreenThread { g, generation });
-            return g;
         }
     }
 
@@ -193,9 +209,9 @@ impl Identity {
     /// (forwarding to `host`); `Ok(None)`: no G (INLINE). `Err(())`: the handle's G has a
     /// pending unpark or cancel and cannot run inline; the caller must queue the entry again.
     pub(crate) fn start_inline(&self, host: GRef) -> Result<Option<GreenThread>, ()> {
-        // SAFETY: only the entry's taker (us) writes `host`, before publishing INLINE (L2);
-        // binders read it only after INLINE.
-        unsafe { self.host.with_mut(|h| *h = Some(host)) };
+        // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
+        // binders read it only after INLINE. The generation is not used.
+        unsafe { self.taker.with_mut(|h| *h = Some(GreenThread { g: host, generation: 0 })) };
         loop {
             // Release: L2. Acquire on failure: L1.
             match self.bind.compare_exchange(UNBOUND, INLINE, Ordering::Release, Ordering::Acquire)
@@ -205,7 +221,7 @@ impl Identity {
                     self.settled();
                 }
                 Err(_) => {
-                    let t = self.read_bound();
+                    let t = self.read(BOUND);
                     if !t.g.claim_popped_inline(t.generation) {
                         return Err(());
                     }
@@ -236,7 +252,7 @@ impl Identity {
                 Err(BINDING) => {
                     self.settled();
                 }
-                Err(_) => return Some(self.read_bound()),
+                Err(_) => return Some(self.read(BOUND)),
             }
         }
     }
@@ -262,8 +278,9 @@ mod loom_identity {
 
     /// A handle's `thread()` races the worker that dequeued the task: exactly one record is
     /// made, both sides see the same identity, and the worker runs on it (claimed once).
-    /// Mutation checks (each fails this model): `start_on_worker` entering BINDING with a
-    /// load and a store instead of the CAS ("one identity": two records are made); `publish`
+    /// Mutation checks (each fails this model): `start_on_worker` leaving UNBOUND with a swap
+    /// instead of the CAS ("one identity": the handle's record and the worker's both stand);
+    /// that CAS with Relaxed on success (loom reports the racing read of `taker`); `publish`
     /// storing BOUND with Relaxed (loom reports the racing read of `bound`).
     #[test]
     fn handle_binding_races_the_worker_start() {
@@ -271,7 +288,8 @@ mod loom_identity {
             let identity = Arc::new(Identity::new());
             let i2 = identity.clone();
             let handle = thread::spawn(move || i2.get(core::ptr::null(), || registry().alloc()));
-            let ran_on = identity.start_on_worker(|| registry().alloc());
+            let ran_on =
+                identity.start_on_worker(|| registry().alloc(), |g| registry().give_free([g]));
             let seen = handle.join().unwrap();
             assert_eq!(seen.g, ran_on, "one identity");
             assert_eq!(g::status_of(ran_on.state.load(Ordering::Relaxed)), g::RUNNING);
@@ -286,7 +304,7 @@ mod loom_identity {
     /// is already over.
     /// Mutation checks (each fails this model): `end` moving to ENDED with a plain store
     /// (the record made during the run is never released: "released"); `start_inline`
-    /// publishing INLINE with Relaxed (loom reports the racing read of `host`).
+    /// publishing INLINE with Relaxed (loom reports the racing read of `taker`).
     #[test]
     fn binding_during_an_inline_run_races_its_end() {
         loom::model(|| {
@@ -334,7 +352,11 @@ mod loom_identity {
                 Err(()) => {
                     // The token is pending: a worker claims the record and keeps it.
                     assert_eq!(waker.join().unwrap(), g::Unparked::Noted);
-                    assert_eq!(identity.start_on_worker(|| registry().alloc()), t.g);
+                    assert_eq!(
+                        identity
+                            .start_on_worker(|| registry().alloc(), |g| registry().give_free([g])),
+                        t.g
+                    );
                     assert!(t.g.take_notified(), "the unpark's token reaches the run");
                 }
             }

@@ -1086,7 +1086,7 @@ impl M {
         let task = unsafe { crate::task::OwnedTask::from_cell(cell) };
         // SAFETY: as above; the head is at offset 0 of the cell.
         let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
-        let g = head.identity.start_on_worker(|| self.alloc_g());
+        let g = head.identity.start_on_worker(|| self.alloc_g(), |g| self.recycle_cached(g));
         // SAFETY: we claimed the record: we own its cells, emptied by `recycle` (plain writes,
         // as in `spawn_g`).
         unsafe {
