@@ -113,6 +113,9 @@ impl<T> JoinHandle<T> {
     }
 
     /// The green thread's handle.
+    ///
+    /// A green thread spawned from a green thread with default options gets its record (and
+    /// with it its id) only when it starts; asked for before that, the record is made now.
     pub fn thread(&self) -> &GreenThread {
         self.thread
             .get_or_init(|| self.task.head().identity.get(self.sched, crate::worker::alloc_record))
@@ -121,7 +124,9 @@ impl<T> JoinHandle<T> {
 
 impl<T> core::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("JoinHandle").field("thread", self.thread()).finish_non_exhaustive()
+        // Without making a record for a child that has none yet.
+        let thread = self.thread.get().copied().or_else(|| self.task.head().identity.peek());
+        f.debug_struct("JoinHandle").field("thread", &thread).finish_non_exhaustive()
     }
 }
 
