@@ -44,8 +44,12 @@
 //! - (L2) The entry's taker writes `taker` before its Release CAS out of UNBOUND (to STARTED
 //!   or INLINE); a reader's Acquire load of STARTED, or a binder's Acquire CAS from INLINE,
 //!   pairs with it.
-//! - (L3) The joiner's CAS `INLINE => ENDED` fails on BINDING or BOUND; it then waits for BOUND
-//!   (Acquire, L1) and releases the G the binder made.
+//! - (L3) An inline run has no concurrent binder: the joiner dequeued the entry inside
+//!   `JoinHandle::join(self)`, which owns the handle, so until the run ends nobody else can
+//!   call `thread()`, and `current()` inside the child runs on the joiner's thread. So the
+//!   joiner enters INLINE and ENDED with plain stores, and a G made during the run (from
+//!   INLINE, by the joiner itself) is found in program order. The joiner's Acquire load at the
+//!   start pairs with L1 of a handle that made a record before the join.
 
 use crate::GreenThread;
 use crate::g::{self, GRef};
@@ -116,11 +120,12 @@ impl Identity {
         t
     }
 
-    /// The identity in final state `s` (BOUND or STARTED), seen with Acquire.
+    /// The identity in final state `s` (BOUND or STARTED), seen with Acquire (or written by
+    /// this thread, L3).
     fn read(&self, s: u32) -> GreenThread {
         let slot = if s == STARTED { &self.taker } else { &self.bound };
-        // SAFETY: the caller saw the final state with Acquire (L1, L2): the slot is written
-        // and never written again.
+        // SAFETY: the caller saw the final state with Acquire (L1, L2) or made it (L3): the
+        // slot is written and never written again.
         unsafe { slot.with(|b| *b) }.expect("a final identity state holds a green thread")
     }
 
@@ -204,50 +209,47 @@ impl Identity {
         }
     }
 
-    /// Called by the joiner that dequeued the entry, before it runs the task inline on `host`.
-    /// `Ok(Some(child))`: a handle had made the child's G, now claimed for the inline run
-    /// (forwarding to `host`); `Ok(None)`: no G (INLINE). `Err(())`: the handle's G has a
-    /// pending unpark or cancel and cannot run inline; the caller must queue the entry again.
+    /// Called by the joiner that dequeued the entry (in `JoinHandle::join`), before it runs
+    /// the task inline on `host`. `Ok(Some(child))`: a handle had made the child's G, now
+    /// claimed for the inline run (forwarding to `host`); `Ok(None)`: no G (INLINE). `Err(())`:
+    /// the handle's G has a pending unpark or cancel and cannot run inline; the caller must
+    /// queue the entry again.
     pub(crate) fn start_inline(&self, host: GRef) -> Result<Option<GreenThread>, ()> {
-        // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
-        // binders read it only after INLINE. The generation is not used.
-        unsafe { self.taker.with_mut(|h| *h = Some(GreenThread { g: host, generation: 0 })) };
-        loop {
-            // Release: L2. Acquire on failure: L1.
-            match self.bind.compare_exchange(UNBOUND, INLINE, Ordering::Release, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(None),
-                Err(BINDING) => {
-                    self.settled();
-                }
-                Err(_) => {
-                    let t = self.read(BOUND);
-                    if !t.g.claim_popped_inline(t.generation) {
-                        return Err(());
-                    }
-                    t.g.host.store(host.as_ptr(), Ordering::Release);
-                    return Ok(Some(t));
-                }
-            }
+        // Acquire: L1, for a record a handle made before the join (L3: no binder now).
+        if self.bind.load(Ordering::Acquire) == UNBOUND {
+            // SAFETY: only the entry's taker (us) writes `taker`; binders read it only after
+            // INLINE, on this thread (L3). The generation is not used.
+            unsafe { self.taker.with_mut(|h| *h = Some(GreenThread { g: host, generation: 0 })) };
+            // Relaxed: L3.
+            self.bind.store(INLINE, Ordering::Relaxed);
+            return Ok(None);
         }
+        let t = self.read(BOUND);
+        if !t.g.claim_popped_inline(t.generation) {
+            return Err(());
+        }
+        t.g.host.store(host.as_ptr(), Ordering::Release);
+        Ok(Some(t))
     }
 
-    /// Called by the joiner when an inline run that started without a G ends. Returns the G a
-    /// binder made meanwhile (CLAIMED, forwarding to the joiner), which the caller releases.
+    /// Called by the joiner when an inline run that started without a G ends. Returns the G
+    /// made for it during the run (CLAIMED, forwarding to the joiner), which the caller
+    /// releases.
     pub(crate) fn end_inline(&self) -> Option<GreenThread> {
-        self.end(INLINE)
+        // Relaxed: L3 (only this thread changed the state since INLINE).
+        if self.bind.load(Ordering::Relaxed) == INLINE {
+            self.bind.store(ENDED, Ordering::Relaxed);
+            return None;
+        }
+        Some(self.read(BOUND))
     }
 
     /// Called by whoever drained the entry of a task that will never run (shutdown). Returns
     /// the G a handle made (RUNNABLE), which the caller claims and releases.
     pub(crate) fn end_unstarted(&self) -> Option<GreenThread> {
-        self.end(UNBOUND)
-    }
-
-    fn end(&self, from: u32) -> Option<GreenThread> {
         loop {
-            // Acquire on failure: L3.
-            match self.bind.compare_exchange(from, ENDED, Ordering::Relaxed, Ordering::Acquire) {
+            // Acquire on failure: L1.
+            match self.bind.compare_exchange(UNBOUND, ENDED, Ordering::Relaxed, Ordering::Acquire) {
                 Ok(_) => return None,
                 Err(BINDING) => {
                     self.settled();
@@ -298,36 +300,31 @@ mod loom_identity {
         });
     }
 
-    /// A handle (or `current()`) asks for the identity of a child while its joiner starts and
-    /// ends an inline run of it: a record made before the start or during the run is claimed,
-    /// forwards unparks to the host and is released once by the joiner; one made after the end
-    /// is already over.
-    /// Mutation checks (each fails this model): `end` moving to ENDED with a plain store
-    /// (the record made during the run is never released: "released"); `start_inline`
-    /// publishing INLINE with Relaxed (loom reports the racing read of `taker`).
+    /// `current()` inside a child run inline makes its identity (a CLAIMED record forwarding
+    /// to the joiner); another thread unparks that identity while the run ends and the joiner
+    /// releases the record: the unpark is forwarded to the host or finds the green thread
+    /// ended, and the record is released once. Mutation check: `end_inline` ignoring the
+    /// record made during the run (returning `None`) fails this model ("the joiner gets the
+    /// record made during the run").
     #[test]
-    fn binding_during_an_inline_run_races_its_end() {
+    fn an_identity_made_during_an_inline_run_is_released_once() {
         loom::model(|| {
             let host = registry().alloc();
-            let identity = Arc::new(Identity::new());
-            let i2 = identity.clone();
-            let binder = thread::spawn(move || i2.get(core::ptr::null(), || registry().alloc()));
-            // As `join::run_lazy_inline`: a record made before the start is claimed by it; one
-            // made during the run is handed over by the end.
-            let started = identity.start_inline(host).expect("nothing unparked the child");
-            let ended = started.or_else(|| identity.end_inline());
-            let t = binder.join().unwrap();
-            if let Some(e) = ended {
-                // Made during the run: claimed, forwarding unparks to the host.
-                assert_eq!(e, t, "the joiner gets the record made during the run");
-                assert_eq!(g::status_of(e.g.state.load(Ordering::Relaxed)), g::CLAIMED);
-                assert_eq!(e.g.unpark(e.generation), g::Unparked::Forward);
-                assert_eq!(e.g.host.load(Ordering::Relaxed), host.as_ptr());
-                release_inline(e);
-            }
-            // Either way the identity is of a green thread that has ended.
+            let identity = Identity::new();
+            assert_eq!(identity.start_inline(host), Ok(None));
+            let t = identity.get(core::ptr::null(), || registry().alloc());
+            assert_eq!(g::status_of(t.g.state.load(Ordering::Relaxed)), g::CLAIMED);
+            assert_eq!(t.g.host.load(Ordering::Relaxed), host.as_ptr());
+            let waker = thread::spawn(move || t.g.unpark(t.generation));
+            let ended = identity.end_inline();
+            assert_eq!(ended, Some(t), "the joiner gets the record made during the run");
+            release_inline(t);
+            let unparked = waker.join().unwrap();
+            assert!(matches!(unparked, g::Unparked::Forward | g::Unparked::Stale), "{unparked:?}");
             assert_ne!(t.g.generation(), t.generation, "released");
             assert_eq!(g::status_of(t.g.state.load(Ordering::Relaxed)), g::FREE);
+            // After the run, the identity is of a green thread that has ended.
+            assert_eq!(identity.peek(), Some(t));
         });
     }
 
