@@ -5,18 +5,13 @@
 
 mod common;
 
+use common::Counted;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use purloin_sched::{Builder, GreenThread, StackSize};
-
-struct Counted(Arc<AtomicUsize>);
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// A child run inline by its joiner has no G until it asks for its identity; then it gets one
 /// of its own (not its joiner's), and an unpark through it reaches the child parked inside

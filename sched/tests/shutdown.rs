@@ -4,18 +4,13 @@
 
 mod common;
 
+use common::Counted;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use purloin_sched::{Builder, ForcedUnwind, SpawnOptions};
-
-struct CountDrop(Arc<AtomicUsize>);
-impl Drop for CountDrop {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 #[test]
 fn parked_green_threads_are_unwound_and_their_destructors_run() {
@@ -27,7 +22,7 @@ fn parked_green_threads_are_unwound_and_their_destructors_run() {
     for _ in 0..100 {
         let (d, p) = (drops.clone(), parked.clone());
         hs.push(sched.spawn(move || {
-            let _guard = CountDrop(d);
+            let _guard = Counted(d);
             p.fetch_add(1, Ordering::SeqCst);
             loop {
                 purloin_sched::park(); // never unparked

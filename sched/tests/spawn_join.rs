@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::Counted;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -228,13 +230,6 @@ fn a_million_green_threads_run_exactly_once() {
 }
 
 /// Counts drops of closures' captures and of results.
-struct Counted(Arc<AtomicUsize>);
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// The task cell has no reference count: the packet's state says who frees it. Every way a
 /// handle can end — joined (inline or after a park), dropped before or after the child ran,
 /// and dropped after a `wait_timeout` registered it — drops each capture and each result
