@@ -265,8 +265,9 @@ impl Wanted {
     }
 }
 
-/// Takes the wanted entry out of runnext (a child spawned last waits there), from below the
-/// top of the local queue, or from the global queue's head (one worker), and claims it.
+/// Takes the wanted entry out of runnext (where a child spawned into an empty runnext, or the
+/// last G spawned, waits), from below the top of the local queue, or from the global queue's
+/// head (one worker), and claims it.
 fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
     if p.runnext.load(Ordering::Relaxed) == child.entry.as_ptr()
         && let Some(next) = p.take_runnext()

@@ -14,8 +14,8 @@
 //!
 //! # Memory ordering
 //!
-//! - (R1) `runnext` is set by the owner with a Release swap and taken by the owner or a thief
-//!   with an AcqRel swap/CAS, so the taker sees the G's record as published by whoever made it
+//! - (R1) `runnext` is set by the owner with a Release swap (or, when it is empty, a Release
+//!   store: only the owner fills it) and taken by the owner or a thief with an AcqRel swap, so the taker sees the G's record as published by whoever made it
 //!   runnable.
 //! - (R2) `status`: the holder entering a blocking section stores `SYSCALL` with Release; the
 //!   monitor's `SYSCALL => HANDOFF` CAS (AcqRel) and the holder's `SYSCALL => RUNNING` CAS
@@ -181,6 +181,14 @@ impl P {
         let old = self.runnext.swap(g.as_ptr(), Ordering::SeqCst);
         // SAFETY: runnext only ever holds pointers to live G records.
         unsafe { GRef::from_ptr(old) }
+    }
+
+    /// Puts `g` in an empty runnext (holder only; the caller saw it empty). A plain Release
+    /// store (R1): only the holder fills runnext and thieves only empty it, so it is still
+    /// empty here.
+    pub(crate) fn fill_empty_runnext(&self, g: GRef) {
+        debug_assert!(self.runnext.load(Ordering::Relaxed).is_null());
+        self.runnext.store(g.as_ptr(), Ordering::Release);
     }
 
     /// The holder enters a blocking section: `RUNNING => SYSCALL` (R2, Release: ends the

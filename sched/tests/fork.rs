@@ -109,8 +109,8 @@ fn a_job_under_a_spawned_thread_gets_its_own_green_thread() {
             let mut kids = Vec::new();
             let (in_a, (in_b, x)) = purloin_sched::join(
                 || {
-                    // Two spawns: the second goes to runnext and pushes the first onto the
-                    // local queue, above the job's entry.
+                    // Two spawns: the first fills runnext, the second goes on the local queue,
+                    // above the job's entry.
                     kids.push(purloin_sched::spawn(|| 1u64).unwrap());
                     kids.push(purloin_sched::spawn(|| 2u64).unwrap());
                     purloin_sched::current().map(|t| t.id())
