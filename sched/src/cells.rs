@@ -354,6 +354,7 @@ mod tests {
         // SAFETY: from `alloc(small)`, unused afterwards.
         unsafe { free(a, small) };
         let b = alloc(small);
+        assert_eq!(a, b, "a block freed on this thread is the next one handed out");
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
         // SAFETY: as above.
         unsafe { free(b, small) };
