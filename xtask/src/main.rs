@@ -3,6 +3,7 @@
 //! ```text
 //! cargo xtask loom  [-p CRATE] [--preemptions N] [FILTER]   loom models, bottom-up
 //! cargo xtask ci                                            everything CI checks, in order
+//! cargo xtask invariants                                    the architecture's absences
 //! cargo xtask bench [-p CRATE] [FILTER]                     criterion benches + ratio table
 //! ```
 //!
@@ -35,8 +36,11 @@ commands:
   loom  [-p CRATE] [--preemptions N] [FILTER]
         run the loom models of every crate (or one), bottom-up, in release,
         with RUSTFLAGS=\"--cfg loom\" in target/loom; LOOM_MAX_PREEMPTIONS defaults to 2
-  ci    fmt, clippy, tests, docs, loom, packaging and dependency checks; stops at the
-        first failure and names it
+  ci    architecture invariants, fmt, clippy, tests, docs, loom, packaging and dependency
+        checks; stops at the first failure and names it
+  invariants
+        only the architecture invariants: assembly only in context/, futex calls only in
+        parking/, memory mapping only in stack/ (library sources)
   bench [-p CRATE] [FILTER]
         run the criterion benches (all crates or one) and print each benchmark's
         time and its ratio to the best peer in the same group
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("loom") => parse_loom(&args[1..]).and_then(|opts| loom(&opts)),
         Some("ci") if args.len() == 1 => ci(),
+        Some("invariants") if args.len() == 1 => architecture_invariants(),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench(&opts)),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
@@ -187,6 +192,7 @@ fn loom(opts: &LoomOpts) -> Result<(), String> {
 
 fn ci() -> Result<(), String> {
     let started = Instant::now();
+    architecture_invariants()?;
     run("fmt", cargo().args(["fmt", "--all", "--check"]))?;
     run(
         "clippy",
@@ -226,6 +232,75 @@ fn ci() -> Result<(), String> {
         leaf_stands_alone(leaf)?;
     }
     eprintln!("\nci: all steps passed in {:.1?}", started.elapsed());
+    Ok(())
+}
+
+/// The architecture's absences (ARCHITECTURE.md, "Architecture invariants"): each kind of
+/// low-level operation lives in exactly one crate's library code. A pattern names the call as
+/// written in source; tests, benches and examples may use anything.
+const OWNED_OPERATIONS: &[(&str, &[&str], &str)] = &[
+    ("context", &["asm!(", "naked_asm!(", "global_asm!("], "assembly"),
+    ("parking", &["SYS_futex"], "futex calls"),
+    (
+        "stack",
+        &["libc::mmap(", "libc::munmap(", "libc::mremap(", "libc::mprotect(", "libc::madvise("],
+        "memory mapping",
+    ),
+];
+
+/// Fails if a library source file outside the owning crate contains one of the owned
+/// operations of [`OWNED_OPERATIONS`].
+fn architecture_invariants() -> Result<(), String> {
+    eprintln!("\n==> [architecture invariants] scanning */src for owned operations");
+    let started = Instant::now();
+    let mut violations = Vec::new();
+    for krate in CRATES {
+        let dir = krate.trim_start_matches("purloin-");
+        let dir = if dir == "purloin" { "runtime" } else { dir };
+        let mut files = Vec::new();
+        rust_files(&root().join(dir).join("src"), &mut files)?;
+        for file in files {
+            let text = fs::read_to_string(&file).map_err(|e| format!("read {file:?}: {e}"))?;
+            for (owner, patterns, what) in OWNED_OPERATIONS {
+                if *owner == dir {
+                    continue;
+                }
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or("");
+                    if let Some(p) = patterns.iter().find(|p| code.contains(*p)) {
+                        let rel = file.strip_prefix(root()).unwrap_or(&file);
+                        violations.push(format!(
+                            "{}:{}: `{p}`: only {owner}/ may contain {what}",
+                            rel.display(),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if violations.is_empty() {
+        eprintln!("<== [architecture invariants] ok in {:.1?}", started.elapsed());
+        Ok(())
+    } else {
+        Err(format!(
+            "step 'architecture invariants' failed: move these calls into the owning crate \
+             and call its API instead:\n  {}",
+            violations.join("\n  ")
+        ))
+    }
+}
+
+/// Collects the `.rs` files below `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    for entry in fs::read_dir(dir).map_err(|e| format!("read dir {dir:?}: {e}"))? {
+        let path = entry.map_err(|e| format!("read dir {dir:?}: {e}"))?.path();
+        if path.is_dir() {
+            rust_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
     Ok(())
 }
 
