@@ -1,12 +1,13 @@
 //! Channel ping-pong between two green threads on a 2-worker runtime, for profiling:
-//! `perf record -g target/release/examples/sync_pingpong [cap] [n]` (`cap` 0 is the rendezvous
+//! `cargo bench -p purloin --bench profile_sync_pingpong -- [cap] [n]`, or `perf record -g`
+//! on the binary it builds in `target/release/deps/` (`cap` 0 is the rendezvous
 //! channel, `u` the unbounded one).
 use std::time::Instant;
 
 use purloin::sync::channel::{Receiver, Sender, bounded, unbounded};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let cap_arg = args.next().unwrap_or_else(|| "0".into());
     let cap: Option<usize> = if cap_arg == "u" { None } else { cap_arg.parse().ok() };
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5_000_000);

@@ -1,5 +1,5 @@
 //! Skynet (1,111,111 green threads in a 10-ary tree; each parent sums its children through
-//! joins): `cargo run --release -p purloin --example skynet [size]`.
+//! joins): `cargo bench -p purloin --bench profile_skynet -- [size]`.
 use std::time::Instant;
 
 fn skynet(num: u64, size: u64) -> u64 {
@@ -13,7 +13,12 @@ fn skynet(num: u64, size: u64) -> u64 {
 }
 
 fn main() {
-    let size: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let size: u64 = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let rt =
         purloin::runtime::Builder::new().stack_size(purloin::StackSize::Small).build().unwrap();
     for _ in 0..3 {

@@ -1,5 +1,5 @@
 //! Profiling helper: spawn 100,000 no-op green threads from a green thread, then join them.
-//! `cargo run --release -p purloin --example spawn100k [workers] [iterations]`.
+//! `cargo bench -p purloin --bench profile_spawn100k -- [workers] [iterations]`.
 //!
 //! Per iteration: the time from `block_on` to the root starting (`pre`: the root queues behind
 //! whatever the last iteration left in the global queue), the spawn and join phases, and what
@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>().ok());
+    let mut args =
+        std::env::args().skip(1).filter(|a| !a.starts_with("--")).map(|a| a.parse::<usize>().ok());
     let workers = args.next().flatten().unwrap_or(2);
     let iterations = args.next().flatten().unwrap_or(10).max(1);
     let rt = purloin::runtime::Builder::new()
