@@ -210,6 +210,17 @@ pub struct ScopedJoinHandle<'scope, T> {
 impl<'scope, T> ScopedJoinHandle<'scope, T> {
     /// Waits for the green thread and returns its result (`Err` with the panic payload if it
     /// panicked). Runs it inline if it has not started yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// purloin::scope(|s| {
+    ///     let ok = s.spawn(|| 1);
+    ///     let bad = s.spawn(|| -> i32 { panic!("boom") });
+    ///     assert_eq!(ok.join().unwrap(), 1);
+    ///     assert!(bad.join().is_err()); // joined: the scope itself does not panic
+    /// });
+    /// ```
     pub fn join(self) -> ThreadResult<T> {
         self.parts.join()
     }
@@ -227,6 +238,17 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     /// Spawns a green thread that may borrow anything that outlives the scope.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let words = ["green", "threads"];
+    /// let lens: Vec<usize> = purloin::scope(|s| {
+    ///     let hs: Vec<_> = words.iter().map(|w| s.spawn(move || w.len())).collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).collect()
+    /// });
+    /// assert_eq!(lens, [5, 7]);
+    /// ```
     ///
     /// # Panics
     /// If the runtime refuses the spawn (it is shutting down); use
@@ -265,6 +287,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 /// From a green thread the scope's threads run on the same runtime; from a plain thread, on
 /// the global runtime.
 ///
+/// # Examples
+///
 /// ```
 /// let mut data = vec![1, 2, 3];
 /// let total = purloin::scope(|s| {
@@ -302,6 +326,8 @@ where
 /// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
 /// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
 /// A panic in either is resumed after both finished.
+///
+/// # Examples
 ///
 /// ```
 /// fn fib(n: u64) -> u64 {

@@ -11,6 +11,8 @@ use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
 /// queue); from a plain thread or `main` it spawns on the global runtime, which starts on first
 /// use with one worker per CPU.
 ///
+/// # Examples
+///
 /// ```
 /// let h = purloin::spawn(|| 6 * 7);
 /// assert_eq!(h.join().unwrap(), 42);
@@ -30,6 +32,22 @@ where
 /// Spawns a green thread and switches to it at once; the caller is re-queued and continues
 /// when a worker picks it up again (brpc's `start_urgent`: lower latency for the new green
 /// thread). From a plain thread it is the same as [`spawn`].
+///
+/// # Examples
+///
+/// ```
+/// let answer = purloin::Runtime::run(|| {
+///     // The child runs before this line continues (the parent waits in the queue).
+///     let h = purloin::spawn_urgent(|| purloin::current().unwrap().id());
+///     let child = h.thread().id();
+///     assert_eq!(h.join().unwrap(), child);
+///     42
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+///
+/// # Panics
+/// As [`spawn`].
 pub fn spawn_urgent<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -41,6 +59,19 @@ where
 }
 
 /// Configures a green thread before spawning it, like [`std::thread::Builder`].
+///
+/// # Examples
+///
+/// ```
+/// use purloin::{Builder, StackSize};
+///
+/// let h = Builder::new()
+///     .name("worker-1")
+///     .stack_size(StackSize::Large) // deep recursion ahead
+///     .spawn(|| purloin::current().unwrap().name())
+///     .unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("worker-1"));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     opts: SpawnOptions,
@@ -68,6 +99,25 @@ impl Builder {
 
     /// Pins the green thread to the spawner's worker: it never moves to another OS thread
     /// (Go's `LockOSThread`). Only possible from a green thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// purloin::Runtime::run(|| {
+    ///     let h = purloin::Builder::new()
+    ///         .pinned(true)
+    ///         .spawn(|| {
+    ///             let before = std::thread::current().id();
+    ///             purloin::yield_now(); // a pinned thread resumes on the same OS thread
+    ///             before == std::thread::current().id()
+    ///         })
+    ///         .unwrap();
+    ///     assert!(h.join().unwrap());
+    /// });
+    ///
+    /// // Outside a green thread there is no spawner's worker to pin to.
+    /// assert!(purloin::Builder::new().pinned(true).spawn(|| ()).is_err());
+    /// ```
     pub fn pinned(mut self, pinned: bool) -> Builder {
         self.opts.pinned = pinned;
         self
@@ -98,6 +148,17 @@ impl Builder {
     }
 
     /// Spawns a scoped green thread (see [`scope`](crate::scope)) with these options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut hits = 0;
+    /// purloin::scope(|s| {
+    ///     let h = purloin::Builder::new().name("counter").spawn_scoped(s, || hits += 1).unwrap();
+    ///     h.join().unwrap();
+    /// });
+    /// assert_eq!(hits, 1);
+    /// ```
     ///
     /// # Errors
     /// As [`Builder::spawn`].
