@@ -14,7 +14,9 @@
 //!   own `Worker` with one compare-and-swap on the victim and returns one item to run now.
 //! * [`Injector`]: the global queue, MPMC and lock-free: [`push`](Injector::push),
 //!   [`push_batch`](Injector::push_batch), [`steal`](Injector::steal),
-//!   [`steal_batch_and_pop`](Injector::steal_batch_and_pop) into a `Worker`.
+//!   and crossbeam's batch family ([`steal_batch`](Injector::steal_batch),
+//!   [`steal_batch_with_limit_and_pop`](Injector::steal_batch_with_limit_and_pop), ...) into a
+//!   `Worker`.
 //! * [`Steal`]: `Empty`, `Success(item)` or `Retry`, with crossbeam's helpers.
 //!
 //! If you know crossbeam-deque: the names are the same; the differences are a real one-CAS
@@ -51,7 +53,7 @@
 //!                 // Local queue first, then a batch from the injector, then steal half of a
 //!                 // victim's queue.
 //!                 let task = local.pop().map(Steal::Success).unwrap_or_else(|| {
-//!                     injector.steal_batch_and_pop(&local, 16).or_else(|| {
+//!                     injector.steal_batch_with_limit_and_pop(&local, 17).or_else(|| {
 //!                         (1..threads)
 //!                             .map(|i| &stealers[(me + i) % threads])
 //!                             .map(|victim| victim.steal_half_into(&local))
@@ -143,7 +145,7 @@ mod worker;
 pub use injector::Injector;
 pub use steal::Steal;
 pub use stealer::Stealer;
-pub use worker::Worker;
+pub use worker::{Builder, Worker};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -41,7 +41,7 @@ fn steal_batch_and_pop_moves_fifo_into_worker() {
     let q = Injector::new();
     q.push_batch(0..100);
     let w = Worker::bounded(256);
-    assert_eq!(q.steal_batch_and_pop(&w, 16), Steal::Success(0));
+    assert_eq!(q.steal_batch_with_limit_and_pop(&w, 17), Steal::Success(0));
     assert_eq!(w.len(), 16);
     assert_eq!(q.len(), 83);
     // The owner pops the moved items in FIFO order...
@@ -49,8 +49,8 @@ fn steal_batch_and_pop_moves_fifo_into_worker() {
     assert_eq!(w.pop(), Some(2));
     // ...and thieves of the worker take the newest of the batch.
     assert_eq!(w.stealer().steal(), Steal::Success(16));
-    // limit 0: a plain steal.
-    assert_eq!(q.steal_batch_and_pop(&w, 0), Steal::Success(17));
+    // limit 1: a plain steal.
+    assert_eq!(q.steal_batch_with_limit_and_pop(&w, 1), Steal::Success(17));
     assert_eq!(w.len(), 13);
 }
 
@@ -60,16 +60,16 @@ fn steal_batch_is_bounded_by_block_and_room() {
     q.push_batch(0..300);
     // A huge limit stops at the end of the first block (127 slots): 1 + 126.
     let w = Worker::new();
-    assert_eq!(q.steal_batch_and_pop(&w, 1000), Steal::Success(0));
+    assert_eq!(q.steal_batch_with_limit_and_pop(&w, 1001), Steal::Success(0));
     assert_eq!(w.len(), 126);
     // Room for 2: three items.
     let small = Worker::bounded(4);
     small.push(-1).unwrap();
     small.push(-2).unwrap();
-    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(127));
+    assert_eq!(q.steal_batch_with_limit_and_pop(&small, 17), Steal::Success(127));
     assert_eq!(small.len(), 4);
     // Full destination: one item, returned.
-    assert_eq!(q.steal_batch_and_pop(&small, 16), Steal::Success(130));
+    assert_eq!(q.steal_batch_with_limit_and_pop(&small, 17), Steal::Success(130));
     assert_eq!(small.len(), 4);
     // A growable destination grows to take the batch.
     let grow = Worker::new();
@@ -77,7 +77,7 @@ fn steal_batch_is_bounded_by_block_and_room() {
         grow.push(1000 + i).unwrap();
     }
     assert_eq!(grow.capacity(), 64);
-    assert_eq!(q.steal_batch_and_pop(&grow, 16), Steal::Success(131));
+    assert_eq!(q.steal_batch_with_limit_and_pop(&grow, 17), Steal::Success(131));
     assert_eq!(grow.len(), 80);
 }
 
@@ -93,7 +93,7 @@ fn blocks_are_reused_without_losing_order() {
             q.push(next_in);
             next_in += 1;
         }
-        while let Steal::Success(first) = q.steal_batch_and_pop(&w, 16) {
+        while let Steal::Success(first) = q.steal_batch_with_limit_and_pop(&w, 17) {
             assert_eq!(first, next_out);
             next_out += 1;
             while let Some(x) = w.pop() {
@@ -114,7 +114,7 @@ fn empty_injector_is_empty_everywhere() {
     assert!(q.is_empty());
     assert_eq!(q.len(), 0);
     assert_eq!(q.steal(), Steal::Empty);
-    assert_eq!(q.steal_batch_and_pop(&w, 16), Steal::Empty);
+    assert_eq!(q.steal_batch_with_limit_and_pop(&w, 17), Steal::Empty);
     assert!(w.is_empty());
 }
 

@@ -178,7 +178,9 @@ fn overflow_to_injector_vs_thieves() {
                         let got = if t == 0 {
                             stealer.steal_half_into(&mine)
                         } else {
-                            global.steal_batch_and_pop(&mine, 16).or_else(|| stealer.steal())
+                            global
+                                .steal_batch_with_limit_and_pop(&mine, 17)
+                                .or_else(|| stealer.steal())
                         };
                         match got {
                             Steal::Success(item) => {
@@ -252,7 +254,7 @@ fn injector_mpmc() {
                         let got = if c == 0 {
                             global.steal()
                         } else {
-                            global.steal_batch_and_pop(&mine, 16)
+                            global.steal_batch_with_limit_and_pop(&mine, 17)
                         };
                         match got {
                             Steal::Success(item) => {
@@ -308,7 +310,7 @@ fn items_left_inside_are_dropped_once() {
     let global = Injector::new();
     global.push_batch((0..500).map(|id| Item::new(id, &ledger)));
     let w = Worker::bounded(64);
-    drop(global.steal_batch_and_pop(&w, 16));
+    drop(global.steal_batch_with_limit_and_pop(&w, 17));
     drop(global);
     drop(w);
     ledger.assert_no_leak();

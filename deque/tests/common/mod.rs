@@ -1,6 +1,8 @@
 //! Shared helpers of the stress tests: drop-counted items, an exactly-once ledger, a watchdog.
 #![allow(dead_code)]
 
+pub mod shapes;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
