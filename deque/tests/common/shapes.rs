@@ -8,13 +8,12 @@
 //! point, and thieves that alternate between a LIFO and a FIFO destination so each batch steal
 //! also crosses flavours.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 
 use purloin_deque::{Steal, Worker};
 
-use super::{Item, LIMIT, Ledger, idle, with_watchdog};
+use super::{DropLog, Item, LIMIT, Ledger, consume_increasing, idle, with_watchdog};
 
 /// Which end the owner pops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,17 +168,7 @@ pub fn stampede(flavour: Flavour) {
         thread::scope(|scope| {
             for _ in 0..THIEVES {
                 let (s, ledger, left) = (w.stealer(), &ledger, &left);
-                scope.spawn(move || {
-                    let mut last = None;
-                    while left.load(Ordering::Relaxed) > 0 {
-                        if let Steal::Success(item) = s.steal() {
-                            assert!(last < Some(item.id), "a thief went backwards");
-                            last = Some(item.id);
-                            left.fetch_sub(1, Ordering::Relaxed);
-                            ledger.consume(item);
-                        }
-                    }
-                });
+                scope.spawn(move || consume_increasing(|| s.steal(), left, ledger));
             }
             let mut last: Option<usize> = None;
             while left.load(Ordering::Relaxed) > 0 {
@@ -310,19 +299,11 @@ pub fn no_starvation(flavour: Flavour) {
 /// consumed in order).
 pub fn destructors(flavour: Flavour) {
     const STEPS: usize = 1_000;
-
-    struct Elem<'a>(usize, &'a Mutex<Vec<usize>>);
-    impl Drop for Elem<'_> {
-        fn drop(&mut self) {
-            self.1.lock().unwrap().push(self.0);
-        }
-    }
-
     with_watchdog("destructors", LIMIT, || {
-        let dropped = Mutex::new(Vec::new());
+        let log = DropLog::default();
         let w = flavour.worker();
         for i in 0..COUNT {
-            w.push(Elem(i, &dropped)).ok().unwrap();
+            w.push(log.item(i)).ok().unwrap();
         }
         let taken = AtomicUsize::new(0);
         thread::scope(|scope| {
@@ -349,17 +330,9 @@ pub fn destructors(flavour: Flavour) {
             }
         });
         let taken = taken.into_inner();
-        let left = COUNT - taken;
-        assert!(left > 0, "the shape needs items left over");
-        {
-            let mut seen = dropped.lock().unwrap();
-            assert_eq!(seen.len(), taken, "every taken item was dropped once");
-            seen.clear();
-        }
+        assert!(taken < COUNT, "the shape needs items left over");
+        assert_eq!(log.take_count(), taken, "every taken item was dropped once");
         drop(w);
-        let mut rest = dropped.into_inner().unwrap();
-        assert_eq!(rest.len(), left, "the worker dropped every item left in it");
-        rest.sort_unstable();
-        assert!(rest.windows(2).all(|pair| pair[0] + 1 == pair[1]), "left items are contiguous");
+        log.assert_contiguous_rest(COUNT - taken);
     });
 }
