@@ -101,7 +101,8 @@ const DEFAULT_BUILDER: Builder =
     Builder { fifo: false, bounded: None, max_capacity: None, pop_batch: 1 };
 
 /// Not generic, so `Worker::builder()` needs no type annotation: the item type is chosen by
-/// [`Builder::build`].
+/// [`Builder::build`]. (Hence `Worker::builder()`, not `Worker::<T>::builder()`;
+/// `Builder::default()` is the same thing.)
 impl Worker<()> {
     /// Starts a [`Builder`] for a worker with any combination of flavour (LIFO or FIFO), mode
     /// (growable, growable up to a maximum, bounded) and pop batch.
@@ -572,11 +573,18 @@ impl<T> Worker<T> {
     /// f.push(2).unwrap();
     /// assert_eq!(f.pop(), Some(1));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn pop(&self) -> Option<T> {
-        if self.pop_batch.get() != 1 {
-            return self.pop_other();
+        match self.pop_batch.get() {
+            1 => self.pop_lifo(),
+            FIFO_POP => self.pop_fifo(),
+            _ => self.pop_batched(),
         }
+    }
+
+    /// `pop` of a LIFO worker with one RMW per pop (the default).
+    #[inline(always)]
+    fn pop_lifo(&self) -> Option<T> {
         let tail = self.tail();
         if tail == self.head_seen.get() {
             // head_seen <= head <= tail: definitely empty, no shared access needed.
@@ -599,14 +607,8 @@ impl<T> Worker<T> {
         Some(unsafe { self.ring().read(tail.wrapping_sub(1)) })
     }
 
-    /// `pop` of a FIFO worker, or of a LIFO worker with a pop batch above 1.
-    #[inline]
-    fn pop_other(&self) -> Option<T> {
-        if self.pop_batch.get() == FIFO_POP { self.pop_fifo() } else { self.pop_batched() }
-    }
-
     /// `pop` of a FIFO worker: take the head (see "FIFO owners" in `queue`).
-    #[inline]
+    #[inline(always)]
     fn pop_fifo(&self) -> Option<T> {
         // A FIFO owner's pop_count stays 0 and it keeps nothing: its tail is its push count.
         let tail = self.tail();
@@ -920,6 +922,13 @@ pub struct Builder {
     bounded: Option<usize>,
     max_capacity: Option<usize>,
     pop_batch: usize,
+}
+
+impl Default for Builder {
+    /// The same as [`Worker::builder`]: growable, LIFO, one read-modify-write per pop.
+    fn default() -> Builder {
+        DEFAULT_BUILDER
+    }
 }
 
 impl Builder {
