@@ -592,9 +592,9 @@ impl<T> Injector<T> {
         self.pop_into(Some(dest), limit, false).map(|_| ())
     }
 
-    /// Steals the item at the front and moves up to `extra` more into `dest`, with one CAS:
-    /// [`steal_batch_with_limit_and_pop`](Injector::steal_batch_with_limit_and_pop)`(dest,
-    /// extra + 1)`. (This crate's earlier signature; crossbeam's takes no limit.)
+    /// Steals the item at the front and moves up to 31 more into `dest`, with one CAS
+    /// (crossbeam's `Injector::steal_batch_and_pop`). See
+    /// [`steal_batch_with_limit_and_pop`](Injector::steal_batch_with_limit_and_pop).
     ///
     /// # Examples
     ///
@@ -604,12 +604,12 @@ impl<T> Injector<T> {
     /// let q = Injector::new();
     /// q.push_batch(1..=6);
     /// let w = Worker::new_fifo();
-    /// assert_eq!(q.steal_batch_and_pop(&w, 2), Steal::Success(1));
+    /// assert_eq!(q.steal_batch_and_pop(&w), Steal::Success(1));
     /// assert_eq!(w.pop(), Some(2));
     /// assert_eq!(w.pop(), Some(3));
     /// ```
-    pub fn steal_batch_and_pop(&self, dest: &Worker<T>, extra: usize) -> Steal<T> {
-        self.steal_batch_with_limit_and_pop(dest, extra.saturating_add(1))
+    pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
+        self.steal_batch_with_limit_and_pop(dest, DEFAULT_BATCH)
     }
 
     /// Steals the item at the front to run now and moves more into `dest`, at most `limit`

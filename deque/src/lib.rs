@@ -1,17 +1,21 @@
-//! Work-stealing queues for schedulers: a per-worker deque whose owner works LIFO while
-//! thieves take the oldest half **with one CAS**, and a lock-free global FIFO injector.
+//! Work-stealing queues for schedulers: a per-worker deque (LIFO or FIFO owner) whose thieves
+//! take the oldest half **with one CAS**, and a lock-free global FIFO injector, with
+//! crossbeam-deque's API.
 //!
 //! # The pieces
 //!
-//! * [`Worker`]: the owner's handle (`Send`, not `Sync`). [`push`](Worker::push) and
-//!   [`pop`](Worker::pop) work at the tail, newest first. Two modes:
-//!   [`Worker::bounded`] (a fixed power-of-two ring; a full queue can move its older half to
-//!   the injector with [`push_or_overflow`](Worker::push_or_overflow), as Go and tokio do) and
-//!   [`Worker::new`] (a ring that grows, with an optional maximum and
+//! * [`Worker`]: the owner's handle (`Send`, not `Sync`). [`push`](Worker::push) adds at the
+//!   tail; [`pop`](Worker::pop) takes the newest item ([`Worker::new_lifo`], the default) or
+//!   the oldest ([`Worker::new_fifo`]). Two modes: bounded ([`Worker::bounded`],
+//!   [`Worker::bounded_fifo`]: a fixed power-of-two ring; a full queue can move its older
+//!   half to the injector with [`push_or_overflow`](Worker::push_or_overflow), as Go and
+//!   tokio do) and growable (a ring that grows, with an optional maximum and
 //!   [`shrink_to_fit`](Worker::shrink_to_fit), reclaimed with `crossbeam-epoch`).
+//!   [`Worker::builder`] combines flavour, mode and pop batch.
 //! * [`Stealer`]: `Clone + Send + Sync`. [`steal`](Stealer::steal) takes the oldest item;
-//!   [`steal_half_into`](Stealer::steal_half_into) moves half of the queue into the thief's
-//!   own `Worker` with one compare-and-swap on the victim and returns one item to run now.
+//!   crossbeam's [`steal_batch`](Stealer::steal_batch) family and
+//!   [`steal_half_into`](Stealer::steal_half_into) move about half of the queue into the
+//!   thief's own `Worker` with one compare-and-swap on the victim, whatever its flavour.
 //! * [`Injector`]: the global queue, MPMC and lock-free: [`push`](Injector::push),
 //!   [`push_batch`](Injector::push_batch), [`steal`](Injector::steal),
 //!   and crossbeam's batch family ([`steal_batch`](Injector::steal_batch),
@@ -19,9 +23,11 @@
 //!   `Worker`.
 //! * [`Steal`]: `Empty`, `Success(item)` or `Retry`, with crossbeam's helpers.
 //!
-//! If you know crossbeam-deque: the names are the same; the differences are a real one-CAS
-//! steal-half from a LIFO owner, a bounded mode with overflow, `push_was_empty`,
-//! `push_batch`, `shrink_to_fit`, a maximum capacity, and loom models.
+//! If you know crossbeam-deque: the names are the same, and `push` returns a `Result` (a
+//! bounded queue can be full); the additions are a real one-CAS batch steal from a LIFO
+//! owner, a bounded mode with overflow, pop batches, `push_was_empty`, `push_batch`,
+//! `shrink_to_fit`, a maximum capacity, and loom models. The README has a migration table
+//! for crossbeam-deque and st3 users.
 //!
 //! # Example: a tiny work-stealing pool
 //!
@@ -94,6 +100,10 @@
 //! fence). One claim is in flight per queue at a time: a second thief gets
 //! [`Steal::Retry`] and moves on, which is what lets the owner reuse slots with no per-slot
 //! state. The full argument, with every ordering, is in the source of `queue.rs`.
+//!
+//! A FIFO owner pops from the head, where the claims are: its pop is the same wait-free
+//! `fetch_add` on the shared word (which then holds the head and where the last claim ended),
+//! so it never waits for a thief either; `queue.rs` has the argument.
 //!
 //! For fork-join loops, [`Worker::with_pop_batch`] lets one pop RMW take up to `n` of the
 //! newest items out of thieves' reach; the next pops hand them out with no atomic operation and

@@ -73,7 +73,7 @@ impl Source {
     fn steal_batch_and_pop(&self, dest: &Worker<u32>) -> Steal<u32> {
         match self {
             Source::Worker(w) => w.stealer().steal_batch_and_pop(dest),
-            Source::Injector(q) => Source::settle(|| q.steal_batch_with_limit_and_pop(dest, 32)),
+            Source::Injector(q) => Source::settle(|| q.steal_batch_and_pop(dest)),
         }
     }
 }
