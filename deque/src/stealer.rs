@@ -42,8 +42,15 @@ pub(crate) const DEFAULT_BATCH: usize = 32;
 /// crossbeam-deque's steals return `Retry` in more cases (any lost CAS, including one lost to
 /// the owner's pop), but not this one: there, overlapping steals both read the slots before
 /// claiming them, which is a data race on the item for any `T` that crossbeam documents as
-/// technically undefined behaviour. Overlapping claims here would need per-slot or per-claim
-/// state on the owner's push path (see the crate docs).
+/// technically undefined behaviour.
+///
+/// Why this one case stays: a claim ends with one plain store of `done`, which tells the owner
+/// which slots it may reuse. Letting a second claim (even of one item) start while a first is
+/// copying means the two can finish in either order, so the finishing step would have to
+/// become a read-modify-write that merges them (or per-slot state the owner checks on every
+/// push): a second locked instruction on every steal, including every steal-half, whose only
+/// locked instruction today is its claim CAS. The window is one batch copy long, and a
+/// scheduler has other victims to try meanwhile.
 ///
 /// # Examples
 ///
