@@ -1,5 +1,6 @@
 //! Multi-threaded stress tests: 10^6 items per test, every item delivered exactly once
-//! (checksum + count + a per-id flag), nothing leaked or dropped twice, in both modes.
+//! (checksum + count + a per-id flag), nothing leaked or dropped twice, in both modes and
+//! both flavours.
 #![cfg(not(loom))]
 
 mod common;
@@ -96,6 +97,12 @@ fn growable_owner_vs_thieves() {
 }
 
 #[test]
+fn fifo_owner_vs_thieves() {
+    owner_vs_thieves(|| Worker::bounded_fifo(256), "fifo_owner_vs_thieves (bounded)");
+    owner_vs_thieves(Worker::new_fifo, "fifo_owner_vs_thieves (growable)");
+}
+
+#[test]
 fn pop_batch_owner_vs_thieves() {
     owner_vs_thieves(|| Worker::bounded(256).with_pop_batch(16), "pop_batch_owner_vs_thieves");
     owner_vs_thieves(|| Worker::new().with_pop_batch(16), "pop_batch_owner_vs_thieves (growable)");
@@ -105,9 +112,17 @@ fn pop_batch_owner_vs_thieves() {
 /// steal while it pops down, and the owner shrinks the ring after every burst.
 #[test]
 fn growable_bursts_with_shrink_vs_thieves() {
-    with_watchdog("growable_bursts_with_shrink_vs_thieves", LIMIT, || {
+    bursts_with_shrink_vs_thieves(Worker::new_lifo, "growable_bursts_with_shrink_vs_thieves");
+    bursts_with_shrink_vs_thieves(
+        Worker::new_fifo,
+        "growable_bursts_with_shrink_vs_thieves (fifo)",
+    );
+}
+
+fn bursts_with_shrink_vs_thieves(make: fn() -> Worker<Item>, name: &str) {
+    with_watchdog(name, LIMIT, || {
         let ledger = Ledger::new(ITEMS);
-        let owner = Worker::new();
+        let owner = make();
         let finished = AtomicBool::new(false);
         thread::scope(|scope| {
             for _ in 0..2 {
@@ -161,9 +176,14 @@ fn growable_bursts_with_shrink_vs_thieves() {
 /// and the injector.
 #[test]
 fn overflow_to_injector_vs_thieves() {
-    with_watchdog("overflow_to_injector_vs_thieves", LIMIT, || {
+    overflow_vs_thieves(|| Worker::bounded(16), "overflow_to_injector_vs_thieves");
+    overflow_vs_thieves(|| Worker::bounded_fifo(16), "overflow_to_injector_vs_thieves (fifo)");
+}
+
+fn overflow_vs_thieves(make: fn() -> Worker<Item>, name: &str) {
+    with_watchdog(name, LIMIT, || {
         let ledger = Ledger::new(ITEMS);
-        let owner = Worker::bounded(16);
+        let owner = make();
         let global = Injector::new();
         let finished = AtomicBool::new(false);
         thread::scope(|scope| {
@@ -171,7 +191,8 @@ fn overflow_to_injector_vs_thieves() {
                 let stealer = owner.stealer();
                 let (ledger, finished, global) = (&ledger, &finished, &global);
                 scope.spawn(move || {
-                    let mine = Worker::bounded(32);
+                    // Thief 2 takes into a FIFO queue: batches cross flavours.
+                    let mine = if t == 2 { Worker::bounded_fifo(32) } else { Worker::bounded(32) };
                     let mut spins = 0;
                     loop {
                         let done = finished.load(Ordering::Acquire);
