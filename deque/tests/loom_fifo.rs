@@ -215,3 +215,37 @@ fn claim_completions_chain_before_slot_reuse() {
         });
     }
 }
+
+/// crossbeam's batch-and-pop from a FIFO victim into a LIFO thief queue (the batch goes in
+/// reversed, so the thief pops it oldest first) while the victim's owner pops at the same
+/// end: the returned item, the moved ones and the owner's are each taken once.
+///
+/// Mutation: `Stealer::steal_into` moves the batch starting at the claim's head for a FIFO
+/// victim (so the returned item is also moved) -> fails: "item 1 delivered twice".
+#[test]
+fn fifo_batch_and_pop_into_lifo_vs_owner_pop() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded_fifo(4);
+        for id in 0..4 {
+            w.push(item(id, &token)).ok().unwrap();
+        }
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mine = Worker::bounded(4);
+            let mut got: Vec<usize> =
+                s.steal_batch_and_pop(&mine).success().map(|it| it.id).into_iter().collect();
+            let mut last = None;
+            while let Some(it) = mine.pop() {
+                assert!(last < Some(it.id), "the thief's LIFO queue pops the batch oldest first");
+                last = Some(it.id);
+                got.push(it.id);
+            }
+            got
+        });
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 4);
+    });
+}
