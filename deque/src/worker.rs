@@ -619,7 +619,8 @@ impl<T> Worker<T> {
         // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`. Adds
         // one to the head (the high half in a FIFO queue).
         let old = self.queue.owner_side.packed.fetch_add(POP_ONE, Ordering::Release);
-        let head = self.queue.view(old).head;
+        // The head is the high half of a FIFO queue's word (`Queue::view`, known flavour).
+        let (head, _base) = crate::queue::unpack(old);
         self.head_seen.set(head.wrapping_add(1));
         if head == tail {
             // Thieves took everything: the head is now one past the tail. Count one phantom
