@@ -554,7 +554,9 @@ impl<T> Worker<T> {
     ///
     /// One wait-free read-modify-write on the queue's shared word when the queue may hold
     /// items (none when the owner already knows it is empty); it never waits for a thief, even
-    /// one copying a batch out at that moment.
+    /// one copying a batch out at that moment. That one locked instruction is most of the cost
+    /// of a push+pop pair; a LIFO worker built with [`Builder::pop_batch`] (or
+    /// [`with_pop_batch`](Worker::with_pop_batch)) pays it once per several pops.
     ///
     /// # Examples
     ///
