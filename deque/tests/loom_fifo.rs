@@ -249,3 +249,33 @@ fn fifo_batch_and_pop_into_lifo_vs_owner_pop() {
         assert_exactly_once(taken, 4);
     });
 }
+
+/// A growable FIFO ring grows while a thief reads from the old one and the owner pops at the
+/// head (the resize copies from the FIFO head, the high half of the shared word); two flushes
+/// let the epoch collector really free the retired ring inside the model.
+///
+/// Mutation: `Stealer::steal` drops its epoch guard right after claiming, before reading ->
+/// fails: "Causality violation: Concurrent read and write accesses to `UnsafeCell`" (the
+/// freed ring's teardown against the thief's read), as the LIFO `growth_while_thief_reads`.
+#[test]
+fn fifo_growth_while_thief_reads() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::new_fifo();
+        w.push(item(0, &token)).ok().unwrap();
+        w.push(item(1, &token)).ok().unwrap();
+        assert_eq!(w.capacity(), 2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || s.steal().success().map(|it| it.id));
+        let mut taken: Vec<usize> = w.pop().map(|it| it.id).into_iter().collect();
+        // Two more items: whatever the thief did, the second push needs a bigger ring (or
+        // the first does, if the thief's claim is still in flight).
+        w.push(item(2, &token)).ok().unwrap();
+        w.push(item(3, &token)).ok().unwrap();
+        crossbeam_epoch::pin().flush();
+        crossbeam_epoch::pin().flush();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 4);
+    });
+}
