@@ -5,7 +5,9 @@
 //! # The protocol
 //!
 //! Positions are wrapping `u32` counters; a position maps to a slot of the ring with
-//! `position & mask`. Four words are shared:
+//! `position & mask`. Four words are shared. This section describes a LIFO queue (the owner
+//! pops the tail); "FIFO owners" below gives the one change for a FIFO queue, whose owner pops
+//! the head.
 //!
 //! * `push_count`: pushes made so far. Written only by the owner.
 //! * `packed`: `pop_count << 32 | head`. The owner adds to the high half when it pops (an
@@ -233,7 +235,7 @@ unsafe impl<T: Send> Sync for Queue<T> {}
 pub(crate) struct OwnerSide {
     /// Pushes so far (wrapping).
     pub(crate) push_count: AtomicU32,
-    /// `pop_count << 32 | head`.
+    /// `pop_count << 32 | head` (LIFO) or `head << 32 | base` (FIFO; see "FIFO owners").
     pub(crate) packed: AtomicU64,
 }
 
