@@ -5,12 +5,15 @@
 //! Groups (see the performance table):
 //! * `owner_push_pop`: one thread pushes N items then pops them (LIFO). Time per iteration is for
 //!   N push+pop pairs. `owner_push_pop_floor` holds `std::collections::VecDeque` as the floor.
+//! * `owner_push_pop_fifo`: the same with FIFO workers (the owner pops the oldest).
 //! * `st3_batch`: st3's own single-thread benchmark: push 64 (or 256) then pop them.
 //! * `owner_thief_steal_half`: the owner pushes N items into a 256-slot queue (spinning while it
 //!   is full) while one thief steals half at a time and consumes its loot; ends when the thief
 //!   has consumed all N. Time per item is the cost of moving it to another core.
+//! * `owner_thief_batch_and_pop`: as `owner_thief_steal_half`, but every thief calls
+//!   crossbeam's `steal_batch_and_pop` (at most 32 items), from LIFO and FIFO victims alike.
 //! * `contended_owner`: the owner pushes and pops one item N times while a thief hammers the
-//!   almost-empty queue with single steals.
+//!   almost-empty queue with single steals (LIFO and FIFO owners).
 #![cfg(not(loom))]
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -91,6 +94,62 @@ fn owner_push_pop(c: &mut Criterion) {
     {
         let w = crossbeam_deque::Worker::new_lifo();
         g.bench_function(BenchmarkId::new("crossbeam-lifo", N_LABEL), |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    w.push(black_box(i));
+                }
+                while let Some(x) = w.pop() {
+                    black_box(x);
+                }
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("owner_push_pop_fifo");
+    g.throughput(Throughput::Elements(N as u64));
+    {
+        let w = purloin_deque::Worker::bounded_fifo(N);
+        g.bench_function(BenchmarkId::new("purloin-fifo-bounded", N_LABEL), |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    w.push(black_box(i)).unwrap();
+                }
+                while let Some(x) = w.pop() {
+                    black_box(x);
+                }
+            })
+        });
+    }
+    {
+        let w = purloin_deque::Worker::new_fifo();
+        g.bench_function(BenchmarkId::new("purloin-fifo-growable", N_LABEL), |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    w.push(black_box(i)).unwrap();
+                }
+                while let Some(x) = w.pop() {
+                    black_box(x);
+                }
+            })
+        });
+    }
+    {
+        let w = st3::fifo::Worker::new(N);
+        g.bench_function(BenchmarkId::new("st3-fifo", N_LABEL), |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    w.push(black_box(i)).unwrap();
+                }
+                while let Some(x) = w.pop() {
+                    black_box(x);
+                }
+            })
+        });
+    }
+    {
+        let w = crossbeam_deque::Worker::new_fifo();
+        g.bench_function(BenchmarkId::new("crossbeam-fifo", N_LABEL), |b| {
             b.iter(|| {
                 for i in 0..N {
                     w.push(black_box(i));
@@ -225,14 +284,24 @@ trait Pair: Send + Sync + 'static {
     fn steal_one(t: &Self::Thief) -> bool;
 }
 
-struct Purloin;
-impl Pair for Purloin {
+/// purloin-deque with bounded 256-slot queues of one flavour; `BATCH_AND_POP` makes the thief
+/// call crossbeam's `steal_batch_and_pop` (at most 32) instead of `steal_half_into` (at most
+/// 128).
+struct Purloin<const FIFO: bool, const BATCH_AND_POP: bool>;
+impl<const FIFO: bool, const BATCH_AND_POP: bool> Pair for Purloin<FIFO, BATCH_AND_POP> {
     type Owner = purloin_deque::Worker<usize>;
     type Thief = (purloin_deque::Stealer<usize>, purloin_deque::Worker<usize>);
     fn new() -> (Self::Owner, Self::Thief) {
-        let w = purloin_deque::Worker::bounded(256);
+        let make = || {
+            if FIFO {
+                purloin_deque::Worker::bounded_fifo(256)
+            } else {
+                purloin_deque::Worker::bounded(256)
+            }
+        };
+        let w = make();
         let s = w.stealer();
-        (w, (s, purloin_deque::Worker::bounded(256)))
+        (w, (s, make()))
     }
     #[inline]
     fn push(o: &Self::Owner, i: usize) {
@@ -249,7 +318,9 @@ impl Pair for Purloin {
     }
     #[inline]
     fn steal_half(t: &mut Self::Thief) -> usize {
-        match t.0.steal_half_into(&t.1) {
+        let loot =
+            if BATCH_AND_POP { t.0.steal_batch_and_pop(&t.1) } else { t.0.steal_half_into(&t.1) };
+        match loot {
             purloin_deque::Steal::Success(x) => {
                 black_box(x);
                 let mut ran = 1;
@@ -317,14 +388,22 @@ impl Pair for St3 {
     }
 }
 
-struct Crossbeam;
-impl Pair for Crossbeam {
+/// crossbeam-deque with workers of one flavour.
+struct Crossbeam<const FIFO: bool>;
+impl<const FIFO: bool> Pair for Crossbeam<FIFO> {
     type Owner = crossbeam_deque::Worker<usize>;
     type Thief = (crossbeam_deque::Stealer<usize>, crossbeam_deque::Worker<usize>);
     fn new() -> (Self::Owner, Self::Thief) {
-        let w = crossbeam_deque::Worker::new_lifo();
+        let make = || {
+            if FIFO {
+                crossbeam_deque::Worker::new_fifo()
+            } else {
+                crossbeam_deque::Worker::new_lifo()
+            }
+        };
+        let w = make();
         let s = w.stealer();
-        (w, (s, crossbeam_deque::Worker::new_lifo()))
+        (w, (s, make()))
     }
     #[inline]
     fn push(o: &Self::Owner, i: usize) {
@@ -342,7 +421,7 @@ impl Pair for Crossbeam {
     #[inline]
     fn steal_half(t: &mut Self::Thief) -> usize {
         // The batch steal with the default limit (32) — from a LIFO source crossbeam pays one
-        // CAS and one fence per item.
+        // CAS and one fence per item, from a FIFO one a single CAS.
         match t.0.steal_batch_and_pop(&t.1) {
             crossbeam_deque::Steal::Success(x) => {
                 black_box(x);
@@ -396,16 +475,33 @@ fn run_owner_thief<P: Pair>(n: usize) -> Duration {
 fn owner_thief_steal_half(c: &mut Criterion) {
     let mut g = c.benchmark_group("owner_thief_steal_half");
     g.throughput(Throughput::Elements(N as u64));
-    g.bench_function(BenchmarkId::new("purloin-bounded", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_owner_thief::<Purloin>(N)).sum())
-    });
-    g.bench_function(BenchmarkId::new("st3-lifo", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_owner_thief::<St3>(N)).sum())
-    });
-    g.bench_function(BenchmarkId::new("crossbeam-lifo", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_owner_thief::<Crossbeam>(N)).sum())
-    });
+    bench_pair(&mut g, "purloin-bounded", run_owner_thief::<Purloin<false, false>>);
+    bench_pair(&mut g, "purloin-fifo-bounded", run_owner_thief::<Purloin<true, false>>);
+    bench_pair(&mut g, "st3-lifo", run_owner_thief::<St3>);
+    bench_pair(&mut g, "crossbeam-lifo", run_owner_thief::<Crossbeam<false>>);
+    bench_pair(&mut g, "crossbeam-fifo", run_owner_thief::<Crossbeam<true>>);
     g.finish();
+}
+
+fn owner_thief_batch_and_pop(c: &mut Criterion) {
+    let mut g = c.benchmark_group("owner_thief_batch_and_pop");
+    g.throughput(Throughput::Elements(N as u64));
+    bench_pair(&mut g, "purloin-lifo", run_owner_thief::<Purloin<false, true>>);
+    bench_pair(&mut g, "purloin-fifo", run_owner_thief::<Purloin<true, true>>);
+    bench_pair(&mut g, "crossbeam-lifo", run_owner_thief::<Crossbeam<false>>);
+    bench_pair(&mut g, "crossbeam-fifo", run_owner_thief::<Crossbeam<true>>);
+    g.finish();
+}
+
+/// One row of a two-thread group: `run::<P>(N)` timed per iteration.
+fn bench_pair(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    run: fn(usize) -> Duration,
+) {
+    g.bench_function(BenchmarkId::new(name, N_LABEL), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run(N)).sum())
+    });
 }
 
 /// The owner pushes and pops one item `n` times while a thief hammers single steals on the
@@ -439,21 +535,18 @@ fn run_contended<P: Pair>(n: usize) -> Duration {
 fn contended_owner(c: &mut Criterion) {
     let mut g = c.benchmark_group("contended_owner");
     g.throughput(Throughput::Elements(N as u64));
-    g.bench_function(BenchmarkId::new("purloin-bounded", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_contended::<Purloin>(N)).sum())
-    });
-    g.bench_function(BenchmarkId::new("st3-lifo", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_contended::<St3>(N)).sum())
-    });
-    g.bench_function(BenchmarkId::new("crossbeam-lifo", N_LABEL), |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_contended::<Crossbeam>(N)).sum())
-    });
+    bench_pair(&mut g, "purloin-bounded", run_contended::<Purloin<false, false>>);
+    bench_pair(&mut g, "purloin-fifo-bounded", run_contended::<Purloin<true, false>>);
+    bench_pair(&mut g, "st3-lifo", run_contended::<St3>);
+    bench_pair(&mut g, "crossbeam-lifo", run_contended::<Crossbeam<false>>);
+    bench_pair(&mut g, "crossbeam-fifo", run_contended::<Crossbeam<true>>);
     g.finish();
 }
 
 criterion_group! {
     name = benches;
     config = config();
-    targets = owner_push_pop, st3_batch, owner_thief_steal_half, contended_owner
+    targets = owner_push_pop, st3_batch, owner_thief_steal_half, owner_thief_batch_and_pop,
+        contended_owner
 }
 criterion_main!(benches);

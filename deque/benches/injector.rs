@@ -74,7 +74,7 @@ impl Global for Purloin {
     }
     #[inline]
     fn take(&self, local: &Self::Local) -> usize {
-        match self.0.steal_batch_and_pop(local, BATCH) {
+        match self.0.steal_batch_with_limit_and_pop(local, BATCH + 1) {
             purloin_deque::Steal::Success(x) => {
                 black_box(x);
                 let mut n = 1;

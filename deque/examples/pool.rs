@@ -57,8 +57,8 @@ impl Pool {
             return Some(task);
         }
         loop {
-            let batch = (self.injector.len() / self.stealers.len() + 1).min(16);
-            let mut found = self.injector.steal_batch_and_pop(local, batch);
+            let batch = (self.injector.len() / self.stealers.len() + 1).min(16) + 1;
+            let mut found = self.injector.steal_batch_with_limit_and_pop(local, batch);
             // xorshift: a cheap pseudo-random starting victim.
             *seed ^= *seed << 13;
             *seed ^= *seed >> 7;

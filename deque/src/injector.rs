@@ -91,6 +91,7 @@ use core::ptr::{self, addr_of_mut};
 use std::alloc::{self, Layout};
 
 use crate::steal::Steal;
+use crate::stealer::{DEFAULT_BATCH, assert_limit};
 use crate::sync::{
     Arc, AtomicBool, AtomicPtr, CachePadded, HintAtomicU32, IS_LOOM, Mutex, Ordering, UnsafeCell,
 };
@@ -302,7 +303,7 @@ fn untag<T>(tagged: *mut Block<T>) -> (*mut Block<T>, usize) {
 /// global.push_batch(1..=20);
 /// let local = Worker::bounded(256);
 /// // Take the first item to run now and move up to 16 more into the local queue.
-/// assert_eq!(global.steal_batch_and_pop(&local, 16), Steal::Success(1));
+/// assert_eq!(global.steal_batch_with_limit_and_pop(&local, 17), Steal::Success(1));
 /// assert_eq!(local.len(), 16);
 /// assert_eq!(local.pop(), Some(2)); // FIFO order is kept for the owner's pops
 /// assert_eq!(global.len(), 3);
@@ -517,8 +518,9 @@ impl<T> Injector<T> {
 
     /// Steals the item at the front.
     ///
-    /// Returns [`Steal::Retry`] if the front item's producer has reserved its slot but not yet
-    /// written it.
+    /// Returns [`Steal::Retry`] only if the front item's producer has reserved its slot but
+    /// not yet written it (it was preempted mid-push), or the block after a full one is being
+    /// linked; never because of another consumer (a lost CAS to one is retried internally).
     ///
     /// # Examples
     ///
@@ -531,15 +533,98 @@ impl<T> Injector<T> {
     /// assert_eq!(q.steal(), Steal::Success('x'));
     /// ```
     pub fn steal(&self) -> Steal<T> {
-        self.pop_into(None, 0)
+        self.pop_into(None, 1, true).map(|item| item.expect("a pop returns an item"))
     }
 
-    /// Steals the item at the front to run now, and moves up to `limit` more (in FIFO order,
-    /// bounded by `dest`'s free room and by the end of the current block of 127 slots) into
-    /// `dest`, all with one CAS. `dest`'s owner then pops them in FIFO order.
+    /// Moves up to 32 items from the front into `dest` with one CAS (crossbeam's
+    /// `Injector::steal_batch`). See
+    /// [`steal_batch_with_limit`](Injector::steal_batch_with_limit).
     ///
-    /// A scheduler with `P` workers typically passes `min(16, len / P + 1)` (Go's
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Injector, Steal, Worker};
+    ///
+    /// let q = Injector::new();
+    /// q.push_batch(1..=4);
+    /// let w = Worker::new_fifo();
+    /// assert_eq!(q.steal_batch(&w), Steal::Success(()));
+    /// assert_eq!(w.pop(), Some(1));
+    /// assert_eq!(w.pop(), Some(2));
+    /// ```
+    pub fn steal_batch(&self, dest: &Worker<T>) -> Steal<()> {
+        self.steal_batch_with_limit(dest, DEFAULT_BATCH)
+    }
+
+    /// Moves up to `limit` items from the front into `dest` with one CAS (crossbeam's
+    /// `Injector::steal_batch_with_limit`).
+    ///
+    /// * **How many:** every written item from the front, up to `limit`, `dest`'s free room
+    ///   and the end of the current block of 127 slots. crossbeam takes half of the queue
+    ///   when it ends in the current block; this injector does not read the producers' `tail`
+    ///   while items are ready (see the module docs), so it cannot know the half. Pass a
+    ///   `limit` that shares the queue out (Go's `globrunqget` takes `len / P + 1`).
+    /// * **Order:** `dest`'s owner pops them oldest first, LIFO or FIFO `dest` alike, as in
+    ///   crossbeam.
+    /// * **`Retry`:** the front item's producer has reserved its slot but not written it yet,
+    ///   or the next block is being linked (crossbeam waits in both cases), or `dest` is a
+    ///   full bounded worker. Never because of another consumer.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `limit` is 0 (as crossbeam does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Injector, Steal, Worker};
+    ///
+    /// let q = Injector::new();
+    /// q.push_batch(1..=6);
+    /// let w = Worker::new_lifo();
+    /// assert_eq!(q.steal_batch_with_limit(&w, 2), Steal::Success(()));
+    /// assert_eq!(w.pop(), Some(1)); // oldest first, even from a LIFO worker
+    /// assert_eq!(w.pop(), Some(2));
+    /// assert_eq!(w.pop(), None);
+    /// ```
+    pub fn steal_batch_with_limit(&self, dest: &Worker<T>, limit: usize) -> Steal<()> {
+        assert_limit(limit, "Injector::steal_batch_with_limit");
+        self.pop_into(Some(dest), limit, false).map(|_| ())
+    }
+
+    /// Steals the item at the front and moves up to 31 more into `dest`, with one CAS
+    /// (crossbeam's `Injector::steal_batch_and_pop`). See
+    /// [`steal_batch_with_limit_and_pop`](Injector::steal_batch_with_limit_and_pop).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Injector, Steal, Worker};
+    ///
+    /// let q = Injector::new();
+    /// q.push_batch(1..=6);
+    /// let w = Worker::new_fifo();
+    /// assert_eq!(q.steal_batch_and_pop(&w), Steal::Success(1));
+    /// assert_eq!(w.pop(), Some(2));
+    /// assert_eq!(w.pop(), Some(3));
+    /// ```
+    pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
+        self.steal_batch_with_limit_and_pop(dest, DEFAULT_BATCH)
+    }
+
+    /// Steals the item at the front to run now and moves more into `dest`, at most `limit`
+    /// items in all, with one CAS (crossbeam's `Injector::steal_batch_with_limit_and_pop`).
+    ///
+    /// How many, order and `Retry` are as for
+    /// [`steal_batch_with_limit`](Injector::steal_batch_with_limit), with `limit` counting the
+    /// item returned; a full bounded `dest` still gets that one.
+    ///
+    /// A scheduler with `P` workers typically passes `min(17, len / P + 1)` (Go's
     /// `globrunqget`), so one worker does not drain the global queue.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `limit` is 0 (as crossbeam does).
     ///
     /// # Examples
     ///
@@ -549,27 +634,35 @@ impl<T> Injector<T> {
     /// let q = Injector::new();
     /// q.push_batch(0..10);
     /// let w = Worker::new();
-    /// assert_eq!(q.steal_batch_and_pop(&w, 4), Steal::Success(0));
+    /// assert_eq!(q.steal_batch_with_limit_and_pop(&w, 5), Steal::Success(0));
     /// assert_eq!(w.pop(), Some(1));
     /// assert_eq!(w.len(), 3);
     /// assert_eq!(q.len(), 5);
     /// ```
-    pub fn steal_batch_and_pop(&self, dest: &Worker<T>, limit: usize) -> Steal<T> {
-        self.pop_into(Some(dest), limit)
+    pub fn steal_batch_with_limit_and_pop(&self, dest: &Worker<T>, limit: usize) -> Steal<T> {
+        assert_limit(limit, "Injector::steal_batch_with_limit_and_pop");
+        self.pop_into(Some(dest), limit, true).map(|item| item.expect("a pop returns an item"))
     }
 
-    /// The body of both takes. Inlined so that `steal` gets its own copy with the batch code
-    /// folded away: in a single-thread drain of 1M items that took a `steal` from 13.8 to
-    /// 12.5 ns (crossbeam's: 12.3 ns; the epoch pin is about 6.8 ns of ours).
+    /// The body of every take: claims up to `limit` written items from the front with one
+    /// CAS; returns the first one if `pop_one`, and moves the rest into `dest` (oldest popped
+    /// first). Inlined so that `steal` gets its own copy with the batch code folded away: in a
+    /// single-thread drain of 1M items that took a `steal` from 13.8 to 12.5 ns (crossbeam's:
+    /// 12.3 ns; the epoch pin is about 6.8 ns of ours).
     #[inline(always)]
-    fn pop_into(&self, dest: Option<&Worker<T>>, limit: usize) -> Steal<T> {
+    fn pop_into(&self, dest: Option<&Worker<T>>, limit: usize, pop_one: bool) -> Steal<Option<T>> {
         let limit = limit.min(BLOCK_CAP);
+        let kept = usize::from(pop_one);
         // Make room first (a growable `dest` may allocate), outside the critical part.
         let room = match dest {
-            Some(dest) if limit > 0 => dest.reserve(limit as u32) as usize,
+            Some(dest) if limit > kept => dest.reserve((limit - kept) as u32) as usize,
             _ => 0,
         };
-        let want_max = 1 + limit.min(room);
+        let want_max = kept + (limit - kept).min(room);
+        if want_max == 0 {
+            // A batch into a full bounded `dest`: nothing can move until its owner pops.
+            return if self.is_empty() { Steal::Empty } else { Steal::Retry };
+        }
         // Pause first if the last takes came back short (see `Front::pace`). P: a hint.
         let pace = self.front.pace.load(Ordering::Relaxed);
         for _ in 0..pace {
@@ -657,15 +750,16 @@ impl<T> Injector<T> {
                         // SAFETY: claimed and initialised, read exactly once.
                         slot.with(|p| unsafe { ptr::read(p).assume_init() })
                     };
-                    let first = read(offset);
-                    if ready > 1 {
+                    let first = pop_one.then(|| read(offset));
+                    let batch = ready - kept;
+                    if batch > 0 {
                         let dest = dest.expect("only a batch steal has a destination");
-                        let mut i = offset + 1;
-                        // SAFETY: `ready - 1 <= room` slots were reserved in `dest` (no push
-                        // in between: `dest` is ours); the closure yields exactly that many.
-                        // Reversed, so the owner's LIFO pops return them in FIFO order.
+                        let mut i = offset + kept;
+                        // SAFETY: `batch <= room` slots were reserved in `dest` (no push in
+                        // between: `dest` is ours); the closure yields exactly that many.
+                        // Reversed for a LIFO `dest`, so its owner pops them oldest first.
                         unsafe {
-                            dest.receive_batch((ready - 1) as u32, true, || {
+                            dest.receive_batch(batch as u32, !dest.is_fifo(), || {
                                 let item = read(i);
                                 i += 1;
                                 item
@@ -804,7 +898,7 @@ mod tests {
                 assert_eq!(q.steal(), Steal::Retry);
             }
             let local = Worker::new();
-            assert_eq!(q.steal_batch_and_pop(&local, 16), Steal::Retry);
+            assert_eq!(q.steal_batch_with_limit_and_pop(&local, 17), Steal::Retry);
             resume_tx.send(()).unwrap();
         });
         assert_eq!(q.steal(), Steal::Success(7));

@@ -1,25 +1,33 @@
-//! Work-stealing queues for schedulers: a per-worker deque whose owner works LIFO while
-//! thieves take the oldest half **with one CAS**, and a lock-free global FIFO injector.
+//! Work-stealing queues for schedulers: a per-worker deque (LIFO or FIFO owner) whose thieves
+//! take the oldest half **with one CAS**, and a lock-free global FIFO injector, with
+//! crossbeam-deque's API.
 //!
 //! # The pieces
 //!
-//! * [`Worker`]: the owner's handle (`Send`, not `Sync`). [`push`](Worker::push) and
-//!   [`pop`](Worker::pop) work at the tail, newest first. Two modes:
-//!   [`Worker::bounded`] (a fixed power-of-two ring; a full queue can move its older half to
-//!   the injector with [`push_or_overflow`](Worker::push_or_overflow), as Go and tokio do) and
-//!   [`Worker::new`] (a ring that grows, with an optional maximum and
+//! * [`Worker`]: the owner's handle (`Send`, not `Sync`). [`push`](Worker::push) adds at the
+//!   tail; [`pop`](Worker::pop) takes the newest item ([`Worker::new_lifo`], the default) or
+//!   the oldest ([`Worker::new_fifo`]). Two modes: bounded ([`Worker::bounded`],
+//!   [`Worker::bounded_fifo`]: a fixed power-of-two ring; a full queue can move its older
+//!   half to the injector with [`push_or_overflow`](Worker::push_or_overflow), as Go and
+//!   tokio do) and growable (a ring that grows, with an optional maximum and
 //!   [`shrink_to_fit`](Worker::shrink_to_fit), reclaimed with `crossbeam-epoch`).
+//!   [`Worker::builder`] combines flavour, mode and pop batch.
 //! * [`Stealer`]: `Clone + Send + Sync`. [`steal`](Stealer::steal) takes the oldest item;
-//!   [`steal_half_into`](Stealer::steal_half_into) moves half of the queue into the thief's
-//!   own `Worker` with one compare-and-swap on the victim and returns one item to run now.
+//!   crossbeam's [`steal_batch`](Stealer::steal_batch) family and
+//!   [`steal_half_into`](Stealer::steal_half_into) move about half of the queue into the
+//!   thief's own `Worker` with one compare-and-swap on the victim, whatever its flavour.
 //! * [`Injector`]: the global queue, MPMC and lock-free: [`push`](Injector::push),
 //!   [`push_batch`](Injector::push_batch), [`steal`](Injector::steal),
-//!   [`steal_batch_and_pop`](Injector::steal_batch_and_pop) into a `Worker`.
+//!   and crossbeam's batch family ([`steal_batch`](Injector::steal_batch),
+//!   [`steal_batch_with_limit_and_pop`](Injector::steal_batch_with_limit_and_pop), ...) into a
+//!   `Worker`.
 //! * [`Steal`]: `Empty`, `Success(item)` or `Retry`, with crossbeam's helpers.
 //!
-//! If you know crossbeam-deque: the names are the same; the differences are a real one-CAS
-//! steal-half from a LIFO owner, a bounded mode with overflow, `push_was_empty`,
-//! `push_batch`, `shrink_to_fit`, a maximum capacity, and loom models.
+//! If you know crossbeam-deque: the names are the same, and `push` returns a `Result` (a
+//! bounded queue can be full); the additions are a real one-CAS batch steal from a LIFO
+//! owner, a bounded mode with overflow, pop batches, `push_was_empty`, `push_batch`,
+//! `shrink_to_fit`, a maximum capacity, and loom models. The README has a migration table
+//! for crossbeam-deque and st3 users.
 //!
 //! # Example: a tiny work-stealing pool
 //!
@@ -51,7 +59,7 @@
 //!                 // Local queue first, then a batch from the injector, then steal half of a
 //!                 // victim's queue.
 //!                 let task = local.pop().map(Steal::Success).unwrap_or_else(|| {
-//!                     injector.steal_batch_and_pop(&local, 16).or_else(|| {
+//!                     injector.steal_batch_with_limit_and_pop(&local, 17).or_else(|| {
 //!                         (1..threads)
 //!                             .map(|i| &stealers[(me + i) % threads])
 //!                             .map(|victim| victim.steal_half_into(&local))
@@ -92,6 +100,10 @@
 //! fence). One claim is in flight per queue at a time: a second thief gets
 //! [`Steal::Retry`] and moves on, which is what lets the owner reuse slots with no per-slot
 //! state. The full argument, with every ordering, is in the source of `queue.rs`.
+//!
+//! A FIFO owner pops from the head, where the claims are: its pop is the same wait-free
+//! `fetch_add` on the shared word (which then holds the head and where the last claim ended),
+//! so it never waits for a thief either; `queue.rs` has the argument.
 //!
 //! For fork-join loops, [`Worker::with_pop_batch`] lets one pop RMW take up to `n` of the
 //! newest items out of thieves' reach; the next pops hand them out with no atomic operation and
@@ -143,7 +155,7 @@ mod worker;
 pub use injector::Injector;
 pub use steal::Steal;
 pub use stealer::Stealer;
-pub use worker::Worker;
+pub use worker::{Builder, Worker};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

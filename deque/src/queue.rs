@@ -5,7 +5,9 @@
 //! # The protocol
 //!
 //! Positions are wrapping `u32` counters; a position maps to a slot of the ring with
-//! `position & mask`. Four words are shared:
+//! `position & mask`. Four words are shared. This section describes a LIFO queue (the owner
+//! pops the tail); "FIFO owners" below gives the one change for a FIFO queue, whose owner pops
+//! the head.
 //!
 //! * `push_count`: pushes made so far. Written only by the owner.
 //! * `packed`: `pop_count << 32 | head`. The owner adds to the high half when it pops (an
@@ -82,6 +84,34 @@
 //! CAS validates `pop_count` exactly, and `push_count` only ever counts items that are in the
 //! published range once the store is made, which is all the claim argument needs.
 //!
+//! ## FIFO owners
+//!
+//! A FIFO worker ([`Worker::new_fifo`](crate::Worker::new_fifo)) pops at the head, the end
+//! thieves claim from, so the owner's pop is itself a claim of one item. Making it a full claim
+//! (check `done`, CAS, store `done`) would make the owner wait for, or give up on, a thief that is
+//! copying a batch out. Instead `packed` means something else in a FIFO queue:
+//!
+//! * `packed = head << 32 | base`, where `head` is the oldest unclaimed item and `base` is where
+//!   the last claim ended (a claim CASes `(head, base) => (head + n, head + n)`). The owner's
+//!   pops move only `head`; a claim in flight is `done != base` (its claimer stores
+//!   `done = base` when it finishes).
+//! * `tail = push_count`. The owner's pop is the same wait-free `packed.fetch_add(POP_ONE)` as a
+//!   LIFO pop (head is the high half, so wrapping it carries nothing into `base`), and it returns
+//!   the head at that instant: if `head < tail` the slot `head` is the owner's; otherwise the
+//!   queue was empty and the owner counts one phantom push, exactly as a LIFO pop of an empty
+//!   queue does (the phantom slot lies below the head, where nobody reads).
+//! * A claimer that loaded `packed` before an owner's pop fails its CAS on the changed head; an
+//!   owner's pop after a claim sees the claimed head. Every item is taken once, and the owner
+//!   never waits for a thief and never gets `Busy`: a pop during a claim simply takes the next
+//!   item after the claimed range.
+//! * Slots below `base` are free once `done == base`; slots between `base` and `head` were
+//!   popped by the owner itself (it read them, program order). So the owner's bound for reusing
+//!   slots is `head` when no claim is in flight and `done` otherwise
+//!   ([`Queue::free_bound`]).
+//!
+//! Pop batches are not offered in FIFO mode: kept items would sit below the head, where no later
+//! push could give them back to thieves.
+//!
 //! ## One claimer at a time
 //!
 //! Claims complete by storing `done = head + n`; the owner reuses a slot only once `done` has
@@ -113,7 +143,8 @@
 //! * **P1** (publish an item): owner writes the slot, then `push_count.store(Release)`;
 //!   a claimer's `push_count.load(Acquire)` makes every item below the count it sees visible.
 //!   (The stores that give kept items back or correct a short pop batch are P1 stores too.)
-//! * **P2** (consistent snapshots): the owner's pop RMW on `packed` is `Release`; claimers load
+//! * **P2** (consistent snapshots): the owner's pop RMW on `packed` (LIFO or FIFO) is
+//!   `Release`; claimers load
 //!   `packed` with `Acquire` (loads and failed CASes). A claimer that sees `pop_count = p`
 //!   therefore sees a `push_count` at least as large as when pop `p` happened, so
 //!   `push_count - pop_count` is never below the real head: a computed `avail` is never
@@ -122,13 +153,15 @@
 //!   trustworthy: it is only returned if the queue was empty at an instant during the call.
 //!   Claimers' own CASes continue the release sequence.
 //! * **P3** (free a slot): a claimer reads its slots, then `done.store(Release)`; the owner
-//!   loads `done` with `Acquire` before it writes a slot one lap (`capacity`) later.
+//!   loads `done` with `Acquire` before it writes a slot one lap (`capacity`) later. Each
+//!   claimer also loads `done` with `Acquire` before its CAS, so the completions form one
+//!   happens-before chain: an owner that acquires the latest `done` is ordered after the reads
+//!   of every earlier claim, not only the last one. (A FIFO owner's own pops need no pair: it
+//!   reads and later rewrites those slots itself.)
 //! * **P4** (publish a ring): the owner copies the live slots into the new ring, then
 //!   `buffer.store(Release)`; claimers `buffer.load(Acquire)`.
 //!
-//! Deliberately `Relaxed`: the claimer's load of `done` (it only serialises claimers; a stale
-//! value gives a spurious `Busy`, never a wrong claim, since the CAS validates `packed`), the
-//! claim CAS on success (the data it needs comes through P1 and P4), the owner's loads of
+//! Deliberately `Relaxed`: the claim CAS on success (the data it needs comes through P1 and P4), the owner's loads of
 //! `packed` (it reads its own pops; thieves' heads it needs only as bounds) and of `buffer`
 //! (it is the only writer). No store→load ordering is needed anywhere: both sides
 //! synchronise through read-modify-writes of one word, so there is no `fence(SeqCst)` in the
@@ -180,6 +213,9 @@ pub(crate) struct Queue<T> {
     pub(crate) buffer: AtomicPtr<Buffer<T>>,
     /// `true` for `Worker::new`/`with_max_capacity`, `false` for `Worker::bounded`.
     pub(crate) growable: bool,
+    /// `true` if the owner pops at the head (FIFO): `packed` is then `head << 32 | base`
+    /// (see "FIFO owners" above) instead of `pop_count << 32 | head`.
+    pub(crate) fifo: bool,
     /// The capacity a growable ring may reach (a power of two); the capacity of a bounded one.
     pub(crate) max_capacity: u32,
     /// The queue owns `T`s and hands them between threads; `Send`/`Sync` are granted below.
@@ -199,8 +235,31 @@ unsafe impl<T: Send> Sync for Queue<T> {}
 pub(crate) struct OwnerSide {
     /// Pushes so far (wrapping).
     pub(crate) push_count: AtomicU32,
-    /// `pop_count << 32 | head`.
+    /// `pop_count << 32 | head` (LIFO) or `head << 32 | base` (FIFO; see "FIFO owners").
     pub(crate) packed: AtomicU64,
+}
+
+/// One value of `packed`, decoded for the queue's flavour (see "FIFO owners").
+#[derive(Clone, Copy)]
+pub(crate) struct View {
+    /// The oldest item nobody has claimed or popped.
+    pub(crate) head: u32,
+    /// The owner's pops at the tail: `pop_count` (LIFO); 0 (FIFO, whose owner pops the head).
+    pub(crate) pops_at_tail: u32,
+    /// Where `done` stands when no claim is in flight: `head` (LIFO); where the last claim
+    /// ended (FIFO).
+    pub(crate) base: u32,
+}
+
+impl View {
+    /// The items between `head` and the tail, given a `push_count` loaded after this view.
+    /// A "negative" distance (above `MAX_CAPACITY`) is the owner's transient state after a pop
+    /// of an empty queue, reported as 0.
+    #[inline(always)]
+    pub(crate) fn avail(self, push_count: u32) -> u32 {
+        let avail = push_count.wrapping_sub(self.pops_at_tail).wrapping_sub(self.head);
+        if avail > MAX_CAPACITY { 0 } else { avail }
+    }
 }
 
 /// The result of [`Queue::claim`].
@@ -216,13 +275,14 @@ pub(crate) enum Claim<T> {
 
 impl<T> Queue<T> {
     /// A queue with a ring of `capacity` slots that may grow to `max_capacity` if `growable`.
-    pub(crate) fn new(capacity: u32, max_capacity: u32, growable: bool) -> Queue<T> {
+    pub(crate) fn new(capacity: u32, max_capacity: u32, growable: bool, fifo: bool) -> Queue<T> {
         let buffer = Box::into_raw(Box::new(Buffer::new(capacity)));
         Queue {
             owner_side: CachePadded(OwnerSide::default()),
             done: CachePadded(AtomicU32::new(0)),
             buffer: AtomicPtr::new(buffer),
             growable,
+            fifo,
             max_capacity,
             _items: PhantomData,
         }
@@ -230,13 +290,50 @@ impl<T> Queue<T> {
 
     /// A racy count of the items available to steal (excludes a claim in flight).
     pub(crate) fn len(&self) -> u32 {
-        // P2: Acquire, so the push_count below is at least as new as the pop_count here.
-        let (pop_count, head) = unpack(self.owner_side.packed.load(Ordering::Acquire));
+        // P2: Acquire, so the push_count below is at least as new as the pops seen here.
+        let view = self.view(self.owner_side.packed.load(Ordering::Acquire));
         // P1 partner (only a count is computed from it here).
         let push_count = self.owner_side.push_count.load(Ordering::Acquire);
-        let avail = push_count.wrapping_sub(pop_count).wrapping_sub(head);
-        // A "negative" distance is the owner's transient empty-pop state: empty.
-        if avail > MAX_CAPACITY { 0 } else { avail }
+        view.avail(push_count)
+    }
+
+    /// Decodes a value of `packed` for this queue's flavour.
+    #[inline(always)]
+    pub(crate) fn view(&self, packed: u64) -> View {
+        let (high, low) = unpack(packed);
+        if self.fifo {
+            View { head: high, pops_at_tail: 0, base: low }
+        } else {
+            View { head: low, pops_at_tail: high, base: low }
+        }
+    }
+
+    /// The value of `packed` after a claim of `count` items from `view`.
+    #[inline(always)]
+    fn claimed(&self, view: View, count: u32) -> u64 {
+        let head = view.head.wrapping_add(count);
+        if self.fifo { pack(head, head) } else { pack(view.pops_at_tail, head) }
+    }
+
+    /// The owner's bound for reusing slots: every slot below it (one lap back) has been read
+    /// by whoever took its item, and that read happens-before the owner's next write of it.
+    /// The owner's own pops in a FIFO queue count as read (program order).
+    ///
+    /// Owner only (it relies on no owner pop running concurrently).
+    #[inline]
+    pub(crate) fn free_bound(&self) -> u32 {
+        // P3: Acquire; pairs with the Release store in `complete` (and, through the claimers'
+        // Acquire loads of `done`, with every earlier completion).
+        let done = self.done.load(Ordering::Acquire);
+        if !self.fifo {
+            return done;
+        }
+        // Relaxed: loaded after `done`, so at least as new as the CAS of the claim that stored
+        // it (that CAS happens-before its completion). `done == base` then proves that claim
+        // was the last one and has finished; the slots from `base` to `head` are the owner's
+        // own pops.
+        let view = self.view(self.owner_side.packed.load(Ordering::Relaxed));
+        if done == view.base { view.head } else { done }
     }
 
     /// Books the `n` oldest items, where `n = choose(avail)` clamped to `1..=avail`, with one
@@ -255,26 +352,29 @@ impl<T> Queue<T> {
         // P2: Acquire; pairs with the owner's Release pop RMW (and its release sequence).
         let mut packed = side.packed.load(Ordering::Acquire);
         loop {
-            let (pop_count, head) = unpack(packed);
-            // Relaxed: only serialises claimers; see "Deliberately Relaxed" above.
-            if self.done.load(Ordering::Relaxed) != head {
+            let view = self.view(packed);
+            // P3: Acquire; pairs with the previous claimer's Release store in `complete`, so
+            // our own completion later carries its reads on to the owner. A stale value gives a
+            // spurious `Busy`, never a wrong claim: the CAS validates `packed`.
+            if self.done.load(Ordering::Acquire) != view.base {
                 return Claim::Busy;
             }
             // P1: Acquire; pairs with the Release store in `Worker::push`.
             let push_count = side.push_count.load(Ordering::Acquire);
-            let avail = push_count.wrapping_sub(pop_count).wrapping_sub(head);
-            if avail == 0 || avail > MAX_CAPACITY {
-                // `avail > MAX_CAPACITY` is "negative": the owner is undoing a pop of an
-                // empty queue (P2 rules out a stale push_count), so the queue is empty.
+            let avail = view.avail(push_count);
+            if avail == 0 {
+                // Includes the "negative" case: the owner is undoing a pop of an empty queue
+                // (P2 rules out a stale push_count), so the queue is empty.
                 return Claim::Empty;
             }
             let count = choose(avail).clamp(1, avail);
             // P4: Acquire; pairs with the Release store in `Worker::resize`. Loaded after
             // push_count and before the CAS (see "Growth and reclamation").
             let buffer = self.buffer.load(Ordering::Acquire);
+            let head = view.head;
             match side.packed.compare_exchange_weak(
                 packed,
-                pack(pop_count, head.wrapping_add(count)),
+                self.claimed(view, count),
                 // Success: Relaxed (the slot data comes through P1 and P4).
                 Ordering::Relaxed,
                 // Failure: P2, Acquire, as for the first load.
@@ -307,8 +407,9 @@ impl<T> Drop for Queue<T> {
     fn drop(&mut self) {
         // `&mut self`: every handle is gone, so no claim is in flight and no push or pop runs.
         let buffer = self.buffer.load(Ordering::Relaxed);
-        let (pop_count, head) = unpack(self.owner_side.packed.load(Ordering::Relaxed));
-        let tail = self.owner_side.push_count.load(Ordering::Relaxed).wrapping_sub(pop_count);
+        let View { head, pops_at_tail, .. } =
+            self.view(self.owner_side.packed.load(Ordering::Relaxed));
+        let tail = self.owner_side.push_count.load(Ordering::Relaxed).wrapping_sub(pops_at_tail);
         // SAFETY: `buffer` came from `Box::into_raw` in `new` or `Worker::resize` and is the
         // current ring, owned by this queue (retired rings are owned by the epoch collector).
         let buffer = unsafe { Box::from_raw(buffer) };

@@ -127,6 +127,18 @@ impl<T> Steal<T> {
     }
 }
 
+impl<T> Steal<T> {
+    /// Maps the item of a `Success`, keeping `Empty` and `Retry`.
+    #[inline(always)]
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Steal<U> {
+        match self {
+            Steal::Empty => Steal::Empty,
+            Steal::Success(item) => Steal::Success(f(item)),
+            Steal::Retry => Steal::Retry,
+        }
+    }
+}
+
 impl<T> fmt::Debug for Steal<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

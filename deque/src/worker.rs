@@ -18,27 +18,38 @@ use core::ptr::NonNull;
 
 use crate::buffer::Buffer;
 use crate::injector::Injector;
-use crate::queue::{Claim, MAX_CAPACITY, MIN_GROWABLE_CAPACITY, POP_ONE, Queue, unpack};
+use crate::queue::{Claim, MAX_CAPACITY, MIN_GROWABLE_CAPACITY, POP_ONE, Queue};
 use crate::stealer::Stealer;
-use crate::sync::{Arc, Ordering, fence};
+use crate::sync::{Arc, Ordering};
 
 /// Rings of at least this many bytes are handed to the epoch collector with a `flush`, so that a
 /// big retired ring (after a burst) is freed promptly instead of waiting in a thread-local bag.
 const FLUSH_BYTES: usize = 1 << 10;
 
-/// The owner's handle of a work-stealing queue: it pushes and pops at the *tail* (LIFO, newest
-/// first), while [`Stealer`]s take the oldest items from the *head*.
+/// The owner's handle of a work-stealing queue: it pushes at the *tail*, while [`Stealer`]s
+/// take the oldest items from the *head*.
 ///
-/// Two modes, chosen at construction:
+/// Two flavours, as in crossbeam-deque:
 ///
-/// * **bounded** ([`Worker::bounded`]): a fixed power-of-two ring; [`push`](Worker::push)
-///   returns `Err(item)` when full, and [`push_or_overflow`](Worker::push_or_overflow) moves
-///   the older half of the queue plus the item to an [`Injector`] instead (as Go and tokio do).
-///   No epoch reclamation cost anywhere.
-/// * **growable** ([`Worker::new`], [`Worker::with_max_capacity`]): the ring doubles when full
-///   (up to an optional maximum), can be shrunk after a burst with
+/// * **LIFO** ([`Worker::new_lifo`], also [`Worker::new`] and [`Worker::bounded`]): the owner
+///   pops the newest item (cache-warm, the usual choice for fork-join work).
+/// * **FIFO** ([`Worker::new_fifo`], [`Worker::bounded_fifo`]): the owner pops the oldest item,
+///   from the same end as thieves (fairer, for schedulers that want rough arrival order).
+///
+/// and two modes, chosen at construction:
+///
+/// * **bounded** ([`Worker::bounded`], [`Worker::bounded_fifo`]): a fixed power-of-two ring;
+///   [`push`](Worker::push) returns `Err(item)` when full, and
+///   [`push_or_overflow`](Worker::push_or_overflow) moves the older half of the queue to an
+///   [`Injector`] instead (as Go and tokio do). No epoch reclamation cost anywhere.
+/// * **growable** ([`Worker::new_lifo`], [`Worker::new_fifo`], [`Worker::with_max_capacity`]):
+///   the ring doubles when full (up to an optional maximum), can be shrunk after a burst with
 ///   [`shrink_to_fit`](Worker::shrink_to_fit), and retired rings are reclaimed with
 ///   `crossbeam-epoch` (thieves pin; the owner's push and pop do not).
+///
+/// [`Worker::builder`] combines any flavour, mode and [pop batch](Worker::with_pop_batch).
+/// Every pop is one wait-free read-modify-write in both flavours; no owner operation ever waits
+/// for a thief.
 ///
 /// A `Worker` is `Send` but not `Sync`: exactly one thread owns it at a time.
 ///
@@ -70,7 +81,8 @@ pub struct Worker<T> {
     head_seen: Cell<u32>,
     /// A lower bound of `queue.done` (it only grows).
     done_seen: Cell<u32>,
-    /// How many items one pop read-modify-write may take (1: every pop is its own RMW).
+    /// How the owner pops: `FIFO_POP` (0) at the head; otherwise at the tail, with this many
+    /// items per read-modify-write at most (1: every pop is its own RMW).
     pop_batch: Cell<u32>,
     /// Not `Sync`: the cells above are the owner's alone.
     _not_sync: PhantomData<Cell<()>>,
@@ -81,9 +93,80 @@ pub struct Worker<T> {
 // alive) and the counter cells, which only the one thread holding the `Worker` touches.
 unsafe impl<T: Send> Send for Worker<T> {}
 
+/// `Worker::pop_batch` of a FIFO worker.
+const FIFO_POP: u32 = 0;
+
+/// What [`Worker::builder`] starts from: growable, LIFO, one RMW per pop.
+const DEFAULT_BUILDER: Builder =
+    Builder { fifo: false, bounded: None, max_capacity: None, pop_batch: 1 };
+
+/// Not generic, so `Worker::builder()` needs no type annotation: the item type is chosen by
+/// [`Builder::build`]. (Hence `Worker::builder()`, not `Worker::<T>::builder()`;
+/// `Builder::default()` is the same thing.)
+impl Worker<()> {
+    /// Starts a [`Builder`] for a worker with any combination of flavour (LIFO or FIFO), mode
+    /// (growable, growable up to a maximum, bounded) and pop batch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w: Worker<u32> = Worker::builder().bounded(256).pop_batch(8).build();
+    /// assert_eq!(w.capacity(), 256);
+    /// let f: Worker<u32> = Worker::builder().fifo().max_capacity(1000).build();
+    /// assert_eq!(f.max_capacity(), 1024);
+    /// ```
+    pub fn builder() -> Builder {
+        DEFAULT_BUILDER
+    }
+}
+
 impl<T> Worker<T> {
-    /// Creates a growable queue: the ring starts at 64 slots and doubles whenever a push finds it
-    /// full, up to 2^30 items.
+    /// Creates a growable LIFO queue: the owner pops the newest item; the ring starts at 64
+    /// slots and doubles whenever a push finds it full, up to 2^30 items. Crossbeam's name for
+    /// [`Worker::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::new_lifo();
+    /// for i in 0..1000 {
+    ///     w.push(i).unwrap(); // never fails below 2^30 items
+    /// }
+    /// assert_eq!(w.len(), 1000);
+    /// assert_eq!(w.pop(), Some(999));
+    /// ```
+    pub fn new_lifo() -> Worker<T> {
+        DEFAULT_BUILDER.build()
+    }
+
+    /// Creates a growable FIFO queue: the owner pops the oldest item, from the same end as
+    /// thieves steal. The ring starts at 64 slots and doubles whenever a push finds it full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::{Steal, Worker};
+    ///
+    /// let w = Worker::new_fifo();
+    /// for i in 0..4 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// assert_eq!(w.pop(), Some(0)); // the owner takes the oldest
+    /// assert_eq!(w.stealer().steal(), Steal::Success(1)); // and so do thieves
+    /// assert_eq!(w.pop(), Some(2));
+    /// ```
+    pub fn new_fifo() -> Worker<T> {
+        DEFAULT_BUILDER.fifo().build()
+    }
+
+    /// The same as [`Worker::new_lifo`]: a growable LIFO queue.
+    ///
+    /// Kept because LIFO is this crate's default flavour (and `Default` builds it); crossbeam
+    /// has no `new`, so code ported from it names a flavour anyway.
     ///
     /// # Examples
     ///
@@ -91,14 +174,12 @@ impl<T> Worker<T> {
     /// use purloin_deque::Worker;
     ///
     /// let w = Worker::new();
-    /// for i in 0..1000 {
-    ///     w.push(i).unwrap(); // never fails below 2^30 items
-    /// }
-    /// assert_eq!(w.len(), 1000);
-    /// assert!(w.capacity() >= 1000);
+    /// w.push(1).unwrap();
+    /// w.push(2).unwrap();
+    /// assert_eq!(w.pop(), Some(2));
     /// ```
     pub fn new() -> Worker<T> {
-        Worker::from_queue(Queue::new(MIN_GROWABLE_CAPACITY, MAX_CAPACITY, true))
+        Worker::new_lifo()
     }
 
     /// Creates a growable queue that never holds more than `max_capacity` items (rounded up to a
@@ -120,8 +201,7 @@ impl<T> Worker<T> {
     /// assert_eq!(w.push(128), Err(128));
     /// ```
     pub fn with_max_capacity(max_capacity: usize) -> Worker<T> {
-        let max = checked_capacity(max_capacity, "Worker::with_max_capacity");
-        Worker::from_queue(Queue::new(MIN_GROWABLE_CAPACITY.min(max), max, true))
+        DEFAULT_BUILDER.max_capacity(max_capacity).build()
     }
 
     /// Creates a bounded queue of `capacity` slots, rounded up to a power of two.
@@ -143,13 +223,50 @@ impl<T> Worker<T> {
     /// assert_eq!(w.push(4), Err(4));
     /// ```
     pub fn bounded(capacity: usize) -> Worker<T> {
-        let cap = checked_capacity(capacity, "Worker::bounded");
-        Worker::from_queue(Queue::new(cap, cap, false))
+        DEFAULT_BUILDER.bounded(capacity).build()
+    }
+
+    /// Creates a bounded FIFO queue of `capacity` slots, rounded up to a power of two: as
+    /// [`Worker::bounded`], but the owner pops the oldest item.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `capacity` is 0 or greater than 2^30.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::bounded_fifo(2);
+    /// w.push('a').unwrap();
+    /// w.push('b').unwrap();
+    /// assert_eq!(w.push('c'), Err('c'));
+    /// assert_eq!(w.pop(), Some('a'));
+    /// ```
+    pub fn bounded_fifo(capacity: usize) -> Worker<T> {
+        DEFAULT_BUILDER.fifo().bounded(capacity).build()
+    }
+
+    /// Returns `true` if the owner pops the oldest item (FIFO), `false` if the newest (LIFO).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// assert!(Worker::<u8>::new_fifo().is_fifo());
+    /// assert!(!Worker::<u8>::bounded(4).is_fifo());
+    /// ```
+    #[inline]
+    pub fn is_fifo(&self) -> bool {
+        self.queue.fifo
     }
 
     fn from_queue(queue: Queue<T>) -> Worker<T> {
         // SAFETY: `Queue::new` stores a pointer from `Box::into_raw`, never null.
         let buffer = unsafe { NonNull::new_unchecked(queue.buffer.load(Ordering::Relaxed)) };
+        let queue_fifo = queue.fifo;
         Worker {
             queue: Arc::new(queue),
             buffer: Cell::new(buffer),
@@ -157,7 +274,7 @@ impl<T> Worker<T> {
             pop_count: Cell::new(0),
             head_seen: Cell::new(0),
             done_seen: Cell::new(0),
-            pop_batch: Cell::new(1),
+            pop_batch: Cell::new(if queue_fifo { FIFO_POP } else { 1 }),
             _not_sync: PhantomData,
         }
     }
@@ -208,7 +325,10 @@ impl<T> Worker<T> {
     /// owner pushes or pops constantly (the split deque of Lace and of Acar, Charguéraud and
     /// Rainey); it does not suit a pool whose tasks block their thread waiting for other tasks
     /// of the same queue, which is why the default is 1 (every pop is one RMW, as in st3 and
-    /// crossbeam).
+    /// crossbeam). [`Builder::pop_batch`] sets it at construction.
+    ///
+    /// A FIFO worker ignores it: its pops take the oldest items, below the head, where kept
+    /// items could never be given back to thieves.
     ///
     /// # Panics
     ///
@@ -237,8 +357,10 @@ impl<T> Worker<T> {
             "Worker::with_pop_batch({n}): a pop batch is 1 to 2^30 items; pass 1 for one RMW \
              per pop"
         );
-        self.publish();
-        self.pop_batch.set(n as u32);
+        if !self.queue.fifo {
+            self.publish();
+            self.pop_batch.set(n as u32);
+        }
         self
     }
 
@@ -311,9 +433,8 @@ impl<T> Worker<T> {
     fn push_slow(&self, item: T) -> Result<(), T> {
         // Resizing and overflow work on published items: give kept ones back first.
         self.publish();
-        // The cached `done` says full: refresh it.
-        // P3: Acquire; pairs with the Release store in `Queue::complete`.
-        let done = self.queue.done.load(Ordering::Acquire);
+        // The cached bound says full: refresh it (P3, in `free_bound`).
+        let done = self.queue.free_bound();
         self.done_seen.set(done);
         let tail = self.tail();
         let mut ring = self.ring();
@@ -396,11 +517,9 @@ impl<T> Worker<T> {
         // SAFETY: we read exactly the claimed slots below and then call `complete`.
         match unsafe { self.queue.claim(|avail| avail.div_ceil(2)) } {
             Claim::Claimed { head, count, buffer } => {
-                // P3 for the slots thieves freed before our claim: the claim's Relaxed load of
-                // `done` saw the last thief's completion; this fence makes it an Acquire, so
-                // the pushes below (and later ones, through `done_seen`) write those slots
-                // after the thieves' reads.
-                fence(Ordering::Acquire);
+                // P3 for the slots thieves freed before our claim: the claim's Acquire load of
+                // `done` saw the last thief's completion, so the pushes below (and later ones,
+                // through `done_seen`) write those slots after the thieves' reads.
                 // SAFETY: the owner's claim returns the current ring, which the queue keeps
                 // alive.
                 let ring = unsafe { buffer.as_ref() };
@@ -431,25 +550,43 @@ impl<T> Worker<T> {
         }
     }
 
-    /// Pops the newest item (LIFO).
+    /// Pops the newest item (LIFO worker) or the oldest (FIFO worker).
+    ///
+    /// One wait-free read-modify-write on the queue's shared word when the queue may hold
+    /// items (none when the owner already knows it is empty); it never waits for a thief, even
+    /// one copying a batch out at that moment. That one locked instruction is most of the cost
+    /// of a push+pop pair; a LIFO worker built with [`Builder::pop_batch`] (or
+    /// [`with_pop_batch`](Worker::with_pop_batch)) pays it once per several pops.
     ///
     /// # Examples
     ///
     /// ```
     /// use purloin_deque::Worker;
     ///
-    /// let w = Worker::new();
+    /// let w = Worker::new_lifo();
     /// w.push(1).unwrap();
     /// w.push(2).unwrap();
     /// assert_eq!(w.pop(), Some(2));
     /// assert_eq!(w.pop(), Some(1));
     /// assert_eq!(w.pop(), None);
+    ///
+    /// let f = Worker::new_fifo();
+    /// f.push(1).unwrap();
+    /// f.push(2).unwrap();
+    /// assert_eq!(f.pop(), Some(1));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn pop(&self) -> Option<T> {
-        if self.pop_batch.get() != 1 {
-            return self.pop_batched();
+        match self.pop_batch.get() {
+            1 => self.pop_lifo(),
+            FIFO_POP => self.pop_fifo(),
+            _ => self.pop_batched(),
         }
+    }
+
+    /// `pop` of a LIFO worker with one RMW per pop (the default).
+    #[inline(always)]
+    fn pop_lifo(&self) -> Option<T> {
         let tail = self.tail();
         if tail == self.head_seen.get() {
             // head_seen <= head <= tail: definitely empty, no shared access needed.
@@ -457,7 +594,7 @@ impl<T> Worker<T> {
         }
         // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`.
         let old = self.queue.owner_side.packed.fetch_add(POP_ONE, Ordering::Release);
-        let (old_pops, head) = unpack(old);
+        let (old_pops, head) = crate::queue::unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
         self.pop_count.set(old_pops.wrapping_add(1));
@@ -470,6 +607,34 @@ impl<T> Worker<T> {
         // (`tail - 1`): later claims see the new pop_count. So `tail - 1` is ours; the owner
         // wrote it (program order).
         Some(unsafe { self.ring().read(tail.wrapping_sub(1)) })
+    }
+
+    /// `pop` of a FIFO worker: take the head (see "FIFO owners" in `queue`).
+    #[inline(always)]
+    fn pop_fifo(&self) -> Option<T> {
+        // A FIFO owner's pop_count stays 0 and it keeps nothing: its tail is its push count.
+        let tail = self.tail();
+        if tail == self.head_seen.get() {
+            // head_seen <= head <= tail: definitely empty, no shared access needed.
+            return None;
+        }
+        // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`. Adds
+        // one to the head (the high half in a FIFO queue).
+        let old = self.queue.owner_side.packed.fetch_add(POP_ONE, Ordering::Release);
+        // The head is the high half of a FIFO queue's word (`Queue::view`, known flavour).
+        let (head, _base) = crate::queue::unpack(old);
+        self.head_seen.set(head.wrapping_add(1));
+        if head == tail {
+            // Thieves took everything: the head is now one past the tail. Count one phantom
+            // push so they meet again; the phantom slot is below the head, where nobody reads.
+            self.publish_count(self.push_count.get().wrapping_add(1));
+            return None;
+        }
+        // SAFETY: `head < tail` at the instant of our RMW, which moved the head past it: every
+        // claim after it starts above (it sees the new head), every claim before it ended at or
+        // below `head` (we saw its head). So slot `head` is ours; the owner wrote it (program
+        // order), and only the owner rewrites it, after this read.
+        Some(unsafe { self.ring().read(head) })
     }
 
     /// `pop` with a pop batch above 1.
@@ -494,7 +659,7 @@ impl<T> Worker<T> {
         // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`.
         let old =
             self.queue.owner_side.packed.fetch_add(u64::from(batch) * POP_ONE, Ordering::Release);
-        let (old_pops, head) = unpack(old);
+        let (old_pops, head) = crate::queue::unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
         self.pop_count.set(old_pops.wrapping_add(batch));
@@ -532,8 +697,11 @@ impl<T> Worker<T> {
     #[inline]
     pub fn len(&self) -> usize {
         // Relaxed: the owner only needs a snapshot of the head thieves moved.
-        let (_, head) = unpack(self.queue.owner_side.packed.load(Ordering::Relaxed));
-        self.tail().wrapping_sub(head) as usize
+        let head = self.queue.view(self.queue.owner_side.packed.load(Ordering::Relaxed)).head;
+        let len = self.tail().wrapping_sub(head);
+        // A FIFO owner's own pop of an empty queue is undone before `pop` returns, so the
+        // head never passes the owner's tail here; the guard is for the reader's peace.
+        if len > MAX_CAPACITY { 0 } else { len as usize }
     }
 
     /// Returns `true` if the queue holds no items (a snapshot, as [`len`](Worker::len)).
@@ -605,8 +773,8 @@ impl<T> Worker<T> {
             return;
         }
         self.publish();
-        // P3: Acquire; slots before `done` are free, the rest must fit in the new ring.
-        let done = self.queue.done.load(Ordering::Acquire);
+        // P3 (in `free_bound`): slots before `done` are free, the rest must fit in the new ring.
+        let done = self.queue.free_bound();
         self.done_seen.set(done);
         let used = self.tail().wrapping_sub(done);
         let target = used.max(MIN_GROWABLE_CAPACITY).next_power_of_two();
@@ -621,8 +789,8 @@ impl<T> Worker<T> {
     pub(crate) fn reserve(&self, additional: u32) -> u32 {
         // Batches are received at the published tail.
         self.publish();
-        // P3: Acquire, as in `push_slow`.
-        let done = self.queue.done.load(Ordering::Acquire);
+        // P3, as in `push_slow`.
+        let done = self.queue.free_bound();
         self.done_seen.set(done);
         let used = self.tail().wrapping_sub(done);
         let cap = self.ring().capacity();
@@ -647,7 +815,7 @@ impl<T> Worker<T> {
         // `tail - head <= tail - done <= capacity`. A head newer than that only means we also
         // copy the bytes of slots a thief has just claimed, which nobody reads from the new
         // ring.
-        let (_, head) = unpack(self.queue.owner_side.packed.load(Ordering::Relaxed));
+        let head = self.queue.view(self.queue.owner_side.packed.load(Ordering::Relaxed)).head;
         debug_assert!(tail.wrapping_sub(head) <= capacity);
         let new = Box::new(Buffer::new(capacity));
         // SAFETY: only this thread writes slots of `old` (none is written during the copy);
@@ -728,7 +896,160 @@ impl<T> fmt::Debug for Worker<T> {
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .field("growable", &self.queue.growable)
+            .field("fifo", &self.queue.fifo)
             .finish_non_exhaustive()
+    }
+}
+
+/// Options for a [`Worker`]: flavour, mode and pop batch, from [`Worker::builder`].
+///
+/// The default is a growable LIFO worker with one read-modify-write per pop, which is what
+/// [`Worker::new_lifo`] builds.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_deque::Worker;
+///
+/// // A scheduler's local run queue: bounded, LIFO, and up to 4 items per pop RMW.
+/// let local: Worker<usize> = Worker::builder().bounded(256).pop_batch(4).build();
+/// for i in 0..8 {
+///     local.push(i).unwrap();
+/// }
+/// assert_eq!(local.pop(), Some(7));
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder {
+    fifo: bool,
+    bounded: Option<usize>,
+    max_capacity: Option<usize>,
+    pop_batch: usize,
+}
+
+impl Default for Builder {
+    /// The same as [`Worker::builder`]: growable, LIFO, one read-modify-write per pop.
+    fn default() -> Builder {
+        DEFAULT_BUILDER
+    }
+}
+
+impl Builder {
+    /// The owner pops the oldest item (crossbeam's `new_fifo`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::builder().fifo().bounded(8).build();
+    /// w.push(1).unwrap();
+    /// w.push(2).unwrap();
+    /// assert_eq!(w.pop(), Some(1));
+    /// ```
+    pub fn fifo(mut self) -> Builder {
+        self.fifo = true;
+        self
+    }
+
+    /// The owner pops the newest item (the default; crossbeam's `new_lifo`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::builder().lifo().build();
+    /// w.push(1).unwrap();
+    /// w.push(2).unwrap();
+    /// assert_eq!(w.pop(), Some(2));
+    /// ```
+    pub fn lifo(mut self) -> Builder {
+        self.fifo = false;
+        self
+    }
+
+    /// A fixed ring of `capacity` slots (rounded up to a power of two), as
+    /// [`Worker::bounded`]. Overrides [`max_capacity`](Builder::max_capacity).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w: Worker<u8> = Worker::builder().bounded(100).build();
+    /// assert_eq!(w.capacity(), 128);
+    /// ```
+    pub fn bounded(mut self, capacity: usize) -> Builder {
+        self.bounded = Some(capacity);
+        self
+    }
+
+    /// A growable ring that never holds more than `max_capacity` items (rounded up to a power
+    /// of two), as [`Worker::with_max_capacity`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w: Worker<u8> = Worker::builder().max_capacity(3).build();
+    /// assert_eq!(w.max_capacity(), 4);
+    /// ```
+    pub fn max_capacity(mut self, max_capacity: usize) -> Builder {
+        self.max_capacity = Some(max_capacity);
+        self
+    }
+
+    /// Up to `n` items per pop read-modify-write, as [`Worker::with_pop_batch`] (LIFO only;
+    /// a FIFO worker ignores it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::builder().bounded(64).pop_batch(4).build();
+    /// for i in 0..8 {
+    ///     w.push(i).unwrap();
+    /// }
+    /// assert_eq!(w.pop(), Some(7)); // 6, 5, 4 are now the owner's, out of thieves' reach
+    /// assert_eq!(w.stealer().len(), 4);
+    /// ```
+    pub fn pop_batch(mut self, n: usize) -> Builder {
+        self.pop_batch = n;
+        self
+    }
+
+    /// Creates the worker.
+    ///
+    /// # Panics
+    ///
+    /// Panics if a capacity is 0 or greater than 2^30, or the pop batch is 0 or greater than
+    /// 2^30.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w: Worker<String> = Worker::builder().build();
+    /// assert!(!w.is_fifo());
+    /// ```
+    pub fn build<T>(self) -> Worker<T> {
+        let queue = match (self.bounded, self.max_capacity) {
+            (Some(capacity), _) => {
+                let cap = checked_capacity(capacity, "Worker::bounded");
+                Queue::new(cap, cap, false, self.fifo)
+            }
+            (None, Some(max)) => {
+                let max = checked_capacity(max, "Worker::with_max_capacity");
+                Queue::new(MIN_GROWABLE_CAPACITY.min(max), max, true, self.fifo)
+            }
+            (None, None) => Queue::new(MIN_GROWABLE_CAPACITY, MAX_CAPACITY, true, self.fifo),
+        };
+        let worker = Worker::from_queue(queue);
+        if self.pop_batch == 1 { worker } else { worker.with_pop_batch(self.pop_batch) }
     }
 }
 
@@ -749,7 +1070,7 @@ fn checked_capacity(requested: usize, what: &str) -> u32 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::queue::pack;
+    use crate::queue::{pack, unpack};
 
     #[test]
     fn pack_round_trips() {

@@ -1,6 +1,11 @@
-//! Single-threaded behaviour of `Worker` and `Stealer`: order, capacity, overflow, growth.
+//! A LIFO `Worker` (the default flavour: the owner takes the newest item) and its `Stealer`:
+//! order, capacity, overflow and growth on one thread, then crossbeam-deque's concurrent test
+//! shapes (`tests/common/shapes.rs`) run against the LIFO flavour.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::shapes::{self, Flavour};
 use purloin_deque::{Injector, Steal, Worker};
 
 fn both_modes() -> Vec<(&'static str, Worker<u64>)> {
@@ -248,9 +253,59 @@ fn debug_output_does_not_need_debug_items() {
     struct Opaque;
     let w = Worker::bounded(4);
     w.push(Opaque).ok().unwrap();
-    assert_eq!(format!("{:?}", w), "Worker { len: 1, capacity: 4, growable: false, .. }");
+    assert_eq!(
+        format!("{:?}", w),
+        "Worker { len: 1, capacity: 4, growable: false, fifo: false, .. }"
+    );
     assert_eq!(format!("{:?}", w.stealer()), "Stealer { len: 1, .. }");
     let q = Injector::<Opaque>::new();
     assert_eq!(format!("{:?}", q), "Injector { len: 0, .. }");
     assert_eq!(format!("{:?}", Steal::Success(Opaque)), "Success(..)");
+}
+
+#[test]
+fn new_is_new_lifo() {
+    let (a, b) = (Worker::new(), Worker::new_lifo());
+    for w in [&a, &b] {
+        w.push(1).unwrap();
+        w.push(2).unwrap();
+        assert!(!w.is_fifo());
+        assert_eq!(w.pop(), Some(2));
+    }
+    assert!(!Worker::<u8>::default().is_fifo());
+}
+
+#[test]
+fn smoke() {
+    shapes::smoke(Flavour::Lifo);
+}
+
+#[test]
+fn is_empty() {
+    shapes::is_empty(Flavour::Lifo);
+}
+
+#[test]
+fn spsc() {
+    shapes::spsc(Flavour::Lifo);
+}
+
+#[test]
+fn stampede() {
+    shapes::stampede(Flavour::Lifo);
+}
+
+#[test]
+fn stress() {
+    shapes::stress(Flavour::Lifo);
+}
+
+#[test]
+fn no_starvation() {
+    shapes::no_starvation(Flavour::Lifo);
+}
+
+#[test]
+fn destructors() {
+    shapes::destructors(Flavour::Lifo);
 }

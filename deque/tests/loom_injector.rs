@@ -46,7 +46,7 @@ fn take_n(q: &Injector<Item>, n: usize) -> Vec<usize> {
     let local = Worker::bounded(2);
     let mut got = Vec::new();
     while got.len() < n {
-        match q.steal_batch_and_pop(&local, 1) {
+        match q.steal_batch_with_limit_and_pop(&local, 2) {
             Steal::Success(it) => {
                 got.push(it.id);
                 while let Some(it) = local.pop() {
@@ -127,7 +127,7 @@ fn two_consumers_across_blocks() {
             thread::spawn(move || {
                 let local = Worker::bounded(2);
                 let mut got: Vec<usize> = q
-                    .steal_batch_and_pop(&local, 1)
+                    .steal_batch_with_limit_and_pop(&local, 2)
                     .success()
                     .map(|it| it.id)
                     .into_iter()

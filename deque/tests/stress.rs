@@ -1,5 +1,6 @@
 //! Multi-threaded stress tests: 10^6 items per test, every item delivered exactly once
-//! (checksum + count + a per-id flag), nothing leaked or dropped twice, in both modes.
+//! (checksum + count + a per-id flag), nothing leaked or dropped twice, in both modes and
+//! both flavours.
 #![cfg(not(loom))]
 
 mod common;
@@ -96,6 +97,12 @@ fn growable_owner_vs_thieves() {
 }
 
 #[test]
+fn fifo_owner_vs_thieves() {
+    owner_vs_thieves(|| Worker::bounded_fifo(256), "fifo_owner_vs_thieves (bounded)");
+    owner_vs_thieves(Worker::new_fifo, "fifo_owner_vs_thieves (growable)");
+}
+
+#[test]
 fn pop_batch_owner_vs_thieves() {
     owner_vs_thieves(|| Worker::bounded(256).with_pop_batch(16), "pop_batch_owner_vs_thieves");
     owner_vs_thieves(|| Worker::new().with_pop_batch(16), "pop_batch_owner_vs_thieves (growable)");
@@ -105,9 +112,17 @@ fn pop_batch_owner_vs_thieves() {
 /// steal while it pops down, and the owner shrinks the ring after every burst.
 #[test]
 fn growable_bursts_with_shrink_vs_thieves() {
-    with_watchdog("growable_bursts_with_shrink_vs_thieves", LIMIT, || {
+    bursts_with_shrink_vs_thieves(Worker::new_lifo, "growable_bursts_with_shrink_vs_thieves");
+    bursts_with_shrink_vs_thieves(
+        Worker::new_fifo,
+        "growable_bursts_with_shrink_vs_thieves (fifo)",
+    );
+}
+
+fn bursts_with_shrink_vs_thieves(make: fn() -> Worker<Item>, name: &str) {
+    with_watchdog(name, LIMIT, || {
         let ledger = Ledger::new(ITEMS);
-        let owner = Worker::new();
+        let owner = make();
         let finished = AtomicBool::new(false);
         thread::scope(|scope| {
             for _ in 0..2 {
@@ -161,9 +176,14 @@ fn growable_bursts_with_shrink_vs_thieves() {
 /// and the injector.
 #[test]
 fn overflow_to_injector_vs_thieves() {
-    with_watchdog("overflow_to_injector_vs_thieves", LIMIT, || {
+    overflow_vs_thieves(|| Worker::bounded(16), "overflow_to_injector_vs_thieves");
+    overflow_vs_thieves(|| Worker::bounded_fifo(16), "overflow_to_injector_vs_thieves (fifo)");
+}
+
+fn overflow_vs_thieves(make: fn() -> Worker<Item>, name: &str) {
+    with_watchdog(name, LIMIT, || {
         let ledger = Ledger::new(ITEMS);
-        let owner = Worker::bounded(16);
+        let owner = make();
         let global = Injector::new();
         let finished = AtomicBool::new(false);
         thread::scope(|scope| {
@@ -171,14 +191,17 @@ fn overflow_to_injector_vs_thieves() {
                 let stealer = owner.stealer();
                 let (ledger, finished, global) = (&ledger, &finished, &global);
                 scope.spawn(move || {
-                    let mine = Worker::bounded(32);
+                    // Thief 2 takes into a FIFO queue: batches cross flavours.
+                    let mine = if t == 2 { Worker::bounded_fifo(32) } else { Worker::bounded(32) };
                     let mut spins = 0;
                     loop {
                         let done = finished.load(Ordering::Acquire);
                         let got = if t == 0 {
                             stealer.steal_half_into(&mine)
                         } else {
-                            global.steal_batch_and_pop(&mine, 16).or_else(|| stealer.steal())
+                            global
+                                .steal_batch_with_limit_and_pop(&mine, 17)
+                                .or_else(|| stealer.steal())
                         };
                         match got {
                             Steal::Success(item) => {
@@ -252,7 +275,7 @@ fn injector_mpmc() {
                         let got = if c == 0 {
                             global.steal()
                         } else {
-                            global.steal_batch_and_pop(&mine, 16)
+                            global.steal_batch_with_limit_and_pop(&mine, 17)
                         };
                         match got {
                             Steal::Success(item) => {
@@ -308,7 +331,7 @@ fn items_left_inside_are_dropped_once() {
     let global = Injector::new();
     global.push_batch((0..500).map(|id| Item::new(id, &ledger)));
     let w = Worker::bounded(64);
-    drop(global.steal_batch_and_pop(&w, 16));
+    drop(global.steal_batch_with_limit_and_pop(&w, 17));
     drop(global);
     drop(w);
     ledger.assert_no_leak();

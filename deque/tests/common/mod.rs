@@ -1,9 +1,11 @@
 //! Shared helpers of the stress tests: drop-counted items, an exactly-once ledger, a watchdog.
 #![allow(dead_code)]
 
-use std::sync::Arc;
+pub mod shapes;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -100,5 +102,57 @@ pub fn idle(spins: &mut u32) {
         std::hint::spin_loop();
     } else {
         thread::yield_now();
+    }
+}
+
+/// Records the id of every dropped [`Logged`] item: the destructor shapes check with it that
+/// taken items were dropped by their takers and the rest by the queue, each once.
+#[derive(Default)]
+pub struct DropLog(Mutex<Vec<usize>>);
+
+/// An item that writes its id into a [`DropLog`] when dropped.
+pub struct Logged<'a>(pub usize, &'a DropLog);
+
+impl Drop for Logged<'_> {
+    fn drop(&mut self) {
+        self.1.0.lock().unwrap().push(self.0);
+    }
+}
+
+impl DropLog {
+    pub fn item(&self, id: usize) -> Logged<'_> {
+        Logged(id, self)
+    }
+
+    /// How many items were dropped since the last call (and forgets them).
+    pub fn take_count(&self) -> usize {
+        std::mem::take(&mut *self.0.lock().unwrap()).len()
+    }
+
+    /// Asserts that the items dropped since the last call are `left` ids in one contiguous run
+    /// (what remains of a queue consumed only at its ends).
+    pub fn assert_contiguous_rest(&self, left: usize) {
+        let mut rest = std::mem::take(&mut *self.0.lock().unwrap());
+        assert_eq!(rest.len(), left, "the queue dropped every item left in it");
+        rest.sort_unstable();
+        assert!(rest.windows(2).all(|pair| pair[0] + 1 == pair[1]), "left items are contiguous");
+    }
+}
+
+/// A stampede consumer: takes items with `steal` until `left` reaches 0, checking that the ids
+/// it gets only increase (it takes from one end, oldest first), and hands each to `ledger`.
+pub fn consume_increasing(
+    mut steal: impl FnMut() -> purloin_deque::Steal<Item>,
+    left: &AtomicUsize,
+    ledger: &Ledger,
+) {
+    let mut last = None;
+    while left.load(Ordering::Relaxed) > 0 {
+        if let purloin_deque::Steal::Success(item) = steal() {
+            assert!(last < Some(item.id), "a consumer went backwards");
+            last = Some(item.id);
+            left.fetch_sub(1, Ordering::Relaxed);
+            ledger.consume(item);
+        }
     }
 }
