@@ -586,7 +586,7 @@ impl M {
         // SAFETY: this worker holds its P.
         let local = unsafe { p.local() };
         for _ in 0..4 {
-            match self.shared.injector.steal_batch_and_pop(local, n.saturating_sub(1)) {
+            match self.shared.injector.steal_batch_with_limit_and_pop(local, n.max(1)) {
                 Steal::Success(g) => {
                     bump(&p.stats.global_pulls);
                     if let Some(g) = self.accept(g) {
