@@ -124,12 +124,12 @@ mod readiness;
 mod selector;
 #[cfg(loom)]
 mod selector_loom;
-mod source;
-mod sys;
+pub(crate) mod source;
+pub(crate) mod sys;
 mod tcp;
 mod udp;
 
-pub(crate) use driver::Driver;
+pub(crate) use driver::{Direction, Driver};
 pub use tcp::{Incoming, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 
