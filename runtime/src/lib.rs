@@ -36,6 +36,13 @@ pub mod net;
 pub mod process;
 mod rt;
 mod scope;
+#[cfg(not(loom))]
+pub mod signal;
+// Under loom only the handler-to-dispatcher protocol is built (its model); the rest needs
+// `static` atomics, which loom's are not.
+#[cfg(all(test, loom))]
+#[path = "signal/pending.rs"]
+mod signal_pending;
 mod spawn;
 mod stats;
 pub mod sync;

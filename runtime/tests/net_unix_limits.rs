@@ -3,7 +3,6 @@
 //! process-wide).
 #![cfg(not(loom))]
 
-
 use purloin::net::UnixStream;
 
 #[test]
