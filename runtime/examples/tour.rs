@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use purloin::sync::channel;
 use purloin::{Builder, GreenThread, StackSize};
 
-#[path = "processes.rs"]
+#[path = "machines.rs"]
 #[allow(dead_code)]
-mod processes;
+mod machines;
 
 fn main() {
     if std::env::var_os("PURLOIN_TOUR_OVERFLOW").is_some() {
@@ -267,7 +267,7 @@ fn process_workflow() {
         "processes: a crawl workflow of state machines with fetch commands answered by handlers",
     );
     let t = Instant::now();
-    let summary = processes::run();
+    let summary = machines::run();
     println!("   ({} sites crawled in {:.1} ms)\n", summary.len(), t.elapsed().as_secs_f64() * 1e3);
 }
 

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! It is the building block under [`net`](crate::net) (the TCP, UDP and Unix socket types run
-//! the same loop) and under `purloin::process` (child pipes and pidfds).
+//! the same loop) and under [`process`](crate::process) (child pipes and pidfds).
 //!
 //! # The edge-triggered re-arm rule
 //!

@@ -32,6 +32,7 @@ mod deadlock;
 pub mod io;
 mod local;
 mod loom;
+pub mod machine;
 pub mod net;
 pub mod process;
 mod rt;
