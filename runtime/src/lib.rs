@@ -47,7 +47,7 @@ mod signal_pending;
 mod spawn;
 mod stats;
 pub mod sync;
-mod time;
+pub mod time;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;
