@@ -30,11 +30,11 @@
 //! # How: a self-pipe and one dispatcher thread
 //!
 //! The handler (installed with `sigaction`, `SA_RESTART | SA_ONSTACK`) only sets a per-signal
-//! flag and writes one byte to a non-blocking pipe — both async-signal-safe. One OS thread,
+//! counter and writes one byte to a non-blocking pipe — both async-signal-safe. One OS thread,
 //! `purloin-signal`, started with the first receiver and living as long as the process,
-//! blocks in `read` on the pipe, collects the flags and sends each signal into the channels
+//! blocks in `read` on the pipe, compares the counters with the ones it has delivered and sends each signal into the channels
 //! of its receivers. Channels then do what they always do: unpark a green thread on whichever
-//! runtime it belongs to, or wake a plain thread. The flag-then-byte hand-off is the one new
+//! runtime it belongs to, or wake a plain thread. The count-then-byte hand-off is the one new
 //! wake-up protocol; `pending.rs` explains it and a loom model checks it.
 //!
 //! Why not `signalfd`: it only sees a signal that is *blocked in every thread*, otherwise the
@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 
 use crate::loom::{AtomicU32, Mutex, Ordering, lock};
 use crate::sync::channel::{self, Receiver, Sender};
-use pending::{NSIG, Pending};
+use pending::{NSIG, Pending, Seen};
 
 /// A signal number.
 ///
@@ -399,7 +399,7 @@ fn bit(n: usize) -> u64 {
     1 << (n - 1)
 }
 
-/// The handler: flag, then byte (S1 in `pending.rs`). Async-signal-safe: an atomic store, an
+/// The handler: count, then byte (S1 in `pending.rs`). Async-signal-safe: an atomic store, an
 /// atomic load and `write(2)`; `errno` is saved and restored around the write.
 extern "C" fn on_signal(sig: libc::c_int) {
     let sig = sig as usize;
@@ -470,6 +470,7 @@ fn start_dispatcher() -> io::Result<()> {
 /// The dispatcher: wait for a byte, then deliver every flagged signal (S1).
 fn dispatch(read: OwnedFd) {
     let mut buf = [0u8; 64];
+    let mut seen = Seen::new();
     loop {
         // SAFETY: `buf` is valid for `buf.len()` bytes; `read` is our descriptor.
         let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -482,7 +483,7 @@ fn dispatch(read: OwnedFd) {
             panic!("purloin::signal: reading the self-pipe failed: {e} (a bug in purloin)");
         }
         for sig in 1..NSIG {
-            if PENDING.take(sig) {
+            if PENDING.take(sig, &mut seen) {
                 let reg = lock(&REGISTRY);
                 for w in reg.watchers.iter().filter(|w| w.mask & bit(sig) != 0) {
                     // Full: this receiver misses one (Go's rule: delivery never blocks).
