@@ -65,7 +65,7 @@
 //! [`blocking`](crate::blocking)): keep a descriptor within one runtime.
 //!
 //! Regular files are always "ready" for epoll (which refuses them with `EPERM`): use
-//! `purloin::fs` for disk I/O.
+//! [`fs`](crate::fs) for disk I/O.
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};

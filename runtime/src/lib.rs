@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod deadlock;
+pub mod fs;
 pub mod io;
 mod local;
 mod loom;
