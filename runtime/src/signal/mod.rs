@@ -280,7 +280,14 @@ impl Signals {
         }
         for sig in bits(mask) {
             if reg.counts[sig] == 0 {
-                reg.previous[sig] = Some(install(sig)?);
+                match install(sig) {
+                    Ok(previous) => reg.previous[sig] = Some(previous),
+                    Err(e) => {
+                        // Undo the signals counted so far (restoring their dispositions).
+                        release(&mut reg, mask & (bit(sig) - 1));
+                        return Err(e);
+                    }
+                }
             }
             reg.counts[sig] += 1;
         }
@@ -358,16 +365,22 @@ impl Drop for Signals {
     fn drop(&mut self) {
         let mut reg = lock(&REGISTRY);
         reg.watchers.retain(|w| w.id != self.id);
-        for sig in bits(self.mask) {
-            reg.counts[sig] -= 1;
-            if reg.counts[sig] == 0
-                && let Some(prev) = reg.previous[sig].take()
-            {
-                // SAFETY: `prev` is the action `sigaction` reported for `sig` when purloin
-                // installed its handler; restoring it is always valid. Nothing to do on error
-                // (it cannot fail for a signal whose action was just read and set).
-                unsafe { libc::sigaction(sig as libc::c_int, &prev, core::ptr::null_mut()) };
-            }
+        release(&mut reg, self.mask);
+    }
+}
+
+/// Uncounts one receiver of each signal in `mask`, restoring the previous disposition of
+/// those left without receivers.
+fn release(reg: &mut Registry, mask: u64) {
+    for sig in bits(mask) {
+        reg.counts[sig] -= 1;
+        if reg.counts[sig] == 0
+            && let Some(prev) = reg.previous[sig].take()
+        {
+            // SAFETY: `prev` is the action `sigaction` reported for `sig` when purloin
+            // installed its handler; restoring it is always valid. Nothing to do on error (it
+            // cannot fail for a signal whose action was just read and set).
+            unsafe { libc::sigaction(sig as libc::c_int, &prev, core::ptr::null_mut()) };
         }
     }
 }
