@@ -380,3 +380,27 @@ macro_rules! pipe_read {
 }
 
 pipe_read!(ChildStdout, ChildStderr);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The path for kernels without `pidfd_open` (forced here by dropping the pidfd): the
+    /// timed wait polls `try_wait`, the untimed one waits inside `blocking`.
+    #[test]
+    fn fallback_without_pidfd() {
+        let rt = crate::runtime::Builder::new().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let mut child = spawn(Command::new("sleep").arg("60")).unwrap();
+            child.pidfd = None;
+            assert!(!child.has_pidfd());
+            assert_eq!(child.wait_timeout(Duration::from_millis(5)).unwrap(), None);
+            child.kill().unwrap();
+            assert!(!child.wait().unwrap().success());
+            let mut quick = spawn(&mut Command::new("true")).unwrap();
+            quick.pidfd = None;
+            let status = quick.wait_timeout(Duration::from_secs(60)).unwrap();
+            assert!(status.is_some_and(|s| s.success()));
+        });
+    }
+}
