@@ -337,7 +337,8 @@ impl Signals {
     /// use purloin::signal::{Signal, Signals};
     /// use purloin::sync::channel;
     ///
-    /// let signals = Signals::new(&[Signal::USR1]).unwrap();
+    /// // SIGWINCH: a signal no other example sends (doctests share one process).
+    /// let signals = Signals::new(&[Signal::WINCH]).unwrap();
     /// let (tx, work) = channel::unbounded::<u32>();
     /// tx.send(7).unwrap();
     /// purloin::select! {
