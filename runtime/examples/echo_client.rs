@@ -10,6 +10,8 @@
 //! cargo run --release -p purloin --example echo_client -- --spawn-server tokio
 //! # the comparison table: every server, interleaved rounds, medians, ratios to tokio
 //! cargo run --release -p purloin --example echo_client -- --compare purloin,tokio,may,std
+//! # Unix domain sockets: append -unix to a server name (purloin, purloin-nomon, tokio, std)
+//! cargo run --release -p purloin --example echo_client -- --compare purloin-unix,tokio-unix
 //! # ... with Go's net package too (go build -o /tmp/echo-go bench-go/net/echo_server.go)
 //! cargo run --release -p purloin --example echo_client -- \
 //!     --compare purloin,tokio,may,std,go --go-server /tmp/echo-go
@@ -32,14 +34,32 @@ mod echo_server;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use purloin::net::TcpStream;
+use purloin::net::{TcpStream, UnixStream};
+
+/// Where the server listens.
+#[derive(Clone, Debug)]
+enum Target {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for Target {
+    type Err = std::net::AddrParseError;
+    fn from_str(s: &str) -> Result<Target, Self::Err> {
+        match s.strip_prefix("unix:") {
+            Some(path) => Ok(Target::Unix(path.into())),
+            None => s.parse().map(Target::Tcp),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct Args {
-    addr: Option<SocketAddr>,
+    addr: Option<Target>,
     spawn: Option<String>,
     compare: Vec<String>,
     go_server: Option<String>,
@@ -55,10 +75,11 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: echo_client (--addr 127.0.0.1:PORT | --spawn-server NAME | --compare a,b,..) \
+        "usage: echo_client (--addr 127.0.0.1:PORT|unix:PATH | --spawn-server NAME | --compare a,b,..) \
          [--go-server PATH] [--conns N] [--msg BYTES] [--requests N] [--warmup N] \
          [--max-secs S] [--workers N] [--server-workers N] [--rounds N]\n\
-         servers: purloin, purloin-nomon, tokio, may, std (built in), go (needs --go-server)"
+         servers: purloin, purloin-nomon, tokio, may, std (built in), go (needs --go-server); \
+         purloin-unix, purloin-nomon-unix, tokio-unix, std-unix over a Unix socket"
     );
     std::process::exit(2)
 }
@@ -102,12 +123,19 @@ fn parse_args() -> Args {
                     .ok()
                     .and_then(|w| w.parse().ok())
                     .unwrap_or(2);
-                echo_server::serve(
-                    &name,
-                    "127.0.0.1:0".parse().unwrap(),
-                    workers,
-                    Duration::from_secs(600),
-                );
+                match name.strip_suffix("-unix") {
+                    Some(base) => {
+                        let path = std::env::temp_dir()
+                            .join(format!("purloin-echo-{}.sock", std::process::id()));
+                        echo_server::serve_unix(base, &path, workers, Duration::from_secs(600));
+                    }
+                    None => echo_server::serve(
+                        &name,
+                        "127.0.0.1:0".parse().unwrap(),
+                        workers,
+                        Duration::from_secs(600),
+                    ),
+                }
                 std::process::exit(0);
             }
             _ => usage(),
@@ -117,7 +145,7 @@ fn parse_args() -> Args {
         eprintln!("echo_client: --conns, --msg, --workers and --rounds must be at least 1");
         std::process::exit(2);
     }
-    if let Some(addr) = a.addr
+    if let Some(Target::Tcp(addr)) = a.addr
         && !addr.ip().is_loopback()
     {
         eprintln!("echo_client: {addr} is not a loopback address; use 127.0.0.1 or [::1]");
@@ -165,20 +193,30 @@ impl Run {
     }
 }
 
-/// Runs the load against `addr` on a fresh purloin runtime.
-fn load(args: &Args, addr: SocketAddr) -> Run {
+/// Runs the load against `target` on a fresh purloin runtime.
+fn load(args: &Args, target: &Target) -> Run {
     let rt = purloin::runtime::Builder::new().workers(args.workers).build().unwrap();
     let deadline = Instant::now() + Duration::from_secs(args.max_secs);
     let (conns, msg, warmup, requests) = (args.conns, args.msg, args.warmup, args.requests);
     let per_conn: Vec<(Instant, Instant, Vec<u32>)> = rt.block_on(|| {
         let handles: Vec<_> = (0..conns)
             .map(|c| {
+                let target = target.clone();
                 purloin::spawn(move || {
-                    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| {
-                        eprintln!("echo_client: connect to {addr} failed: {e}");
+                    let connect_failed = |e: std::io::Error| -> ! {
+                        eprintln!("echo_client: connect to {target:?} failed: {e}");
                         std::process::exit(1)
-                    });
-                    s.set_nodelay(true).unwrap();
+                    };
+                    let mut s: Box<dyn ReadWrite> = match &target {
+                        Target::Tcp(addr) => {
+                            let s = TcpStream::connect(addr).unwrap_or_else(|e| connect_failed(e));
+                            s.set_nodelay(true).unwrap();
+                            Box::new(s)
+                        }
+                        Target::Unix(path) => Box::new(
+                            UnixStream::connect(path).unwrap_or_else(|e| connect_failed(e)),
+                        ),
+                    };
                     let mut out = vec![(c & 0xff) as u8; msg];
                     let mut back = vec![0u8; msg];
                     let mut lat = Vec::with_capacity(requests);
@@ -213,10 +251,15 @@ fn load(args: &Args, addr: SocketAddr) -> Run {
     Run { requests: latencies.len(), elapsed: last - first, latencies, server_cpu_per_req: None }
 }
 
+/// A connection of either kind (one virtual call per request is noise next to two system
+/// calls).
+trait ReadWrite: Read + Write + Send {}
+impl<T: Read + Write + Send> ReadWrite for T {}
+
 fn print_run(name: &str, args: &Args, r: &Run) {
     let cpu = r.server_cpu_per_req.map_or(String::new(), |c| format!("   server CPU {c:.1?}/req"));
     println!(
-        "{name:<8} {:>10.0} req/s   p50 {:>9.1?}   p99 {:>9.1?}   p999 {:>9.1?}{cpu}   \
+        "{name:<12} {:>10.0} req/s   p50 {:>9.1?}   p99 {:>9.1?}   p999 {:>9.1?}{cpu}   \
          ({} conns x {} req x {} B in {:.2?})",
         r.rps(),
         r.pct(0.50),
@@ -233,7 +276,7 @@ fn print_run(name: &str, args: &Args, r: &Run) {
 fn load_measured(args: &Args, server: &Server) -> Run {
     let pid = server.child.id();
     let before = cpu_time(pid);
-    let mut r = load(args, server.addr);
+    let mut r = load(args, &server.addr);
     if let (Some(b), Some(a)) = (before, cpu_time(pid)) {
         let total = r.requests + args.conns * args.warmup;
         r.server_cpu_per_req = Some((a.saturating_sub(b)).div_f64(total.max(1) as f64));
@@ -244,13 +287,16 @@ fn load_measured(args: &Args, server: &Server) -> Run {
 /// A server process started for a run (killed on drop).
 struct Server {
     child: Child,
-    addr: SocketAddr,
+    addr: Target,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Target::Unix(path) = &self.addr {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -282,7 +328,7 @@ fn start_server(name: &str, args: &Args) -> Server {
         line.push(byte[0]);
     }
     let line = String::from_utf8_lossy(&line).into_owned();
-    let addr = line.strip_prefix("listening on ").and_then(|a| a.trim().parse().ok());
+    let addr = line.strip_prefix("listening on ").and_then(|a| a.trim().parse::<Target>().ok());
     let Some(addr) = addr else {
         let _ = child.kill();
         eprintln!("echo_client: the {name} server did not announce its address (got {line:?})");
@@ -298,7 +344,7 @@ fn main() {
          max {} s",
         args.conns, args.requests, args.msg, args.warmup, args.workers, args.max_secs
     );
-    if let Some(addr) = args.addr {
+    if let Some(addr) = &args.addr {
         let r = load(&args, addr);
         print_run("server", &args, &r);
         return;
@@ -341,13 +387,17 @@ fn main() {
             (n.clone(), rps, p99, cpu)
         })
         .collect();
-    let tokio = table.iter().find(|t| t.0 == "tokio").map(|t| (t.1, t.2, t.3));
+    // Each row against tokio over the same transport (`x-unix` rows against `tokio-unix`).
+    let baseline = |name: &str| {
+        let tokio = if name.ends_with("-unix") { "tokio-unix" } else { "tokio" };
+        table.iter().find(|t| t.0 == tokio).map(|t| (t.1, t.2, t.3))
+    };
     println!(
-        "{:<8} {:>10} {:>11} {:>14} {:>14} {:>13} {:>13}",
+        "{:<12} {:>10} {:>11} {:>14} {:>14} {:>13} {:>13}",
         "server", "req/s", "p99", "req/s vs tokio", "p99 vs tokio", "CPU/req", "CPU vs tokio"
     );
     for (name, rps, p99, cpu) in &table {
-        let (r, l, c) = match tokio {
+        let (r, l, c) = match baseline(name) {
             Some((t_rps, t_p99, t_cpu)) => (
                 format!("{:.2}x", rps / t_rps),
                 format!("{:.2}x", p99.as_secs_f64() / t_p99.as_secs_f64()),
@@ -359,6 +409,6 @@ fn main() {
             None => ("-".into(), "-".into(), "-".into()),
         };
         let cpu = cpu.map_or("-".into(), |c| format!("{c:.1?}"));
-        println!("{name:<8} {rps:>10.0} {:>11.1?} {r:>14} {l:>14} {cpu:>13} {c:>13}", p99);
+        println!("{name:<12} {rps:>10.0} {:>11.1?} {r:>14} {l:>14} {cpu:>13} {c:>13}", p99);
     }
 }

@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! cargo run --release --example echo_server -- [--server purloin|purloin-nomon|tokio|may|std]
-//!     [--addr 127.0.0.1:7878] [--workers 2] [--for 300]
+//!     [--addr 127.0.0.1:7878] [--workers 2] [--for 300] [--unix PATH]
 //! ```
+//!
+//! `--unix PATH` serves on a Unix domain socket at PATH instead (purloin, purloin-nomon,
+//! tokio and std; it prints `listening on unix:PATH`).
 //!
 //! It prints `listening on <addr>` (the address really bound: port 0 picks a free one),
 //! serves until `--for` seconds have passed (default 300), then exits. Only loopback
@@ -24,6 +27,7 @@
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 struct Args {
@@ -31,12 +35,13 @@ struct Args {
     addr: SocketAddr,
     workers: usize,
     run_for: Duration,
+    unix: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: echo_server [--server purloin|purloin-nomon|tokio|may|std] [--addr 127.0.0.1:PORT] \
-         [--workers N] [--for SECONDS]"
+         [--workers N] [--for SECONDS] [--unix PATH]"
     );
     std::process::exit(2)
 }
@@ -47,6 +52,7 @@ fn parse_args() -> Args {
         addr: "127.0.0.1:7878".parse().unwrap(),
         workers: 2,
         run_for: Duration::from_secs(300),
+        unix: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -56,6 +62,7 @@ fn parse_args() -> Args {
             "--addr" => a.addr = value().parse().unwrap_or_else(|_| usage()),
             "--workers" => a.workers = value().parse().unwrap_or_else(|_| usage()),
             "--for" => a.run_for = Duration::from_secs(value().parse().unwrap_or_else(|_| usage())),
+            "--unix" => a.unix = Some(value().into()),
             _ => usage(),
         }
     }
@@ -77,7 +84,10 @@ fn announce(addr: SocketAddr) {
 
 fn main() {
     let args = parse_args();
-    serve(&args.server, args.addr, args.workers, args.run_for);
+    match &args.unix {
+        Some(path) => serve_unix(&args.server, path, args.workers, args.run_for),
+        None => serve(&args.server, args.addr, args.workers, args.run_for),
+    }
 }
 
 /// Runs server `name` on `addr` (loopback) for `run_for`, then exits the process. Also used
@@ -89,7 +99,7 @@ pub fn serve(name: &str, addr: SocketAddr, workers: usize, run_for: Duration) {
         eprintln!("echo_server: --for elapsed; exiting");
         std::process::exit(0);
     });
-    let args = Args { server: name.into(), addr, workers, run_for };
+    let args = Args { server: name.into(), addr, workers, run_for, unix: None };
     match name {
         "purloin" => purloin_server(&args, true),
         "purloin-nomon" => purloin_server(&args, false),
@@ -112,27 +122,14 @@ fn purloin_server(args: &Args, monitor: bool) {
         let listener = purloin::net::TcpListener::bind(args.addr).unwrap();
         announce(listener.local_addr().unwrap());
         for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
+            let Ok(conn) = conn else { continue };
             conn.set_nodelay(true).unwrap();
-            purloin::spawn(move || {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if conn.write_all(&buf[..n]).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            });
+            purloin::spawn(move || echo_loop(conn));
         }
     });
 }
 
 fn tokio_server(args: &Args) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.workers)
         .enable_all()
@@ -142,21 +139,9 @@ fn tokio_server(args: &Args) {
         let listener = tokio::net::TcpListener::bind(args.addr).await.unwrap();
         announce(listener.local_addr().unwrap());
         loop {
-            let Ok((mut conn, _)) = listener.accept().await else { continue };
+            let Ok((conn, _)) = listener.accept().await else { continue };
             conn.set_nodelay(true).unwrap();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if conn.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            });
+            tokio::spawn(tokio_echo_loop(conn));
         }
     });
 }
@@ -166,21 +151,9 @@ fn may_server(args: &Args) {
     let listener = may::net::TcpListener::bind(args.addr).unwrap();
     announce(listener.local_addr().unwrap());
     for conn in listener.incoming() {
-        let Ok(mut conn) = conn else { continue };
+        let Ok(conn) = conn else { continue };
         conn.set_nodelay(true).unwrap();
-        may::go!(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match conn.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        if conn.write_all(&buf[..n]).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        may::go!(move || echo_loop(conn));
     }
 }
 
@@ -188,20 +161,101 @@ fn std_server(args: &Args) {
     let listener = std::net::TcpListener::bind(args.addr).unwrap();
     announce(listener.local_addr().unwrap());
     for conn in listener.incoming() {
-        let Ok(mut conn) = conn else { continue };
+        let Ok(conn) = conn else { continue };
         conn.set_nodelay(true).unwrap();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match conn.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        if conn.write_all(&buf[..n]).is_err() {
-                            return;
-                        }
-                    }
+        std::thread::spawn(move || echo_loop(conn));
+    }
+}
+
+/// The per-connection loop of the blocking-style servers: echo until end-of-file or error.
+fn echo_loop(mut conn: impl Read + Write) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if conn.write_all(&buf[..n]).is_err() {
+                    return;
                 }
             }
-        });
+        }
+    }
+}
+
+/// tokio's per-connection loop (its echo example).
+async fn tokio_echo_loop(mut conn: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if conn.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Like [`serve`], on a Unix domain socket at `path` (a stale socket file there is removed
+/// first). Servers: purloin, purloin-nomon, tokio, std. Prints `listening on unix:PATH`.
+pub fn serve_unix(name: &str, path: &Path, workers: usize, run_for: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(run_for);
+        eprintln!("echo_server: --for elapsed; exiting");
+        std::process::exit(0);
+    });
+    let _ = std::fs::remove_file(path);
+    let announce_unix = || {
+        println!("listening on unix:{}", path.display());
+        std::io::stdout().flush().unwrap();
+    };
+    match name {
+        "purloin" | "purloin-nomon" => {
+            let rt = purloin::runtime::Builder::new()
+                .workers(workers)
+                .monitor(name == "purloin")
+                .build()
+                .unwrap();
+            rt.block_on(|| {
+                let listener = purloin::net::UnixListener::bind(path).unwrap();
+                announce_unix();
+                for conn in listener.incoming() {
+                    let Ok(conn) = conn else { continue };
+                    purloin::spawn(move || echo_loop(conn));
+                }
+            });
+        }
+        "tokio" => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let listener = tokio::net::UnixListener::bind(path).unwrap();
+                announce_unix();
+                loop {
+                    let Ok((conn, _)) = listener.accept().await else { continue };
+                    tokio::spawn(tokio_echo_loop(conn));
+                }
+            });
+        }
+        "std" => {
+            let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+            announce_unix();
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                std::thread::spawn(move || echo_loop(conn));
+            }
+        }
+        other => {
+            eprintln!(
+                "echo_server: no Unix-socket variant of server {other:?} (purloin, \
+                 purloin-nomon, tokio or std)"
+            );
+            std::process::exit(2);
+        }
     }
 }

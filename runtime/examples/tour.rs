@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use purloin::sync::channel;
 use purloin::{Builder, GreenThread, StackSize};
 
-#[path = "processes.rs"]
+#[path = "machines.rs"]
 #[allow(dead_code)]
-mod processes;
+mod machines;
 
 fn main() {
     if std::env::var_os("PURLOIN_TOUR_OVERFLOW").is_some() {
@@ -32,6 +32,7 @@ fn main() {
     stack_overflow();
     process_workflow();
     echo_over_loopback();
+    children_signals_timers();
     scheduler_stats();
 }
 
@@ -261,13 +262,14 @@ fn overflow_child() -> ! {
     std::process::exit(0)
 }
 
-/// Part 7: Seed 003's processes: state machines stepped by the same scheduler, no stack each.
+/// Part 7: Seed 003's state machines (`purloin::machine`) stepped by the same scheduler, no
+/// stack each.
 fn process_workflow() {
     section(
-        "processes: a crawl workflow of state machines with fetch commands answered by handlers",
+        "state machines: a crawl workflow of processes with fetch commands answered by handlers",
     );
     let t = Instant::now();
-    let summary = processes::run();
+    let summary = machines::run();
     println!("   ({} sites crawled in {:.1} ms)\n", summary.len(), t.elapsed().as_secs_f64() * 1e3);
 }
 
@@ -326,6 +328,38 @@ fn echo_over_loopback() {
 }
 
 /// Part 9: What the scheduler did.
+/// Part 9: OS child processes, signals and timer channels, all parking green threads.
+fn children_signals_timers() {
+    section("child processes, signals and timers in select! (green threads park, workers run)");
+    purloin::spawn(|| {
+        let t = Instant::now();
+        let out = purloin::process::output(Command::new("echo").arg("from a child")).unwrap();
+        println!(
+            "   child: {:?} exited {} in {:.1} ms (waited on a pidfd through the netpoller)",
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            out.status,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let signals = purloin::signal::Signals::new(&[purloin::signal::Signal::USR1]).unwrap();
+        // SAFETY: plain system call; SIGUSR1 is handled by `signals`.
+        unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
+        let timeout = purloin::time::after(Duration::from_secs(5));
+        purloin::select! {
+            recv(signals.receiver()) -> sig => println!("   signal: received {}", sig.unwrap()),
+            recv(timeout) -> _ => println!("   signal: none within 5 s"),
+        }
+        let ticker = purloin::time::Ticker::new(Duration::from_millis(1));
+        let t = Instant::now();
+        for _ in 0..10 {
+            ticker.recv();
+        }
+        println!("   ticker: 10 ticks of 1 ms in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    })
+    .join()
+    .unwrap();
+    println!();
+}
+
 fn scheduler_stats() {
     section("scheduler stats of the global runtime");
     let s = purloin::stats();

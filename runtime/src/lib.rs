@@ -22,6 +22,15 @@
 //! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
 //! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
 //!
+//! # I/O
+//!
+//! Blocking-style I/O parks only the calling green thread: [`net`] (TCP, UDP and Unix
+//! sockets on the runtime's epoll netpoller), [`io::Async`] (the same for any descriptor: a
+//! pipe, a tty, an eventfd), [`process`] (child processes waited on through a pidfd, their
+//! pipes as green I/O), [`signal`] (SIGTERM, SIGINT, … as values on a channel), [`time`]
+//! (sleeping, and [`time::after`] / [`time::Ticker`] channels for [`select!`]) and [`fs`]
+//! (files through [`blocking`]). [`machine`] hosts seed 003's stackless state machines.
+//!
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:
@@ -29,16 +38,26 @@
 #![warn(missing_docs)]
 
 mod deadlock;
+pub mod fs;
+pub mod io;
 mod local;
 mod loom;
+pub mod machine;
 pub mod net;
 pub mod process;
 mod rt;
 mod scope;
+#[cfg(not(loom))]
+pub mod signal;
+// Under loom only the handler-to-dispatcher protocol is built (its model); the rest needs
+// `static` atomics, which loom's are not.
+#[cfg(all(test, loom))]
+#[path = "signal/pending.rs"]
+mod signal_pending;
 mod spawn;
 mod stats;
 pub mod sync;
-mod time;
+pub mod time;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;

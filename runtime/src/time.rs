@@ -1,9 +1,48 @@
-//! Time: sleeping green threads on the scheduler's timers.
+//! Time: sleeping green threads on the scheduler's timers, and timer channels for
+//! [`select!`](crate::select).
 //!
-//! On a green thread these park only the green thread (its worker runs others meanwhile); on a
-//! plain OS thread they sleep the OS thread.
+//! [`sleep`] and [`sleep_until`] park only the green thread (its worker runs others
+//! meanwhile); on a plain OS thread they sleep the OS thread.
+//!
+//! [`after`] and [`tick`] / [`Ticker`] are channels that receive the time, Go's `time.After`
+//! and `time.Ticker` (crossbeam-channel's `after` and `tick`), so a deadline or a period can
+//! sit in a `select!` next to other channels:
+//!
+//! ```
+//! use std::time::Duration;
+//! use purloin::sync::channel;
+//!
+//! let (_tx, jobs) = channel::unbounded::<u32>();
+//! let timeout = purloin::time::after(Duration::from_millis(10));
+//! purloin::select! {
+//!     recv(jobs) -> job => panic!("no job was sent: {job:?}"),
+//!     recv(timeout) -> at => assert!(at.is_ok()), // gave up waiting
+//! }
+//! ```
+//!
+//! Each timer channel is fed by a small green thread that sleeps on the scheduler's timers
+//! (of the current runtime; from a plain thread, the global runtime's). A timer of a worker
+//! that is busy with a long CPU-bound green thread fires late, like every timer of that
+//! worker.
+//!
+//! # No `timeout(d, || ...)`
+//!
+//! There is deliberately no helper that runs a closure and gives up after a duration. Blocking
+//! code cannot be interrupted at an arbitrary point: the helper could only abandon the closure
+//! (which keeps running and holding what it holds, so nothing is freed) or unwind it at its
+//! next scheduling point (which breaks code that is not unwind-safe: a message received but
+//! not yet handled, half a request written to a socket). The sound form is a timeout per
+//! blocking operation, which purloin has everywhere: `recv_timeout`, `send_timeout`,
+//! `select_timeout`, `set_read_timeout`/`set_write_timeout` on sockets,
+//! [`Async::wait_readable_timeout`](crate::io::Async::wait_readable_timeout),
+//! [`Child::wait_timeout`](crate::process::Child::wait_timeout), [`after`] in a `select!`.
 
+use std::fmt;
 use std::time::{Duration, Instant};
+
+use crate::loom::{Arc, AtomicBool, Ordering};
+use crate::sync::channel::{self, Receiver, TrySendError};
+use crate::{GreenThread, StackSize};
 
 /// Sleeps for `duration`.
 ///
@@ -39,4 +78,227 @@ pub fn sleep(duration: Duration) {
 /// ```
 pub fn sleep_until(deadline: Instant) {
     purloin_sched::sleep_until(deadline);
+}
+
+/// A channel that receives the current time once, `duration` from now (Go's `time.After`).
+///
+/// The green thread behind it lives until the time comes even if the receiver is dropped
+/// earlier (a small stack and a timer): in a loop that would create many long-lived ones,
+/// prefer a [`Ticker`] or a `recv_timeout`. It also counts as a live green thread when its
+/// runtime shuts down, so dropping a runtime with an hour-long `after` pending waits for the
+/// shutdown timeout (5 s for a plain drop; choose it with `Runtime::shutdown_timeout`)
+/// before the timer is unwound.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let start = Instant::now();
+/// let at = purloin::time::after(Duration::from_millis(5)).recv().unwrap();
+/// assert!(at >= start + Duration::from_millis(5));
+/// ```
+pub fn after(duration: Duration) -> Receiver<Instant> {
+    match Instant::now().checked_add(duration) {
+        Some(deadline) => at(deadline),
+        // Beyond what `Instant` can represent: never fires.
+        None => never(),
+    }
+}
+
+/// A channel that receives the current time once, at `deadline` (at once if it has passed).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let deadline = Instant::now() + Duration::from_millis(5);
+/// assert!(purloin::time::at(deadline).recv().unwrap() >= deadline);
+/// ```
+pub fn at(deadline: Instant) -> Receiver<Instant> {
+    let (tx, rx) = channel::bounded(1);
+    spawn_timer(move || {
+        sleep_until(deadline);
+        let _ = tx.try_send(Instant::now());
+    });
+    rx
+}
+
+/// A receiver that never receives (and is never disconnected): the arm of a `select!` that
+/// must not fire, e.g. a disabled timeout.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let never = purloin::time::never::<()>();
+/// assert!(never.recv_timeout(Duration::from_millis(1)).is_err());
+/// ```
+pub fn never<T>() -> Receiver<T> {
+    let (tx, rx) = channel::bounded(0);
+    // The sender must outlive every receiver so the channel never disconnects; a leaked
+    // sender costs one allocation per `never()` (the channel itself).
+    std::mem::forget(tx);
+    rx
+}
+
+/// A channel that receives the time every `period`; dropping the receiver stops it at its
+/// next tick. See [`Ticker`] for one that stops at once and for the delivery rules.
+///
+/// # Panics
+/// If `period` is zero (a ticker that fires continuously is a busy loop).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let ticks = purloin::time::tick(Duration::from_millis(1));
+/// let a = ticks.recv().unwrap();
+/// let b = ticks.recv().unwrap();
+/// assert!(b > a);
+/// ```
+pub fn tick(period: Duration) -> Receiver<Instant> {
+    let (rx, _stop, _feeder) = start_ticker(period);
+    // Nobody stops this one: its feeder ends when it finds the channel without receivers.
+    rx
+}
+
+/// A periodic timer channel (Go's `time.Ticker`): [`receiver`](Ticker::receiver) receives
+/// the time every `period`, starting one period after creation.
+///
+/// Ticks do not pile up: the channel holds one tick, a tick that finds it full is dropped,
+/// and a ticker that fell behind (a slow receiver, a busy worker) skips the missed periods
+/// and keeps its phase instead of firing a burst to catch up. Dropping the ticker (or
+/// [`stop`](Ticker::stop)) stops it at once.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin::sync::channel;
+/// use purloin::time::Ticker;
+///
+/// let ticker = Ticker::new(Duration::from_millis(1));
+/// let (_tx, work) = channel::unbounded::<()>();
+/// let mut ticks = 0;
+/// while ticks < 3 {
+///     purloin::select! {
+///         recv(work) -> _ => unreachable!(),
+///         recv(ticker.receiver()) -> _ => ticks += 1,
+///     }
+/// }
+/// ticker.stop();
+/// ```
+pub struct Ticker {
+    rx: Receiver<Instant>,
+    stopped: Arc<AtomicBool>,
+    feeder: GreenThread,
+}
+
+impl Ticker {
+    /// Starts a ticker with `period`.
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    pub fn new(period: Duration) -> Ticker {
+        let (rx, stopped, feeder) = start_ticker(period);
+        Ticker { rx, stopped, feeder }
+    }
+
+    /// The channel the ticks arrive on (for `select!`, `recv`, `recv_timeout`, …).
+    pub fn receiver(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// Waits for the next tick.
+    pub fn recv(&self) -> Instant {
+        self.rx.recv().expect("a running ticker's feeder holds the sender")
+    }
+
+    /// Stops the ticker: no tick is sent after this returns, except one already in the
+    /// channel.
+    pub fn stop(&self) {
+        // Release: pairs with the feeder's Acquire loads (only the flag is published).
+        self.stopped.store(true, Ordering::Release);
+        self.feeder.unpark();
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticker").field("stopped", &self.stopped.load(Ordering::Relaxed)).finish()
+    }
+}
+
+/// Starts a ticker's feeding green thread: the channel, the stop flag, the feeder.
+fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, GreenThread) {
+    assert!(
+        !period.is_zero(),
+        "purloin::time: a ticker's period must be greater than zero (a zero period would fire \
+         continuously)"
+    );
+    let (tx, rx) = channel::bounded(1);
+    let stopped = Arc::new(AtomicBool::new(false));
+    let stop = stopped.clone();
+    let start = Instant::now();
+    let feeder = spawn_timer(move || {
+        let mut next = start + period;
+        loop {
+            // Parks (not `sleep_until`) so that `stop` can end the wait by unparking.
+            // Acquire: pairs with the Release store in `Ticker::stop`.
+            while !stop.load(Ordering::Acquire) && Instant::now() < next {
+                crate::park_deadline(next);
+            }
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            let now = Instant::now();
+            match tx.try_send(now) {
+                Ok(()) | Err(TrySendError::Full(_)) => {}
+                Err(TrySendError::Disconnected(_)) => return,
+            }
+            next = next_tick(next, period, now);
+        }
+    });
+    (rx, stopped, feeder)
+}
+
+/// The first tick time after `now` on the grid `last + k * period` (skips missed periods).
+fn next_tick(last: Instant, period: Duration, now: Instant) -> Instant {
+    let next = last + period;
+    if next > now {
+        return next;
+    }
+    let behind = now - last;
+    let periods = behind.as_nanos() / period.as_nanos() + 1;
+    last + period * u32::try_from(periods).unwrap_or(u32::MAX)
+}
+
+/// Spawns a timer's green thread (small stack) on the current runtime, or the global one.
+fn spawn_timer(f: impl FnOnce() + Send + 'static) -> GreenThread {
+    let h = crate::Builder::new()
+        .name("purloin-timer")
+        .stack_size(StackSize::Small)
+        .spawn(f)
+        .unwrap_or_else(|e| panic!("purloin::time: cannot start a timer's green thread: {e}"));
+    *h.thread()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_tick_skips_missed_periods() {
+        let t0 = Instant::now();
+        let p = Duration::from_millis(10);
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(3)), t0 + p);
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(10)), t0 + 2 * p);
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(47)), t0 + 5 * p);
+    }
 }

@@ -1,6 +1,8 @@
-//! Networking for green threads: [`TcpListener`], [`TcpStream`] and [`UdpSocket`] with the
-//! std API, whose blocking-style operations park only the calling green thread until the
-//! runtime's netpoller reports the socket ready (Go's netpoll).
+//! Networking for green threads: [`TcpListener`], [`TcpStream`], [`UdpSocket`] and the Unix
+//! domain sockets [`UnixListener`], [`UnixStream`] and [`UnixDatagram`] with the std API,
+//! whose blocking-style operations park only the calling green thread until the runtime's
+//! netpoller reports the socket ready (Go's netpoll). Any other descriptor gets the same
+//! through [`io::Async`](crate::io::Async).
 //!
 //! Write a server the simple way — one green thread per connection, blocking reads and
 //! writes — and it scales like an event loop: a green thread waiting for a socket costs its
@@ -124,14 +126,16 @@ mod readiness;
 mod selector;
 #[cfg(loom)]
 mod selector_loom;
-mod source;
-mod sys;
+pub(crate) mod source;
+pub(crate) mod sys;
 mod tcp;
 mod udp;
+mod unix;
 
-pub(crate) use driver::Driver;
+pub(crate) use driver::{Direction, Driver};
 pub use tcp::{Incoming, TcpListener, TcpStream};
 pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixIncoming, UnixListener, UnixStream};
 
 #[cfg(not(any(target_os = "linux", loom)))]
 compile_error!(

@@ -41,7 +41,7 @@ pub enum ErrorKind {
 /// Cheap to clone (the message is shared).
 ///
 /// ```
-/// use purloin::process::{Error, ErrorKind};
+/// use purloin::machine::{Error, ErrorKind};
 ///
 /// let e = Error::new("the upstream returned 503; retry later");
 /// assert_eq!(e.kind(), ErrorKind::Failed);
@@ -69,7 +69,7 @@ impl Error {
     /// not have: names the method and the entry points that exist.
     ///
     /// ```
-    /// use purloin::process::{Error, ErrorKind};
+    /// use purloin::machine::{Error, ErrorKind};
     ///
     /// let e = Error::unknown_method("compile", &["build", "test"]);
     /// assert_eq!(e.kind(), ErrorKind::UnknownMethod);

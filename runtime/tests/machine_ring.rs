@@ -2,12 +2,12 @@
 //! exactly-once delivery checked per process.
 #![cfg(not(loom))]
 
-mod process_common;
+mod machine_common;
 
 use std::time::Duration;
 
-use process_common::{host, watchdog};
-use purloin::process::{Error, EventKind, Events, Payload, Pid, Process, StepOutput};
+use machine_common::{host, watchdog};
+use purloin::machine::{Error, EventKind, Events, Payload, Pid, Process, StepOutput};
 
 enum Msg {
     /// Who comes after me in the ring.

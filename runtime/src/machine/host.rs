@@ -86,7 +86,7 @@ impl std::fmt::Debug for HostHandle {
 /// [`runtime`](Host::runtime) to run green threads on the same workers.
 ///
 /// ```
-/// use purloin::process::{Error, Events, Host, Payload, Process, StepOutput};
+/// use purloin::machine::{Error, Events, Host, Payload, Process, StepOutput};
 /// use purloin::runtime::Runtime;
 ///
 /// /// Asks the `double` handler for 2 × its input and completes with the answer.
@@ -222,7 +222,7 @@ impl Host {
             // Put it back so that Drop does not try again while we unwind.
             self.rt = Some(rt);
             panic!(
-                "purloin::process: Host::shutdown called from the host's own runtime (a green \
+                "purloin::machine: Host::shutdown called from the host's own runtime (a green \
                  thread, handler or process step); it would wait for itself. Shut the host \
                  down from the thread that owns it"
             );
@@ -247,7 +247,7 @@ impl Drop for Host {
             // Dropped on its own runtime (or unwinding from `shutdown`'s panic): shutting the
             // runtime down here would wait for itself. Leak it rather than abort.
             eprintln!(
-                "purloin::process: a Host was dropped on its own runtime; its runtime is leaked \
+                "purloin::machine: a Host was dropped on its own runtime; its runtime is leaked \
                  (drop or shut down the host from the thread that owns it)"
             );
             core::mem::forget(self.rt.take());
@@ -256,7 +256,7 @@ impl Drop for Host {
             let report = self.shutdown_inner(Duration::from_secs(5));
             if report.unfinished > 0 {
                 eprintln!(
-                    "purloin::process: {} processes were still inside a step when the host \
+                    "purloin::machine: {} processes were still inside a step when the host \
                      was dropped; their workers were detached",
                     report.unfinished
                 );

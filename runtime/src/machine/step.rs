@@ -70,7 +70,7 @@ impl fmt::Display for Pid {
 /// to a handler running on a green thread, whose answer comes back as an event.
 ///
 /// ```
-/// use purloin::process::{Error, Events, Payload, Process, StepOutput};
+/// use purloin::machine::{Error, Events, Payload, Process, StepOutput};
 ///
 /// /// Adds the numbers it is sent until it receives 0.
 /// #[derive(Default)]

@@ -1,4 +1,5 @@
-//! Processes: a small crawl workflow on `purloin::process` (seed 003's process scheduler).
+//! State machines: a small crawl workflow on `purloin::machine` (seed 003's process host;
+//! its processes are Erlang-style state machines, not OS processes).
 //!
 //! A `Coordinator` process starts one `Crawl` process per site (processes spawning
 //! processes), then waits Idle for their reports (messages routed by pid). Each `Crawl`
@@ -8,7 +9,7 @@
 //! network latency: handlers may block; steps may not).
 //!
 //! ```text
-//! cargo run -p purloin --example processes
+//! cargo run -p purloin --example machines
 //! ```
 //!
 //! The core is [`run`], which the tour calls too.
@@ -16,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use purloin::process::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput, Yield};
+use purloin::machine::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput, Yield};
 use purloin::runtime::Runtime;
 
 /// A pretend web: page → (size in bytes, links).

@@ -1,7 +1,7 @@
 //! Compile-time `Send`/`Sync` guarantees of the process API's handle and value types.
 #![cfg(not(loom))]
 
-use purloin::process::{
+use purloin::machine::{
     CompleteError, Error, Event, Events, Host, HostHandle, Payload, Pid, ProcessState, SendError,
     ShutdownReport, Yield,
 };

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
-use purloin::process::{Error, ErrorKind, EventKind, Events, Host, Payload, Process, StepOutput};
+use purloin::machine::{Error, ErrorKind, EventKind, Events, Host, Payload, Process, StepOutput};
 use purloin::runtime::Builder;
 
 fn host() -> Host {

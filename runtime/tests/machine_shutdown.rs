@@ -2,14 +2,14 @@
 //! panics in steps fail only their process.
 #![cfg(not(loom))]
 
-mod process_common;
+mod machine_common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use process_common::{Counted, DropCounter, host, watchdog};
-use purloin::process::{Error, ErrorKind, EventKind, Events, Payload, Process, StepOutput, Yield};
+use machine_common::{Counted, DropCounter, host, watchdog};
+use purloin::machine::{Error, ErrorKind, EventKind, Events, Payload, Process, StepOutput, Yield};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {

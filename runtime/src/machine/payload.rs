@@ -16,7 +16,7 @@ use core::mem::{MaybeUninit, align_of, size_of};
 /// expected another type can say what it got.
 ///
 /// ```
-/// use purloin::process::Payload;
+/// use purloin::machine::Payload;
 ///
 /// let p = Payload::new(42u64);
 /// assert!(p.is::<u64>());
@@ -183,7 +183,7 @@ impl Payload {
     /// The value is not a `T`.
     ///
     /// ```
-    /// use purloin::process::Payload;
+    /// use purloin::machine::Payload;
     ///
     /// let err = Payload::new("text").take::<u64>().unwrap_err();
     /// assert!(err.to_string().contains("expected a payload of type u64"));

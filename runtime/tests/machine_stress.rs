@@ -3,13 +3,13 @@
 //! and process is dropped once.
 #![cfg(not(loom))]
 
-mod process_common;
+mod machine_common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use process_common::{Counted, DropCounter, host, watchdog};
-use purloin::process::{Error, EventKind, Events, Payload, Pid, Process, StepOutput, Yield};
+use machine_common::{Counted, DropCounter, host, watchdog};
+use purloin::machine::{Error, EventKind, Events, Payload, Pid, Process, StepOutput, Yield};
 
 const PROCESSES: usize = 64;
 const SENDERS: u64 = 6;
@@ -84,7 +84,7 @@ fn concurrent_senders_exactly_once_and_nothing_leaks() {
     );
     // Half the senders are plain threads, half green threads of the host's runtime.
     let send_all =
-        |sender: u64, pids: &[Pid], h: &purloin::process::HostHandle, d: &DropCounter| {
+        |sender: u64, pids: &[Pid], h: &purloin::machine::HostHandle, d: &DropCounter| {
             for i in 0..PER_SENDER {
                 let id = sender * PER_SENDER + i;
                 let to = pids[(id as usize * 7 + sender as usize) % pids.len()];

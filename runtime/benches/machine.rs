@@ -2,7 +2,7 @@
 //! from purloin green threads and from tokio tasks, in the same run.
 //!
 //! - `purloin_process_ring`: 10,000 [`Process`]es on a [`Host`]; each hop is a
-//!   [`send`](purloin::process::HostHandle::send) from one process's step to the next process
+//!   [`send`](purloin::machine::HostHandle::send) from one process's step to the next process
 //!   (lock-free pid lookup, the CAS that wins the Idle process, the message handed over
 //!   without a queue node, and its step run on the same worker right after the sender's:
 //!   the inline hand-off of `runtime/src/process/chain.rs`, the scheduler not involved
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use purloin::process::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput};
+use purloin::machine::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput};
 use purloin::runtime::Runtime;
 use purloin::sched::SpawnOptions;
 use purloin::{GreenThread, StackSize};

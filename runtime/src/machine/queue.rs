@@ -241,7 +241,7 @@ impl Drop for NodeList {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::process::{EventKind, Payload};
+    use crate::machine::{EventKind, Payload};
 
     fn msg(v: u64) -> Event {
         Event::message(Payload::new(v))
@@ -310,7 +310,7 @@ mod loom_models {
     //! - drain swap `Acquire` → `Relaxed`: the same report.
     use super::*;
     use crate::loom::{Arc, thread};
-    use crate::process::Payload;
+    use crate::machine::Payload;
 
     fn event(v: u64) -> Event {
         Event::message(Payload::new(v))

@@ -6,7 +6,7 @@
 //! the step that woke it, while its own task stays parked. The scheduler's own models check that it keeps those rules;
 //! these check that the process protocol is correct *given* them, at a cost of seconds
 //! instead of the many minutes an end-to-end model of the whole runtime takes (the
-//! end-to-end model is `runtime/tests/loom_process.rs`).
+//! end-to-end model is `runtime/tests/loom_machine.rs`).
 //!
 //! A lost wake-up shows up as a deadlock (the waiter on the exit status and the worker both
 //! blocked), which loom reports.

@@ -2,14 +2,14 @@
 //! values, waits from green and plain threads.
 #![cfg(not(loom))]
 
-mod process_common;
+mod machine_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use process_common::{DropCounter, host, watchdog};
-use purloin::process::{
+use machine_common::{DropCounter, host, watchdog};
+use purloin::machine::{
     CompleteErrorKind, Error, ErrorKind, Event, EventKind, Events, Payload, Pid, Process,
     ProcessState, SendErrorKind, Status, StepOutput, Yield,
 };
@@ -126,7 +126,7 @@ impl Process for FanOut {
 
 /// Collects the yields of `gather`; when all `n` are in, answers them in reverse tag order
 /// (from the last handler's green thread).
-fn register_reverse_gather(host: &purloin::process::HostHandle, n: usize) {
+fn register_reverse_gather(host: &purloin::machine::HostHandle, n: usize) {
     let parked: Arc<Mutex<Vec<Yield>>> = Arc::default();
     host.register("gather", move |y: Yield| {
         let mut all = parked.lock().unwrap();
@@ -258,7 +258,7 @@ fn messages_route_by_pid_and_errors_are_values() {
     assert_eq!(again.kind(), ErrorKind::UnknownPid);
 
     // A pid of another host is unknown here, never misrouted.
-    let other = process_common::host(1);
+    let other = machine_common::host(1);
     let d = other.spawn_process(Echo { seen: 0 }, "echo", Payload::empty()).unwrap();
     let err = host.send(d, Payload::empty()).unwrap_err();
     assert_eq!(err.kind(), SendErrorKind::UnknownPid);

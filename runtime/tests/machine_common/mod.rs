@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use purloin::process::Host;
+use purloin::machine::Host;
 use purloin::runtime::Runtime;
 
 /// Aborts the test process if it is still alive after `limit` (a hang fails instead of
