@@ -26,11 +26,10 @@ use std::time::{Duration, Instant};
 
 use crate::g::GRef;
 use crate::p::{RUNNING, SYSCALL};
+use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::bump;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
-use crate::worker::{
-    ACT_REQUEUE_GLOBAL, M, NO_P, PHASE_STOPPED, Shared, current_worker, start_worker, switch_out,
-};
+use crate::worker::{ACT_REQUEUE_GLOBAL, M, NO_P, current_worker, start_worker, switch_out};
 
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
 /// call, a std lock). Outside a green thread it does nothing. Pair it with

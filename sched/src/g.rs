@@ -122,7 +122,7 @@ pub(crate) struct G {
     pub(crate) stack_size: UnsafeCell<StackSize>,
     /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
     /// transition to RUNNABLE; the scheduler outlives every G it runs).
-    pub(crate) sched: UnsafeCell<*const crate::worker::Shared>,
+    pub(crate) sched: UnsafeCell<*const crate::shared::Shared>,
     /// Green-local storage owned by the runtime layer (an opaque pointer, freed by it).
     pub(crate) locals: UnsafeCell<*mut ()>,
     /// While this G runs a child inline (join-helping), the child's identity for `current()`.

@@ -26,7 +26,7 @@ pub struct JoinHandle<T> {
     /// Spawned lazily: its queue entry is the task cell (see `lazy`).
     pub(crate) lazy: bool,
     /// The scheduler the green thread was spawned on (only compared, never dereferenced here).
-    pub(crate) sched: *const crate::worker::Shared,
+    pub(crate) sched: *const crate::shared::Shared,
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
     /// inline (pinned, or given its own stack at spawn).
     pub(crate) inline_stack: Option<usize>,
@@ -135,7 +135,7 @@ impl<T> core::fmt::Debug for JoinHandle<T> {
 /// caller's stack remains for the stack the child asked for. Returns whether it ran.
 pub(crate) fn run_inline(
     child: GreenThread,
-    child_sched: *const crate::worker::Shared,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> bool {
     let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
@@ -161,7 +161,7 @@ pub(crate) fn run_inline(
 /// The worker and the running G that may run a child of `child_sched` needing `stack_bytes`
 /// inline: a green thread of the same scheduler with enough stack left.
 fn inline_host<'a>(
-    child_sched: *const crate::worker::Shared,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> Option<(&'a crate::worker::M, GRef)> {
     let m = current_worker()?;
@@ -188,7 +188,7 @@ fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: im
 }
 
 /// Counts an inline run's child as finished.
-fn finish_inline(child_sched: *const crate::worker::Shared) {
+fn finish_inline(child_sched: *const crate::shared::Shared) {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
@@ -203,7 +203,7 @@ fn finish_inline(child_sched: *const crate::worker::Shared) {
 fn run_lazy_inline(
     head: &CellHead,
     entry: GRef,
-    child_sched: *const crate::worker::Shared,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> bool {
     let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };

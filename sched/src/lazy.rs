@@ -133,7 +133,7 @@ impl Identity {
     /// an inline run). `alloc` gives a FREE record; `sched` is the scheduler it belongs to.
     pub(crate) fn get(
         &self,
-        sched: *const crate::worker::Shared,
+        sched: *const crate::shared::Shared,
         alloc: impl FnOnce() -> GRef,
     ) -> GreenThread {
         let mut alloc = Some(alloc);

@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod builder;
 mod cells;
 mod fork;
 mod g;
@@ -61,6 +62,7 @@ mod os;
 mod p;
 mod poll;
 mod scheduler;
+mod shared;
 mod stackless;
 mod stats;
 mod sync;
@@ -69,13 +71,14 @@ mod thread;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
+pub use builder::{Builder, SpawnOptions};
 pub use fork::join;
 pub use join::JoinHandle;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    Builder, ParkedThread, Scheduler, ShutdownReport, SpawnOptions, Stats, current_parked,
-    current_stats, spawn_with, with_user_data,
+    ParkedThread, Scheduler, ShutdownReport, Stats, current_parked, current_stats, spawn_with,
+    with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ProcStats};

@@ -29,11 +29,12 @@ use purloin_deque::{Stealer, Worker};
 
 use crate::GreenThread;
 use crate::g::GRef;
+use crate::shared::Shared;
 use crate::stats::PStats;
 use crate::sync::{
     AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
 };
-use crate::worker::{M, Shared};
+use crate::worker::M;
 
 /// Local run-queue capacity (Go and tokio use 256; loom models use 4).
 #[cfg(not(loom))]

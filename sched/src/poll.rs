@@ -23,8 +23,9 @@ use std::time::Instant;
 use crate::GreenThread;
 use std::sync::Arc;
 
+use crate::shared::Shared;
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
-use crate::worker::{M, NO_P, Shared};
+use crate::worker::{M, NO_P};
 
 /// An I/O readiness source the scheduler polls.
 pub trait Poller: Send + Sync {
