@@ -68,6 +68,7 @@ mod stats;
 mod sync;
 mod task;
 mod thread;
+mod timers;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};

@@ -22,19 +22,16 @@
 //!   (AcqRel) race on the same word, so exactly one wins, and whoever holds the P next sees the
 //!   previous holder's writes to the owner-only fields.
 
-use std::collections::{BinaryHeap, VecDeque};
-use std::time::Instant;
+use std::collections::VecDeque;
 
 use purloin_deque::{Stealer, Worker};
 
-use crate::GreenThread;
 use crate::g::GRef;
-use crate::shared::Shared;
 use crate::stats::PStats;
 use crate::sync::{
     AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
 };
-use crate::worker::M;
+use crate::timers::Timers;
 
 /// Local run-queue capacity (Go and tokio use 256; loom models use 4).
 #[cfg(not(loom))]
@@ -53,39 +50,6 @@ pub(crate) const SYSCALL: u32 = 1;
 pub(crate) const HANDOFF: u32 = 2;
 /// Removed by `Scheduler::set_workers`: no worker holds it; it holds no work.
 pub(crate) const RETIRED: u32 = 3;
-
-/// A timer: wake `g` at `at`. Ordered by deadline (earliest first), then by sequence.
-#[derive(Clone, Copy)]
-pub(crate) struct Timer {
-    pub(crate) at: Instant,
-    pub(crate) seq: u64,
-    pub(crate) g: GreenThread,
-}
-
-impl PartialEq for Timer {
-    fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
-    }
-}
-impl Eq for Timer {}
-impl PartialOrd for Timer {
-    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Timer {
-    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
-        other.at.cmp(&self.at).then(other.seq.cmp(&self.seq))
-    }
-}
-
-/// A P's timers. Locked by its holder to add and fire, and by searching workers that run
-/// another P's due timers (try_lock only).
-pub(crate) struct Timers {
-    pub(crate) heap: BinaryHeap<Timer>,
-    pub(crate) seq: u64,
-}
 
 /// Aligned to a cache-line pair (the adjacent-line prefetcher pulls lines in pairs): the P's
 /// sit side by side in `Shared::ps`, and without it where one P ended and the next began
@@ -107,10 +71,8 @@ pub(crate) struct P {
     pub(crate) syscall_tick: AtomicU64,
     /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
     pub(crate) schedtick: AtomicU64,
-    /// Earliest timer deadline as nanoseconds since the scheduler's epoch (u64::MAX = none),
-    /// readable without the lock.
-    pub(crate) next_timer: AtomicU64,
-    pub(crate) timers: Mutex<Timers>,
+    /// Green threads sleeping until a deadline.
+    pub(crate) timers: Timers,
     /// Free G records (holder only).
     pub(crate) free_gs: UnsafeCell<Vec<GRef>>,
     /// Number of live pinned green threads bound to the worker holding this P.
@@ -148,8 +110,7 @@ impl P {
             status: AtomicU32::new(RUNNING),
             syscall_tick: AtomicU64::new(0),
             schedtick: AtomicU64::new(0),
-            next_timer: AtomicU64::new(u64::MAX),
-            timers: Mutex::new(Timers { heap: BinaryHeap::new(), seq: 0 }),
+            timers: Timers::new(),
             free_gs: UnsafeCell::new(Vec::new()),
             pinned: AtomicU32::new(0),
             pinned_queue: Mutex::new(VecDeque::new()),
@@ -224,23 +185,6 @@ impl P {
         self.status.store(RUNNING, Ordering::Release);
     }
 
-    /// Moves every timer of this P to `to` (the P is being removed).
-    pub(crate) fn move_timers_to(&self, to: &P, shared: &Shared) {
-        let moved: Vec<Timer> = lock(&self.timers).heap.drain().collect();
-        self.next_timer.store(u64::MAX, Ordering::Relaxed);
-        if moved.is_empty() {
-            return;
-        }
-        let mut t = lock(&to.timers);
-        for timer in moved {
-            t.seq += 1;
-            let seq = t.seq;
-            t.heap.push(Timer { seq, ..timer });
-        }
-        let first = t.heap.peek().map(|t| t.at).expect("just pushed");
-        to.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
-    }
-
     /// Whether the P visibly has runnable work (racy snapshot: for the idle re-check and the
     /// monitor).
     pub(crate) fn has_work(&self) -> bool {
@@ -283,51 +227,6 @@ impl P {
     /// Whether pinned work is queued (a lock-taking check, for the idle re-check).
     pub(crate) fn has_pinned(&self) -> bool {
         !lock(&self.pinned_queue).is_empty()
-    }
-
-    /// Adds a timer waking `g` at `at` (holder only: a G adds timers on its own P).
-    pub(crate) fn add_timer(&self, shared: &Shared, at: Instant, g: GreenThread) {
-        let mut t = lock(&self.timers);
-        t.seq += 1;
-        let seq = t.seq;
-        t.heap.push(Timer { at, seq, g });
-        let first = t.heap.peek().map(|t| t.at).unwrap_or(at);
-        self.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
-    }
-
-    /// The earliest timer deadline, if any.
-    pub(crate) fn next_timer_deadline(&self, shared: &Shared) -> Option<Instant> {
-        let n = self.next_timer.load(Ordering::Relaxed);
-        (n != u64::MAX).then(|| shared.epoch + std::time::Duration::from_nanos(n))
-    }
-
-    /// Fires this P's due timers (the holder, or a searching worker on its last pass; never
-    /// waits for the lock). The woken G's go to the calling worker's queues. Returns how many.
-    pub(crate) fn run_timers_if_due(&self, m: &M) -> usize {
-        let next = self.next_timer.load(Ordering::Relaxed);
-        if next == u64::MAX {
-            return 0;
-        }
-        let now = Instant::now();
-        if next > m.shared.nanos_since_epoch(now) {
-            return 0;
-        }
-        let Ok(mut t) = self.timers.try_lock() else { return 0 };
-        let mut due: Vec<GreenThread> = Vec::new();
-        while let Some(top) = t.heap.peek() {
-            if top.at > now {
-                break;
-            }
-            due.push(t.heap.pop().map(|t| t.g).expect("peeked"));
-        }
-        let first = t.heap.peek().map(|t| m.shared.nanos_since_epoch(t.at)).unwrap_or(u64::MAX);
-        self.next_timer.store(first, Ordering::Relaxed);
-        drop(t);
-        let n = due.len();
-        for g in due {
-            g.unpark();
-        }
-        n
     }
 }
 

@@ -316,9 +316,9 @@ impl Scheduler {
             && parked as usize == s.active().len()
             && s.live() > 0
             && s.injector.is_empty()
-            && s.active()
-                .iter()
-                .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
+            && s.active().iter().all(|p| {
+                !p.has_work() && !p.has_pinned() && p.timers.next_deadline(s.epoch).is_none()
+            })
             && !s.poller.has_waiters()
             && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
     }

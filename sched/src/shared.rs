@@ -18,6 +18,7 @@ use crate::stats::{SharedStats, bump};
 use crate::sync::{
     Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, fence, lock, thread,
 };
+use crate::timers::Epoch;
 use crate::worker::NO_P;
 
 /// Scheduler lifecycle (`Shared::phase`).
@@ -57,7 +58,7 @@ pub(crate) struct Shared {
     pub(crate) all_done: (Mutex<()>, Condvar),
     pub(crate) config: Config,
     pub(crate) stats: SharedStats,
-    pub(crate) epoch: Instant,
+    pub(crate) epoch: Epoch,
     /// Active P's: `ps[..nprocs]` (changed by `Scheduler::set_workers`; the rest are RETIRED).
     pub(crate) nprocs: AtomicUsize,
     /// Serialises `set_workers`; the condvar is signalled when a removed P retires.
@@ -93,7 +94,7 @@ impl Shared {
             all_done: (Mutex::new(()), Condvar::new()),
             config,
             stats: SharedStats::default(),
-            epoch: Instant::now(),
+            epoch: Epoch::now(),
             nprocs: AtomicUsize::new(n),
             resize: (Mutex::new(()), Condvar::new()),
             threads: Mutex::new(Vec::new()),
@@ -112,7 +113,7 @@ impl Shared {
     }
 
     pub(crate) fn nanos_since_epoch(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.epoch).as_nanos().min(u64::MAX as u128 - 1) as u64
+        self.epoch.nanos(at)
     }
 
     /// Submit side of the idle protocol: after work became visible, wake a parked worker if

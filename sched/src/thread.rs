@@ -208,11 +208,11 @@ pub(crate) fn running_g() -> Option<GRef> {
 
 fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) {
     if m.holds_p() {
-        m.p().add_timer(&m.shared, deadline, g);
+        m.p().timers.add(m.shared.epoch, deadline, g);
     } else {
         // In a blocking section (or without a P): use P 0's heap; its holder or a searcher
         // fires it. A timer never needs the P's owner-only parts.
-        m.shared.ps[0].add_timer(&m.shared, deadline, g);
+        m.shared.ps[0].timers.add(m.shared.epoch, deadline, g);
         m.shared.wake_worker(0);
     }
 }

@@ -217,7 +217,7 @@ impl M {
         if !moved.is_empty() {
             shared.injector.push_batch(moved);
         }
-        p.move_timers_to(&shared.ps[0], shared);
+        p.timers.move_to(&shared.ps[0].timers, shared.epoch);
         shared.idle.retire(pi, self.searching.replace(false));
         // SAFETY: as above; the cache goes to the global list.
         let cached: Vec<GRef> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
@@ -274,7 +274,7 @@ impl M {
             // runs at least this often (otherwise G's that never leave the local queue, like a
             // yield loop, would starve them: timers are otherwise checked only when it is
             // empty).
-            self.run_timers(p);
+            p.timers.fire_due(self.shared.epoch);
             if let Some(g) = self.take_global(1) {
                 return Some(g);
             }
@@ -303,7 +303,7 @@ impl M {
         if let Some(g) = self.take_global(n) {
             return Some(g);
         }
-        if self.run_timers(p) > 0 {
+        if p.timers.fire_due(self.shared.epoch) > 0 {
             return self.find_local();
         }
         if self.poll_ready(false) > 0 {
@@ -365,7 +365,7 @@ impl M {
                 }
                 let v = &shared.ps[victim];
                 if last
-                    && v.run_timers_if_due(self) > 0
+                    && v.timers.fire_due(shared.epoch) > 0
                     && let Some(g) = local.pop().and_then(|g| self.accept(g))
                 {
                     return Some(g);
@@ -480,7 +480,7 @@ impl M {
         // F2 is also the fence of this worker's finishes since its last park (L2).
         shared.notify_if_draining();
         let p = &shared.ps[pi];
-        let due = p.next_timer_deadline(shared);
+        let due = p.timers.next_deadline(shared.epoch);
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())
@@ -514,11 +514,6 @@ impl M {
 
     // ---------------------------------------------------------------------------------------
     // Timers and the poller
-
-    /// Fires this P's due timers (holder only). Returns how many G's were woken.
-    fn run_timers(&self, p: &P) -> usize {
-        p.run_timers_if_due(self)
-    }
 
     fn poll_ready(&self, _block: bool) -> usize {
         crate::poll::poll_nonblocking(self)
