@@ -28,8 +28,9 @@ use crate::g::GRef;
 use crate::p::{RUNNING, SYSCALL};
 use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::bump;
+use crate::switch::{Action, switch_out};
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
-use crate::worker::{ACT_REQUEUE_GLOBAL, M, NO_P, current_worker, start_worker, switch_out};
+use crate::worker::{M, NO_P, current_worker, start_worker};
 
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
 /// call, a std lock). Outside a green thread it does nothing. Pair it with
@@ -64,7 +65,7 @@ pub fn exit_blocking() {
     // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's
     // scheduling loop sees it has no P and waits as a spare.
     m.p.set(NO_P);
-    switch_out(ACT_REQUEUE_GLOBAL);
+    switch_out(Action::RequeueGlobal);
 }
 
 /// A green thread about to switch out (yield, park) inside a blocking section stops blocking

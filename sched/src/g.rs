@@ -474,8 +474,9 @@ pub(crate) enum Unparked {
     Stale,
 }
 
-/// A pointer to a G record. Records live as long as the scheduler, so it is always valid to
-/// dereference while the scheduler is alive; whether it still denotes the same green thread is
+/// A pointer to a G record (never a job or a task cell: run-queue entries are `Entry`).
+/// Records live as long as the scheduler, so it is always valid to dereference while the
+/// scheduler is alive; whether it still denotes the same green thread is
 /// decided by the generation.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct GRef(NonNull<G>);
@@ -486,69 +487,11 @@ unsafe impl Send for GRef {}
 // SAFETY: as above.
 unsafe impl Sync for GRef {}
 
-/// The low bit of a queue entry that is a fork-join job without a G yet (see
-/// [`GRef::for_job`]). Records and the job slots it points at are at least 8-aligned.
-const JOB_TAG: usize = 1;
-/// The low bits of a queue entry that is a spawned green thread without a G yet (see
-/// [`GRef::for_task`]).
-const TASK_TAG: usize = 2;
-const TAGS: usize = JOB_TAG | TASK_TAG;
-
-/// Where a lazily started fork-join job lives: a fat pointer to the job, in its joiner's frame.
-pub(crate) type JobSlot = NonNull<NonNull<dyn crate::task::Runnable>>;
-
 impl GRef {
     pub(crate) fn as_ptr(self) -> *mut G {
         self.0.as_ptr()
     }
 
-    /// A run-queue entry for a fork-join job that has no G yet (a lazy G): a tagged pointer
-    /// to the slot holding the job. Such an entry is never dereferenced as a G: every dequeue
-    /// goes through the worker's `accept`, which turns it into a G (`M::adopt_job`), and the
-    /// only other readers compare it for equality (the joiner taking its job back) or drain
-    /// it at shutdown. The joiner does not leave `join` before the job is done, and the job
-    /// is done only after its entry was dequeued, so the slot outlives the entry.
-    pub(crate) fn for_job(slot: JobSlot) -> GRef {
-        let addr = slot.as_ptr() as usize;
-        debug_assert_eq!(addr & JOB_TAG, 0, "job slots are aligned");
-        // SAFETY: `addr | 1` is not null (addr is not); the pointer is never dereferenced as
-        // a G (see above).
-        GRef(unsafe { NonNull::new_unchecked((addr | JOB_TAG) as *mut G) })
-    }
-
-    /// The job slot if this entry is a lazy fork-join job (see [`GRef::for_job`]).
-    pub(crate) fn job(self) -> Option<JobSlot> {
-        let addr = self.0.as_ptr() as usize;
-        if addr & TAGS != JOB_TAG {
-            return None;
-        }
-        NonNull::new((addr & !JOB_TAG) as *mut NonNull<dyn crate::task::Runnable>)
-    }
-
-    /// A run-queue entry for a spawned green thread that has no G yet: a tagged pointer to
-    /// its task cell (the G side of the cell, given up by `OwnedTask::into_cell`). Whoever
-    /// dequeues the entry owns that G side: a worker gives it a G (`M::adopt_task`), its
-    /// joiner runs it inline. Never dereferenced as a G.
-    pub(crate) fn for_task(cell: NonNull<()>) -> GRef {
-        let addr = cell.as_ptr() as usize;
-        debug_assert_eq!(addr & TAGS, 0, "task cells are aligned");
-        // SAFETY: `addr | 2` is not null.
-        GRef(unsafe { NonNull::new_unchecked((addr | TASK_TAG) as *mut G) })
-    }
-
-    /// The task cell if this entry is a lazily spawned green thread (see [`GRef::for_task`]).
-    pub(crate) fn task_cell(self) -> Option<NonNull<()>> {
-        let addr = self.0.as_ptr() as usize;
-        if addr & TAGS != TASK_TAG {
-            return None;
-        }
-        NonNull::new((addr & !TASK_TAG) as *mut ())
-    }
-
-    /// Whether this entry is a G record (not a lazy job or task).
-    pub(crate) fn is_record(self) -> bool {
-        self.0.as_ptr() as usize & TAGS == 0
-    }
     /// # Safety
     /// - `ptr` must point at a live G record of this scheduler (or be null, giving `None`).
     pub(crate) unsafe fn from_ptr(ptr: *mut G) -> Option<GRef> {
@@ -559,21 +502,14 @@ impl GRef {
 impl core::ops::Deref for GRef {
     type Target = G;
     fn deref(&self) -> &G {
-        debug_assert!(self.is_record(), "a lazy job or task entry dereferenced as a G");
-        // SAFETY: records are never freed while the scheduler (and so any GRef) is alive; job
-        // entries are never dereferenced (see `for_job`).
+        // SAFETY: a GRef is only made from a record (`Registry::alloc`, or `from_ptr`, whose
+        // caller vouches for it), and records are never freed while any GRef is alive.
         unsafe { self.0.as_ref() }
     }
 }
 
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(slot) = self.job() {
-            return write!(f, "job@{slot:p}");
-        }
-        if let Some(cell) = self.task_cell() {
-            return write!(f, "task@{cell:p}");
-        }
         write!(f, "G#{}", self.slot)
     }
 }

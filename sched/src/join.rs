@@ -10,7 +10,10 @@
 use std::thread::Result as ThreadResult;
 
 use crate::GreenThread;
+use crate::entry::Entry;
 use crate::g::{GRef, InlineChild};
+use crate::held::HeldP;
+use crate::ready::Slot;
 use crate::stats::bump;
 use crate::sync::Ordering;
 use crate::task::{CellHead, PacketRef, Waiter};
@@ -61,7 +64,7 @@ impl<T> JoinHandle<T> {
             && let Some(bytes) = self.inline_stack
         {
             if self.lazy {
-                run_lazy_inline(packet.head(), GRef::for_task(packet.cell()), self.sched, bytes);
+                run_lazy_inline(packet.head(), packet.cell(), self.sched, bytes);
             } else if let Some(child) = self.thread.get() {
                 run_inline(*child, self.sched, bytes);
             }
@@ -118,7 +121,7 @@ impl<T> JoinHandle<T> {
     /// with it its id) only when it starts; asked for before that, the record is made now.
     pub fn thread(&self) -> &GreenThread {
         self.thread
-            .get_or_init(|| self.task.head().identity.get(self.sched, crate::worker::alloc_record))
+            .get_or_init(|| self.task.head().identity.get(self.sched, crate::ready::alloc_record))
     }
 }
 
@@ -172,8 +175,8 @@ fn inline_host<'a>(
 /// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
 /// join and `current()` is the child meanwhile.
 fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: impl FnOnce()) {
-    if m.holds_p() {
-        let p = m.p();
+    if let Some(h) = m.held() {
+        let p = h.p();
         bump(&p.stats.inline_joins);
         // A join is a scheduling point, even when it runs the child inline.
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -193,8 +196,9 @@ fn finish_inline(child_sched: *const crate::shared::Shared) {
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
     // The joiner may be on another worker now: fetch it again.
-    let holder = current_worker().filter(|m| m.holds_p() && core::ptr::eq(&*m.shared, shared));
-    shared.note_finished_under_live_host(holder.map(|m| m.p()));
+    let holder =
+        current_worker().filter(|m| core::ptr::eq(&*m.shared, shared)).and_then(|m| m.held());
+    shared.note_finished_under_live_host(holder.map(|h| h.p()));
 }
 
 /// Runs the lazily spawned child whose queue entry is `entry` inline on the calling green
@@ -202,22 +206,20 @@ fn finish_inline(child_sched: *const crate::shared::Shared) {
 /// queues where a join looks: dequeuing it makes the child ours (see `lazy`).
 fn run_lazy_inline(
     head: &CellHead,
-    entry: GRef,
+    cell: core::ptr::NonNull<()>,
     child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> bool {
     let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
-    if !m.holds_p() {
-        return false;
-    }
-    let p = m.p();
-    if !take_popped(m, p, Wanted { entry, generation: 0 }) {
+    let Some(held) = m.held() else { return false };
+    let entry = Entry::task(cell);
+    if !take_popped(held, Wanted { entry, generation: 0 }) {
         return false;
     }
     let Ok(bound) = head.identity.start_inline(host) else {
         // A handle made the child's G and it has an unpark or cancel pending: a worker runs
         // it (the entry goes back).
-        m.push_local_and_notify(entry);
+        held.enqueue(entry, Slot::Local);
         return false;
     };
     let me = match bound {
@@ -225,7 +227,7 @@ fn run_lazy_inline(
         None => InlineChild::Lazy(core::ptr::NonNull::from(head)),
     };
     // SAFETY: we dequeued the entry: we own the cell's G side.
-    let task = unsafe { crate::task::OwnedTask::from_cell(entry.task_cell().expect("a task")) };
+    let task = unsafe { crate::task::OwnedTask::from_cell(cell) };
     // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that can see
     // the packet.
     as_inline_child(m, host, me, || task.run_by_joiner());
@@ -241,7 +243,8 @@ fn run_lazy_inline(
 /// local queue (fork then join): then pop it, so no stale entry is left behind (the entries
 /// above it go back in order); otherwise claim it where it is and let its entry go stale.
 fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
-    if m.holds_p() && take_popped(m, m.p(), Wanted { entry: child.g, generation: child.generation })
+    if let Some(held) = m.held()
+        && take_popped(held, Wanted { entry: child.g.into(), generation: child.generation })
     {
         return true;
     }
@@ -252,7 +255,7 @@ fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
 /// task (owned once popped).
 #[derive(Clone, Copy)]
 struct Wanted {
-    entry: GRef,
+    entry: Entry,
     /// The G's generation (unused for a task).
     generation: u32,
 }
@@ -261,14 +264,15 @@ impl Wanted {
     /// Claims the child whose entry the caller just popped: its only entry (a FRESH G or a
     /// task has one), so no stale entry remains.
     fn claim_popped(self) -> bool {
-        !self.entry.is_record() || self.entry.claim_popped_inline(self.generation)
+        self.entry.record().is_none_or(|g| g.claim_popped_inline(self.generation))
     }
 }
 
 /// Takes the wanted entry out of runnext (where a child spawned into an empty runnext, or the
 /// last G spawned, waits), from below the top of the local queue, or from the global queue's
 /// head (one worker), and claims it.
-fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
+fn take_popped(held: HeldP<'_>, child: Wanted) -> bool {
+    let p = held.p();
     if p.runnext.load(Ordering::Relaxed) == child.entry.as_ptr()
         && let Some(next) = p.take_runnext()
     {
@@ -277,12 +281,12 @@ fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
         }
         // Taken meanwhile by a thief and replaced, or not claimable: put it back.
         if let Some(old) = p.put_runnext(next) {
-            m.push_local(old);
+            held.enqueue(old, Slot::LocalQuiet);
         }
     }
-    take_back_from_below(m, p, child)
-        || take_from_global_head(m, child)
-        || take_from_local_top(m, p, child)
+    take_back_from_below(held, child)
+        || take_from_global_head(held, child)
+        || take_from_local_top(held, child)
 }
 
 /// Takes a lazily spawned `child` from the top of this worker's local queue (where the oldest
@@ -291,15 +295,16 @@ fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
 /// is claimed where it is; a task can only be taken by dequeuing it. Out of line, with the
 /// same back-off as `take_back_from_below`.
 #[inline(never)]
-fn take_from_local_top(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
-    if child.entry.is_record() || m.local_top.skip() {
+fn take_from_local_top(held: HeldP<'_>, child: Wanted) -> bool {
+    let m = held.m();
+    if child.entry.record().is_some() || m.local_top.skip() {
         return false;
     }
-    let claimed = match p.stealer.steal() {
+    let claimed = match held.p().stealer.steal() {
         purloin_deque::Steal::Success(entry) if entry == child.entry => true,
         purloin_deque::Steal::Success(entry) => {
             // The queue may have looked empty meanwhile (to a worker about to park).
-            m.push_local_and_notify(entry);
+            held.enqueue(entry, Slot::Local);
             false
         }
         _ => false,
@@ -324,7 +329,8 @@ fn take_from_local_top(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> 
 /// moved runnable siblings into the joiner's queue: spawn_join_100k went from 6.9 to 23 ms and
 /// skynet from 58 to 86 ms (A/B). With one, the 100k burst went from 16.7 to 12.2 ms.
 #[inline(never)]
-fn take_from_global_head(m: &crate::worker::M, child: Wanted) -> bool {
+fn take_from_global_head(held: HeldP<'_>, child: Wanted) -> bool {
+    let m = held.m();
     if m.shared.nprocs.load(Ordering::Relaxed) != 1 || m.global_head.skip() {
         return false;
     }
@@ -337,11 +343,13 @@ fn take_from_global_head(m: &crate::worker::M, child: Wanted) -> bool {
             claimed = true;
             break;
         }
-        if entry.is_record() && !entry.is_runnable() {
+        if let Some(g) = entry.record()
+            && !g.is_runnable()
+        {
             // Stale: its G left the RUNNABLE state this entry was queued for (any later
             // RUNNABLE state comes with an entry of its own). Drop the entry's reference.
-            if entry.drop_ref() {
-                m.recycle(entry);
+            if g.drop_ref() {
+                m.recycle(g);
             }
             continue;
         }
@@ -349,7 +357,7 @@ fn take_from_global_head(m: &crate::worker::M, child: Wanted) -> bool {
         // global queue may have looked non-empty to a worker about to park, which then finds
         // it here: notify as any push to an empty queue does. Then look on: overflows keep
         // spawn order (`push_or_overflow`), so the child is often right behind it.
-        m.push_local_and_notify(entry);
+        held.enqueue(entry, Slot::Local);
     }
     m.global_head.record(claimed);
     claimed
@@ -391,18 +399,18 @@ impl LookBackoff {
 /// `p` (held by `m`) and claims it if found; the entries above it go back in their order.
 /// Out of line: a child joined right after its spawn is found in runnext, before this.
 #[inline(never)]
-fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
+fn take_back_from_below(held: HeldP<'_>, child: Wanted) -> bool {
+    let m = held.m();
     // A joiner whose children are not there (a joiner of 100,000 children: they overflowed
     // to the global queue long ago) would pop and push back 16 entries per join for nothing:
     // after a miss, skip the next 1, 2, 4, ... up to 64 looks; a hit resets it.
     if m.take_back.skip() {
         return false;
     }
-    // SAFETY: this worker holds its P (holds_p) and we run on it.
-    let local = unsafe { p.local() };
+    let local = held.local();
     // Children joined in spawn order sit below their younger siblings: look a few entries
     // deep, then put the others back in their order.
-    let mut above = [None::<GRef>; TAKE_BACK_DEPTH];
+    let mut above = [None::<Entry>; TAKE_BACK_DEPTH];
     let mut n = 0;
     let mut claimed = false;
     while n < TAKE_BACK_DEPTH
@@ -423,9 +431,9 @@ fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: Wanted) ->
     for (i, entry) in above[..n].iter().rev().flatten().enumerate() {
         if i == 0 {
             // The queue may have looked empty meanwhile (to a worker about to park).
-            m.push_local_and_notify(*entry);
+            held.enqueue(*entry, Slot::Local);
         } else {
-            m.push_local(*entry);
+            held.enqueue(*entry, Slot::LocalQuiet);
         }
     }
     claimed

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 
 use purloin_deque::{Stealer, Worker};
 
+use crate::entry::Entry;
 use crate::g::GRef;
 use crate::stats::PStats;
 use crate::sync::{
@@ -60,11 +61,11 @@ pub(crate) const RETIRED: u32 = 3;
 #[repr(align(128))]
 pub(crate) struct P {
     /// Owner end of the local queue (holder only).
-    local: UnsafeCell<Worker<GRef>>,
+    local: UnsafeCell<Worker<Entry>>,
     /// Thief end of the local queue.
-    pub(crate) stealer: Stealer<GRef>,
+    pub(crate) stealer: Stealer<Entry>,
     /// The G to run next (null if none). Owner sets; owner or a last-pass thief takes (R1).
-    pub(crate) runnext: AtomicPtr<crate::g::G>,
+    pub(crate) runnext: AtomicPtr<()>,
     /// RUNNING / SYSCALL / HANDOFF (R2).
     pub(crate) status: AtomicU32,
     /// Bumped on every blocking section entry, so the monitor can tell a long one from a new one.
@@ -127,37 +128,38 @@ impl P {
     ///
     /// # Safety
     /// - The caller must hold this P (be the worker it is bound to, with `status` won).
-    pub(crate) unsafe fn local(&self) -> &Worker<GRef> {
+    pub(crate) unsafe fn local(&self) -> &Worker<Entry> {
         // SAFETY: only the holder calls this (caller's obligation), so no other thread uses
         // the owner end concurrently; the reference does not outlive the holding.
         self.local.with(|w| unsafe { &*w })
     }
 
     /// Takes the runnext G (owner or thief): AcqRel swap (R1).
-    pub(crate) fn take_runnext(&self) -> Option<GRef> {
+    pub(crate) fn take_runnext(&self) -> Option<Entry> {
         if self.runnext.load(Ordering::Relaxed).is_null() {
             return None;
         }
-        let g = self.runnext.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: runnext only ever holds pointers to live G records.
-        unsafe { GRef::from_ptr(g) }
+        let e = self.runnext.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: runnext only ever holds entries' words, and the swap took this one out.
+        unsafe { Entry::from_ptr(e) }
     }
 
     /// Puts `g` in runnext (holder only); returns the G it displaced, which the caller queues.
-    pub(crate) fn put_runnext(&self, g: GRef) -> Option<GRef> {
-        // Release publishes g's record to whoever takes it (R1). SeqCst: the swap is also the
-        // StoreLoad barrier of a submitter's wake-up check (idle.rs, I3).
-        let old = self.runnext.swap(g.as_ptr(), Ordering::SeqCst);
-        // SAFETY: runnext only ever holds pointers to live G records.
-        unsafe { GRef::from_ptr(old) }
+    pub(crate) fn put_runnext(&self, e: Entry) -> Option<Entry> {
+        // Release publishes the entry (and what it points at) to whoever takes it (R1).
+        // SeqCst: the swap is also the StoreLoad barrier of a submitter's wake-up check
+        // (idle.rs, I3).
+        let old = self.runnext.swap(e.as_ptr(), Ordering::SeqCst);
+        // SAFETY: runnext only ever holds entries' words, and the swap took this one out.
+        unsafe { Entry::from_ptr(old) }
     }
 
     /// Puts `g` in an empty runnext (holder only; the caller saw it empty). A plain Release
     /// store (R1): only the holder fills runnext and thieves only empty it, so it is still
     /// empty here.
-    pub(crate) fn fill_empty_runnext(&self, g: GRef) {
+    pub(crate) fn fill_empty_runnext(&self, e: Entry) {
         debug_assert!(self.runnext.load(Ordering::Relaxed).is_null());
-        self.runnext.store(g.as_ptr(), Ordering::Release);
+        self.runnext.store(e.as_ptr(), Ordering::Release);
     }
 
     /// The holder enters a blocking section: `RUNNING => SYSCALL` (R2, Release: ends the
@@ -247,12 +249,12 @@ mod loom_p {
             let g = registry().alloc();
             // SAFETY: a fresh record, not yet published.
             unsafe { g.locals.with_mut(|l| *l = 1 as *mut ()) };
-            assert!(p.put_runnext(g).is_none());
+            assert!(p.put_runnext(g.into()).is_none());
             let p2 = p.clone();
             let thief = thread::spawn(move || p2.take_runnext());
             let mine = p.take_runnext();
             let stolen = thief.join().unwrap();
-            let taken = mine.or(stolen).expect("somebody took it");
+            let taken = mine.or(stolen).and_then(Entry::record).expect("somebody took it");
             assert!(mine.is_none() || stolen.is_none(), "taken twice");
             // SAFETY: the taker owns the record now; the write above happens-before (R1).
             assert_eq!(unsafe { taken.locals.with(|l| *l) }, 1 as *mut ());

@@ -99,7 +99,7 @@ impl PollerSlot {
 /// They go to this worker's local queue, and it runs the first itself: the batch wakes
 /// another worker only if there is more than one (see `M::poll_batch`).
 pub(crate) fn poll_nonblocking(m: &M) -> usize {
-    m.poll_batch.set(m.holds_p());
+    m.poll_batch.set(m.held().is_some());
     let n = poll_now(&m.shared);
     let batch = m.poll_batch.replace(false);
     if batch && n > 1 {
@@ -164,7 +164,7 @@ pub(crate) fn poll_blocking(
     slot.last_poll.store(m.shared.nanos_since_epoch(Instant::now()), Ordering::Relaxed);
     slot.blocked.store(NO_P, Ordering::Relaxed);
     let n = ready.len();
-    m.poll_batch.set(m.holds_p());
+    m.poll_batch.set(m.held().is_some());
     for g in ready {
         g.unpark();
     }

@@ -20,6 +20,7 @@ use std::sync::Arc as StdArc;
 use std::time::{Duration, Instant};
 
 use crate::builder::{Builder, SpawnOptions};
+use crate::entry::Kind;
 use crate::g::{self, registry};
 use crate::join::JoinHandle;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
@@ -435,12 +436,12 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    let (thread, lazy) = match worker::spawn_lazy(shared, &opts, task) {
+    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task) {
         Ok(()) => (std::sync::OnceLock::new(), true),
         // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
         // is `packet`, which then frees the cell.
         Err(task) => {
-            let t = worker::spawn_g(shared, crate::stackless::Entry::Green(task), &opts)?;
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
             (std::sync::OnceLock::from(t), false)
         }
     };
@@ -522,34 +523,37 @@ fn drain_queues(shared: &Shared) {
         let cached: Vec<_> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
         registry().give_free(cached);
     }
-    for g in pending {
-        if let Some(job) = g.job() {
-            // A fork-join job nobody started (shutdown gave up on its joiner's worker): fail
-            // it so its joiner, if it ever resumes, sees the job done.
-            // SAFETY: the slot outlives the entry (see `GRef::for_job`).
-            unsafe { (*job.as_ptr()).as_ref() }.fail(Box::new(crate::Cancelled));
-            continue;
-        }
-        if let Some(cell) = g.task_cell() {
-            // A lazily spawned green thread that never ran. Not expected (a queued task counts
-            // as live, and the queues are drained only when nothing is), but handled as a
-            // fork-join job is: release the G a handle may have made for it, then fail the
-            // task (its joiner gets `Cancelled`).
-            // SAFETY: we dequeued the entry: we own the cell's G side, so the cell is live.
-            let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
-            if let Some(t) = head.identity.end_unstarted()
-                && t.g.claim_for_run()
-            {
-                t.g.finish_run();
-                if t.g.drop_ref() {
-                    g::recycle_anywhere(t.g);
-                }
+    for entry in pending {
+        let g = match entry.kind() {
+            Kind::G(g) => g,
+            Kind::Job(job) => {
+                // A fork-join job nobody started (shutdown gave up on its joiner's worker):
+                // fail it so its joiner, if it ever resumes, sees the job done.
+                // SAFETY: the slot outlives the entry (see `entry`).
+                unsafe { (*job.as_ptr()).as_ref() }.fail(Box::new(crate::Cancelled));
+                continue;
             }
-            // SAFETY: as above.
-            drop(unsafe { crate::task::OwnedTask::from_cell(cell) });
-            shared.note_finished(None);
-            continue;
-        }
+            Kind::Task(cell) => {
+                // A lazily spawned green thread that never ran. Not expected (a queued task counts
+                // as live, and the queues are drained only when nothing is), but handled as a
+                // fork-join job is: release the G a handle may have made for it, then fail the
+                // task (its joiner gets `Cancelled`).
+                // SAFETY: we dequeued the entry: we own the cell's G side, so the cell is live.
+                let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
+                if let Some(t) = head.identity.end_unstarted()
+                    && t.g.claim_for_run()
+                {
+                    t.g.finish_run();
+                    if t.g.drop_ref() {
+                        g::recycle_anywhere(t.g);
+                    }
+                }
+                // SAFETY: as above.
+                drop(unsafe { crate::task::OwnedTask::from_cell(cell) });
+                shared.note_finished(None);
+                continue;
+            }
+        };
         if g.claim_for_run() {
             // A runnable G that never ran (only possible if shutdown gave up on others).
             // SAFETY: we claimed it: we own its cells.

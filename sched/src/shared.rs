@@ -11,6 +11,7 @@ use purloin_deque::Injector;
 use purloin_parking::ParkingLots;
 use purloin_stack::StackSize;
 
+use crate::entry::Entry;
 use crate::g::GRef;
 use crate::idle::Idle;
 use crate::p::{self, P};
@@ -46,7 +47,7 @@ pub(crate) struct Config {
 /// Everything the workers of one scheduler share.
 pub(crate) struct Shared {
     pub(crate) ps: Box<[P]>,
-    pub(crate) injector: Injector<GRef>,
+    pub(crate) injector: Injector<Entry>,
     pub(crate) idle: Idle,
     pub(crate) lots: ParkingLots,
     /// Green threads started and finished by threads that held no P (outside submissions,
@@ -174,7 +175,7 @@ impl Shared {
 
     /// Queues a runnable G from outside any worker of this scheduler.
     pub(crate) fn push_global(&self, g: GRef) {
-        self.injector.push(g);
+        self.injector.push(g.into());
         self.notify_work();
     }
 

@@ -44,7 +44,7 @@ pub trait Task: Send + Sync + 'static {
 }
 
 /// What a spawn runs.
-pub(crate) enum Entry {
+pub(crate) enum Body {
     Green(crate::task::OwnedTask),
     Step(Arc<dyn Task>),
 }
@@ -56,7 +56,7 @@ impl crate::Scheduler {
     /// # Errors
     /// The scheduler is shutting down.
     pub fn spawn_task(&self, task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
-        crate::worker::spawn_g(&self.shared, Entry::Step(task), &crate::SpawnOptions::default())
+        crate::ready::spawn_g(&self.shared, Body::Step(task), &crate::SpawnOptions::default())
     }
 }
 
@@ -72,5 +72,5 @@ pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
         ));
     };
     let shared = m.shared.clone();
-    crate::worker::spawn_g(&shared, Entry::Step(task), &crate::SpawnOptions::default())
+    crate::ready::spawn_g(&shared, Body::Step(task), &crate::SpawnOptions::default())
 }

@@ -5,7 +5,8 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use crate::g::{self, GRef, InlineChild};
-use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker};
+use crate::switch::{Action, switch_out_from};
+use crate::worker::{self, current_worker};
 
 /// A handle to a green thread: its identity, and the means to unpark it.
 ///
@@ -51,7 +52,7 @@ impl GreenThread {
     /// (a token, like [`std::thread::Thread::unpark`]). Returns `false` if the green thread
     /// has ended.
     pub fn unpark(&self) -> bool {
-        worker::unpark(self)
+        crate::ready::unpark(self)
     }
 
     /// Whether the green thread has ended (its slot has moved on).
@@ -110,7 +111,7 @@ pub fn yield_now() {
     match current_worker() {
         Some(m) if m.current.get().is_some() => {
             let (m, was_blocking) = crate::blocking::pause_blocking(m);
-            let m = worker::switch_out_from(m, ACT_YIELD);
+            let m = switch_out_from(m, Action::Yield);
             after_resume_on(m);
             crate::blocking::resume_blocking(was_blocking);
         }
@@ -143,7 +144,7 @@ fn park_on(m: &worker::M) -> &worker::M {
         g.take_notified();
         return m;
     }
-    worker::switch_out_from(m, ACT_PARK)
+    switch_out_from(m, Action::Park)
 }
 
 /// [`park`] with a deadline: returns at the latest shortly after `deadline` (or spuriously).
@@ -207,8 +208,8 @@ pub(crate) fn running_g() -> Option<GRef> {
 }
 
 fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) {
-    if m.holds_p() {
-        m.p().timers.add(m.shared.epoch, deadline, g);
+    if let Some(h) = m.held() {
+        h.p().timers.add(m.shared.epoch, deadline, g);
     } else {
         // In a blocking section (or without a P): use P 0's heap; its holder or a searcher
         // fires it. A timer never needs the P's owner-only parts.

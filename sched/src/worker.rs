@@ -32,25 +32,16 @@
 
 use core::cell::Cell;
 use std::io;
-use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use purloin_context::{Context, Transfer};
+use purloin_context::Context;
 use purloin_deque::Steal;
 
-use crate::GreenThread;
-use crate::g::{GRef, NOT_PINNED, Unparked, registry};
+use crate::g::{GRef, registry};
 use crate::p::{self, P};
 use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::{add, bump};
 use crate::sync::{Arc, Ordering, STAT, lock, thread};
-
-/// What a G asks g0 to do when it switches out (the `data` of the resume into g0).
-pub(crate) const ACT_YIELD: usize = 1;
-pub(crate) const ACT_PARK: usize = 2;
-pub(crate) const ACT_EXIT: usize = 3;
-/// Leave the P behind: the G lost its P in a blocking section; queue it globally.
-pub(crate) const ACT_REQUEUE_GLOBAL: usize = 4;
 
 /// Search rounds before a worker parks: tight spins below the first bound, OS-thread yields
 /// below the second (seed 003's adaptive spinning). Under loom a worker parks after one round:
@@ -90,20 +81,20 @@ pub(crate) struct M {
     /// Inside a blocking section (the P may be retaken: do not touch its owner-only parts).
     pub(crate) in_blocking: Cell<bool>,
     /// Schedules left until the next fairness tick (counts down from `global_queue_interval`).
-    fair_countdown: Cell<u32>,
-    runnext_streak: Cell<u32>,
-    rng: Cell<u64>,
+    pub(crate) fair_countdown: Cell<u32>,
+    pub(crate) runnext_streak: Cell<u32>,
+    pub(crate) rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
     /// A stackless task is being stepped on this worker (wakes it makes use runnext).
-    stepping: Cell<bool>,
+    pub(crate) stepping: Cell<bool>,
     /// Set while this worker queues a batch of green threads the poller readied, which it is
     /// about to run itself: pushes do not wake another worker; the batch notifies once, for
     /// the green threads beyond the first (Go's findRunnable runs one and injects the rest).
     pub(crate) poll_batch: Cell<bool>,
     /// This worker retired with its removed P (`set_workers`): its thread ends.
-    retired: Cell<bool>,
+    pub(crate) retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
-    spare_stack: Cell<Option<purloin_stack::Stack>>,
+    pub(crate) spare_stack: Cell<Option<purloin_stack::Stack>>,
     /// Back-off of a join's look into its own local queue (`join::take_back_from_below`).
     pub(crate) take_back: crate::join::LookBackoff,
     /// Back-off of a join's look at the global queue's head (`join::take_from_global_head`).
@@ -134,7 +125,7 @@ pub(crate) fn current_worker<'a>() -> Option<&'a M> {
 }
 
 impl M {
-    fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
+    pub(crate) fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
         let interval = shared.config.global_queue_interval;
         M {
             shared,
@@ -158,14 +149,11 @@ impl M {
         }
     }
 
-    /// The P this worker holds. Panics (a broken invariant) if it holds none.
+    /// The P this worker is bound to, for its shared parts (counters, status, runnext);
+    /// the owner-only parts need a [`HeldP`](crate::held::HeldP) (`M::held`). Panics (a
+    /// broken invariant) if it has none.
     pub(crate) fn p(&self) -> &P {
         &self.shared.ps[self.p.get()]
-    }
-
-    /// Whether this worker may use its P's owner-only parts right now.
-    pub(crate) fn holds_p(&self) -> bool {
-        self.p.get() != NO_P && !self.in_blocking.get()
     }
 
     fn next_rand(&self) -> u64 {
@@ -206,9 +194,8 @@ impl M {
     fn retire(&self) {
         let shared = &*self.shared;
         let pi = self.p.get();
-        let p = &shared.ps[pi];
-        // SAFETY: this worker holds P `pi` until it marks it RETIRED below.
-        let local = unsafe { p.local() };
+        let held = self.held_on_g0();
+        let (p, local) = (held.p(), held.local());
         let mut moved = Vec::new();
         moved.extend(p.take_runnext());
         while let Some(g) = local.pop() {
@@ -219,9 +206,8 @@ impl M {
         }
         p.timers.move_to(&shared.ps[0].timers, shared.epoch);
         shared.idle.retire(pi, self.searching.replace(false));
-        // SAFETY: as above; the cache goes to the global list.
-        let cached: Vec<GRef> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
-        registry().give_free(cached);
+        registry().give_free(held.take_cache());
+        // The holding ends here (R2: Release).
         p.status.store(p::RETIRED, Ordering::Release);
         self.p.set(NO_P);
         self.retired.set(true);
@@ -234,28 +220,10 @@ impl M {
     // ---------------------------------------------------------------------------------------
     // Finding work
 
-    /// Accepts a dequeued G: claims it (`RUNNABLE => RUNNING`) or, for a stale entry of a G
-    /// its joiner ran inline, drops the entry's reference.
-    fn accept(&self, g: GRef) -> Option<GRef> {
-        if let Some(job) = g.job() {
-            return Some(self.adopt_job(job));
-        }
-        if let Some(cell) = g.task_cell() {
-            return Some(self.adopt_task(cell));
-        }
-        if g.claim_for_run() {
-            return Some(g);
-        }
-        if g.drop_ref() {
-            self.recycle(g);
-        }
-        None
-    }
-
     /// One pass over this worker's own sources (no stealing). Returns a claimed G.
     fn find_local(&self) -> Option<GRef> {
-        let pi = self.p.get();
-        let p = &self.shared.ps[pi];
+        let held = self.held_on_g0();
+        let (p, local) = (held.p(), held.local());
         // A countdown, not `tick % interval`: a division costs more than the rest of a yield.
         let fair = self.fair_countdown.get() <= 1;
         self.fair_countdown.set(if fair {
@@ -263,11 +231,8 @@ impl M {
         } else {
             self.fair_countdown.get() - 1
         });
-        // SAFETY: this worker holds P `pi` (find_local runs on g0 of the holder).
-        let local = unsafe { p.local() };
-
         if let Some(g) = p.pop_pinned() {
-            return self.accept(g).or_else(|| self.find_local());
+            return self.accept(g.into()).or_else(|| self.find_local());
         }
         if fair {
             // Fairness: due timers fire, and a G in the global queue, or the oldest local G,
@@ -317,9 +282,8 @@ impl M {
         if self.shared.injector.is_empty() {
             return None;
         }
-        let p = self.p();
-        // SAFETY: this worker holds its P.
-        let local = unsafe { p.local() };
+        let held = self.held_on_g0();
+        let (p, local) = (held.p(), held.local());
         for _ in 0..4 {
             match self.shared.injector.steal_batch_and_pop(local, n.saturating_sub(1)) {
                 Steal::Success(g) => {
@@ -346,9 +310,8 @@ impl M {
             return None;
         }
         let me = self.p.get();
-        let p = &shared.ps[me];
-        // SAFETY: this worker holds its P.
-        let local = unsafe { p.local() };
+        let held = self.held_on_g0();
+        let (p, local) = (held.p(), held.local());
         for pass in 0..STEAL_PASSES {
             let last = pass == STEAL_PASSES - 1;
             let r = self.next_rand() as usize;
@@ -526,390 +489,6 @@ impl M {
     ) -> Option<usize> {
         crate::poll::poll_blocking(self, deadline, snapshot)
     }
-
-    // ---------------------------------------------------------------------------------------
-    // Running a G
-
-    /// Switches to `g` (claimed, RUNNING) and, when it switches back, finishes what it asked.
-    /// Returns a G to run immediately (a parked G whose unpark raced its park).
-    fn execute(&self, g: GRef) -> Option<GRef> {
-        let pi = self.p.get();
-        let p = &self.shared.ps[pi];
-        bump(&p.stats.switches);
-        p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-
-        // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
-        let task =
-            unsafe { g.step_task.with(|t| (*t).as_ref().map(|t| &**t as *const dyn crate::Task)) };
-        if let Some(task) = task {
-            // SAFETY: the task stays in the claimed record's cell until `finish` (which runs
-            // after the step, on this thread), so the pointer is valid for the step.
-            return self.step(g, unsafe { &*task });
-        }
-        // SAFETY: as above.
-        let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
-        if !has_context && let Err(e) = self.attach_stack(g) {
-            self.fail_start(g, e);
-            return None;
-        }
-        self.current.set(Some(g));
-        p.running.store(g.as_ptr(), Ordering::Relaxed);
-        // SAFETY: as above; the context was saved by the G's last switch out (or just made).
-        let mut ctx =
-            unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
-        let t: Transfer = loop {
-            // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to
-            // it); it switches back to us with `switch_out`, passing an ACT_* code.
-            let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
-            if t.data != ACT_YIELD {
-                break t;
-            }
-            bump(&p.stats.yields);
-            let pin = g.pinned_to.load(Ordering::Relaxed);
-            if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
-                // A new scheduling round of the same G, without leaving this frame (the
-                // record stays RUNNING and current; the monitor sees the tick).
-                ctx = t.context;
-                bump(&p.stats.switches);
-                p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                continue;
-            }
-            break t;
-        };
-        self.current.set(None);
-        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
-        let action = t.data;
-        let pin = g.pinned_to.load(Ordering::Relaxed);
-        match action {
-            ACT_YIELD => {
-                // SAFETY: we still own the record until the push below publishes it.
-                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.publish_runnable();
-                if pin != NOT_PINNED {
-                    self.shared.ps[pin].push_pinned(g);
-                } else if p.has_work() {
-                    // Other local work is waiting: go behind all of it, in the global queue
-                    // (Go's Gosched), where any worker may pick it up.
-                    self.shared.injector.push(g);
-                } else {
-                    // Nothing else here: the fast path, no shared queue touched.
-                    self.push_local(g);
-                }
-                None
-            }
-            ACT_PARK => {
-                // SAFETY: we own the record until PARKED is published (G1).
-                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                if g.publish_parked() {
-                    None
-                } else {
-                    // An unpark raced the park: run it again at once (token consumed).
-                    g.claim_for_run().then_some(g)
-                }
-            }
-            ACT_EXIT => {
-                // The finished G's context is never resumed; dropping it is a no-op on real
-                // stacks and ends its thread on the loom backend.
-                let _ = t.context;
-                self.finish(g);
-                None
-            }
-            ACT_REQUEUE_GLOBAL => {
-                // SAFETY: we own the record until the push publishes it.
-                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.publish_runnable();
-                self.shared.push_global(g);
-                None
-            }
-            other => unreachable!("unknown switch-out action {other}"),
-        }
-    }
-
-    /// After a yield: whether to run the yielder again at once. With nothing else runnable on
-    /// this P (runnext, local and pinned queues empty) and no fairness tick due, `find_local`
-    /// would pop the yielder straight back from the local queue: skip that round trip (a
-    /// publish, a push, a pop and a claim: four atomic read-modify-writes). The G stays
-    /// RUNNING; a token that arrives meanwhile stays in its state word for its next park.
-    /// Global queue, timers and the poller are looked at on the fairness tick, as before.
-    fn resume_yielder_at_once(&self, p: &P) -> bool {
-        if self.fair_countdown.get() <= 1 || p.has_work() || p.may_have_pinned() {
-            return false;
-        }
-        self.fair_countdown.set(self.fair_countdown.get() - 1);
-        true
-    }
-
-    /// Runs one step of a stackless task on this worker's own stack (g0) and finishes what it
-    /// asked for, like `execute` does for a switched-out G.
-    fn step(&self, g: GRef, task: &dyn crate::Task) -> Option<GRef> {
-        let p = self.p();
-        p.running.store(g.as_ptr(), Ordering::Relaxed);
-        // While stepping, a task this one wakes goes to runnext (like a green thread's wake-up):
-        // a process ring stays on one core instead of being stolen hop by hop.
-        self.stepping.set(true);
-        let outcome = if g.is_cancelled() {
-            panic::catch_unwind(AssertUnwindSafe(|| task.cancel()))
-        } else {
-            panic::catch_unwind(AssertUnwindSafe(|| task.step()))
-        };
-        self.stepping.set(false);
-        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
-        match outcome {
-            Ok(crate::TaskStep::Yield) => {
-                g.publish_runnable();
-                self.push_local(g);
-                None
-            }
-            Ok(crate::TaskStep::Wait) => {
-                // The same token rules as a green thread's park: a wake that arrived during
-                // the step (NOTIFIED) makes it run again instead of waiting.
-                if g.take_notified() || !g.begin_park() {
-                    g.take_notified();
-                    return Some(g);
-                }
-                if g.publish_parked() { None } else { g.claim_for_run().then_some(g) }
-            }
-            Ok(crate::TaskStep::Done) => {
-                self.finish(g);
-                None
-            }
-            Err(payload) => {
-                task.panicked(payload);
-                self.finish(g);
-                None
-            }
-        }
-    }
-
-    /// Gives `g` a stack and a fresh context before its first run.
-    fn attach_stack(&self, g: GRef) -> io::Result<()> {
-        #[cfg(not(loom))]
-        {
-            // SAFETY: this worker owns the claimed G's cells.
-            let (size, has_stack) =
-                unsafe { (g.stack_size.with(|s| *s), g.stack.with(|s| (*s).is_some())) };
-            if !has_stack {
-                let reuse = self.spare_stack.take();
-                let stack = match reuse {
-                    Some(s) if s.size() == size => s,
-                    other => {
-                        drop(other);
-                        purloin_stack::lease(size)?
-                    }
-                };
-                // SAFETY: as above.
-                unsafe { g.stack.with_mut(|s| *s = Some(stack)) };
-            }
-            // SAFETY: as above; the stack is attached to `g` and outlives its context (the
-            // context is dropped on g0 before the stack is detached in `finish`).
-            let ctx = unsafe {
-                g.stack.with(|s| {
-                    let s = (*s).as_ref().expect("stack attached above");
-                    s.set_label(g.id_with(g.generation()), g.name().as_deref().unwrap_or(""));
-                    Context::new(s.top(), s.limit(), g_entry)
-                })
-            };
-            // SAFETY: as above.
-            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
-        }
-        #[cfg(loom)]
-        {
-            // The loom backend of purloin-context runs each context on a loom thread; the
-            // stack pointers are not used.
-            // SAFETY: the loom backend ignores the pointers; g is owned by this worker.
-            let ctx =
-                unsafe { Context::new(core::ptr::null_mut(), core::ptr::null_mut(), g_entry) };
-            // SAFETY: as above.
-            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
-        }
-        Ok(())
-    }
-
-    /// A G could not get a stack: its joiner receives the error; the G is finished.
-    fn fail_start(&self, g: GRef, e: io::Error) {
-        // SAFETY: this worker owns the claimed G's cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
-        if let Some(task) = task {
-            task.fail(Box::new(e));
-        }
-        self.finish(g);
-    }
-
-    /// On g0 after a G exited: release its stack, account for it, recycle the record.
-    fn finish(&self, g: GRef) {
-        // SAFETY: the G exited: this worker owns its cells and its stack is no longer in use
-        // (we are on g0).
-        let stack = unsafe { g.stack.with_mut(|s| (*s).take()) };
-        if let Some(s) = stack {
-            s.clear_label();
-            // Keep it for the next G that has none; the previous spare goes back to the pool.
-            drop(self.spare_stack.replace(Some(s)));
-        }
-        let pin = g.pinned_to.load(Ordering::Relaxed);
-        if pin != NOT_PINNED {
-            self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
-        }
-        g.finish_run();
-        // SAFETY: as above.
-        let counted = !unsafe { g.uncounted.with(|u| *u) };
-        if g.drop_ref() {
-            self.recycle(g);
-        }
-        if counted {
-            let p = self.holds_p().then(|| self.p());
-            self.shared.note_finished(p);
-        }
-    }
-
-    /// Returns a record whose last reference was dropped to the free lists.
-    pub(crate) fn recycle(&self, g: GRef) {
-        g.recycle();
-        self.recycle_cached(g);
-    }
-
-    /// Puts an already recycled (FREE) record in the P's cache, or the global list.
-    pub(crate) fn recycle_cached(&self, g: GRef) {
-        if self.holds_p() {
-            // SAFETY: this worker holds its P (holds_p), so it owns the P's caches.
-            let full = self.p().free_gs.with_mut(|v| unsafe {
-                (*v).push(g);
-                (*v).len() > 2 * p::FREE_CACHE
-            });
-            if full {
-                // SAFETY: as above.
-                let spill: Vec<GRef> =
-                    self.p().free_gs.with_mut(|v| unsafe { (*v).drain(p::FREE_CACHE..).collect() });
-                registry().give_free(spill);
-            }
-        } else {
-            registry().give_free([g]);
-        }
-    }
-
-    /// A free record for a new G: the P's cache, else the global list, else a new one.
-    /// Gives a dequeued fork-join job (a lazy G, see `GRef::for_job`) its G, claimed for this
-    /// worker to run: the job is about to run somewhere other than inline in its joiner, so it
-    /// needs a stack of its own (it may park).
-    fn adopt_job(&self, job: crate::g::JobSlot) -> GRef {
-        let g = self.alloc_g();
-        // SAFETY: the slot outlives the entry we dequeued (see `GRef::for_job`); the deque's
-        // push (Release) / pop (Acquire) published it. The record is FREE and unpublished: we
-        // own its cells, emptied by `recycle` (plain writes, as in `spawn_g`).
-        unsafe {
-            let job = *job.as_ptr();
-            g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Borrowed(job))));
-            g.uncounted.with_mut(|u| u.write(true));
-            g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
-            g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
-        }
-        g.prepare_spawn();
-        let claimed = g.claim_for_run();
-        debug_assert!(claimed, "a fresh record is claimable");
-        g
-    }
-
-    /// Gives a dequeued lazily spawned green thread (see `lazy`) its G, claimed for this
-    /// worker to run. The G comes from this worker's cache (unless a handle asked for the
-    /// thread's identity before it started), so the record does not move between cores.
-    fn adopt_task(&self, cell: core::ptr::NonNull<()>) -> GRef {
-        // SAFETY: we dequeued the entry, so we own the cell's G side (given up at spawn), and
-        // the cell lives until that side completes; the deque's push (Release) / pop (Acquire)
-        // published it.
-        let task = unsafe { crate::task::OwnedTask::from_cell(cell) };
-        // SAFETY: as above; the head is at offset 0 of the cell.
-        let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
-        let g = head.identity.start_on_worker(|| self.alloc_g(), |g| self.recycle_cached(g));
-        // SAFETY: we claimed the record: we own its cells, emptied by `recycle` (plain writes,
-        // as in `spawn_g`).
-        unsafe {
-            g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Owned(task))));
-            g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
-            g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
-        }
-        g
-    }
-
-    pub(crate) fn alloc_g(&self) -> GRef {
-        if self.holds_p() {
-            // SAFETY: this worker holds its P, so it owns the P's caches.
-            let cached = self.p().free_gs.with_mut(|v| unsafe {
-                if (*v).is_empty() {
-                    registry().take_free(&mut *v, p::FREE_CACHE);
-                }
-                (*v).pop()
-            });
-            if let Some(g) = cached {
-                return g;
-            }
-        }
-        registry().alloc()
-    }
-
-    /// Makes a runnable G visible in this worker's local queue and, if the queue (with runnext)
-    /// was empty, runs the submit side of the idle protocol (`notify_work`: the StoreLoad
-    /// fence and a wake-up if nobody searches).
-    ///
-    /// Pushing onto a queue that already held work needs no wake-up: when that work became
-    /// visible, a worker was woken, or one was searching (it takes the work or re-checks every
-    /// queue before it parks), or none was parked; and a searcher that finds work while others
-    /// remain wakes the next one (`found_work`). So every non-empty queue has someone coming.
-    pub(crate) fn push_local_and_notify(&self, g: GRef) {
-        let p = self.p();
-        let was_empty = p.runnext.load(Ordering::Relaxed).is_null()
-            // SAFETY: callers hold the P (see `push_local`).
-            && unsafe { p.local() }.is_empty();
-        self.push_local(g);
-        if was_empty && !self.poll_batch.get() {
-            self.shared.notify_work_from(p);
-        }
-    }
-
-    /// Queues a lazily spawned task without a read-modify-write: into runnext if it is empty
-    /// (a Release store; only the holder ever fills runnext, thieves only empty it, so nobody
-    /// can fill it between the load and the store), else on top of the local queue. Notifies as
-    /// [`M::push_local_and_notify`] does.
-    ///
-    /// Why not Go's swap (the new G in runnext, the displaced one to the local queue, as
-    /// [`M::put_runnext_and_notify`] does): in a burst of spawns runnext is always full, and the
-    /// swap is a locked instruction that waits for the spawn's stores to the cell to drain:
-    /// 17% of a one-worker spawn burst (2.5–2.6 vs 2.1–2.2 ms for 100k). And why runnext at
-    /// all: a child spawned and then joined must not be stolen meanwhile (a thief takes runnext
-    /// only after a grace period). Pushed on the local queue instead, 4–7% of such children
-    /// were stolen by a searching worker and spawn+join in a loop took 21 instead of 8 ms.
-    pub(crate) fn push_spawned_and_notify(&self, g: GRef) {
-        let p = self.p();
-        if !p.runnext.load(Ordering::Relaxed).is_null() {
-            // Work was already visible (runnext): no wake-up needed (see `push_local_and_notify`).
-            self.push_local(g);
-            return;
-        }
-        // SAFETY: callers hold the P.
-        let local_empty = unsafe { p.local() }.is_empty();
-        p.fill_empty_runnext(g);
-        if local_empty && !self.poll_batch.get() {
-            self.shared.notify_work_from(p);
-        }
-    }
-
-    /// Puts a G readied by the running G in runnext (the displaced one goes to the local
-    /// queue), notifying as [`M::push_local_and_notify`] does.
-    pub(crate) fn put_runnext_and_notify(&self, g: GRef) {
-        let p = self.p();
-        // SAFETY: callers hold the P.
-        let local_empty = unsafe { p.local() }.is_empty();
-        match p.put_runnext(g) {
-            Some(old) => self.push_local(old),
-            None if local_empty => self.shared.notify_work_after_runnext_push(p),
-            None => {}
-        }
-    }
-
-    /// Pushes a runnable G on this worker's local queue (overflowing half to the global queue).
-    pub(crate) fn push_local(&self, g: GRef) {
-        // SAFETY: callers hold the P (g0, or a G running on this worker outside a blocking
-        // section).
-        unsafe { self.p().local() }.push_or_overflow(g, &self.shared.injector);
-    }
 }
 
 fn steal_success<T>(s: Steal<T>) -> Option<T> {
@@ -932,262 +511,6 @@ fn backoff_spin(d: Duration) {
         let _ = d;
         crate::sync::spin_hint();
     }
-}
-
-// -------------------------------------------------------------------------------------------
-// The green-thread side of switching
-
-/// First code on a new G's stack. Never returns and never unwinds (an unwind across the
-/// context switch would be undefined behaviour): panics of the G's closure are caught by its
-/// task; anything else aborts.
-extern "C-unwind" fn g_entry(t: Transfer) -> ! {
-    let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the resumer passes a pointer to its live M (see `execute`).
-        let m = unsafe { &*(t.data as *const M) };
-        adopt_worker(m);
-        m.g0.set(Some(t.context));
-        let g = m.current.get().expect("a G runs with current set");
-        // SAFETY: this G is RUNNING on this worker: it owns its cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
-        if let Some(task) = task {
-            task.run();
-        }
-    }));
-    if let Err(payload) = ran {
-        // Under loom, a context dropped while suspended unwinds with the backend's private
-        // payload so its loom thread can end: let it through (it never happens on real stacks).
-        if purloin_context::is_abandon_payload(&*payload) {
-            panic::resume_unwind(payload);
-        }
-        abort_with("purloin: a panic escaped a green thread's entry; aborting");
-    }
-    // A section left open by a bare `enter_blocking` ends with the G.
-    crate::blocking::exit_blocking();
-    switch_out(ACT_EXIT);
-    abort_with("purloin: a finished green thread was resumed; aborting")
-}
-
-pub(crate) fn abort_with(msg: &str) -> ! {
-    eprintln!("{msg}");
-    std::process::abort()
-}
-
-/// Switches from the running G back to its worker's g0 with `action`, and returns when some
-/// worker resumes the G. Must be called on a G's stack.
-#[inline(never)]
-pub(crate) fn switch_out(action: usize) {
-    // SAFETY: only called from a G's stack, where the current-worker slot names the worker
-    // running it.
-    switch_out_from(unsafe { &*current_m() }, action);
-}
-
-/// [`switch_out`] for a caller that already fetched its worker `m` (since its last switch).
-/// Returns the worker that resumed the G (it may be another one: use it, not `m`, after).
-pub(crate) fn switch_out_from<'a>(m: &M, action: usize) -> &'a M {
-    let g0 = m.g0.take().expect("switch_out called outside a green thread");
-    if std::thread::panicking() {
-        // An unwinding G must not migrate: std's panic count is per OS thread.
-        pin_current(m);
-    }
-    // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
-    // own stack which outlives the G's run.
-    let t = unsafe { g0.resume(action) };
-    // SAFETY: the resumer passes a pointer to its live M, which outlives the G's run on it.
-    let m = unsafe { &*(t.data as *const M) };
-    adopt_worker(m);
-    m.g0.set(Some(t.context));
-    m
-}
-
-/// After a G resumes: under loom every context is its own loom thread, so the G's thread must
-/// adopt the current-worker slot of the worker that resumed it (on real stacks the G runs on
-/// the worker's own OS thread and the slot is already right).
-#[inline(always)]
-fn adopt_worker(m: &M) {
-    #[cfg(loom)]
-    crate::sync::set_current_worker_ptr((m as *const M).cast());
-    #[cfg(not(loom))]
-    let _ = m;
-}
-
-/// Pins the running G to the P of the worker running it (no-op if already pinned).
-fn pin_current(m: &M) {
-    let Some(g) = m.current.get() else { return };
-    let pi = m.p.get();
-    if pi != NO_P
-        && g.pinned_to
-            .compare_exchange(NOT_PINNED, pi, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
-        m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// -------------------------------------------------------------------------------------------
-// Making G's runnable
-
-/// Queues a G that just became RUNNABLE (unpark, timer, spawn): on its pinned P, else in the
-/// current worker's runnext (when a G readies another: they run as a unit), else its local
-/// queue (on g0), else the global queue.
-pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
-    let pin = g.pinned_to.load(Ordering::Relaxed);
-    if pin != NOT_PINNED {
-        shared.push_pinned(pin, g);
-        return;
-    }
-    if let Some(m) = current_worker()
-        && core::ptr::eq(&*m.shared, shared)
-        && m.holds_p()
-    {
-        if use_runnext && (m.current.get().is_some() || m.stepping.get()) {
-            m.put_runnext_and_notify(g);
-        } else {
-            m.push_local_and_notify(g);
-        }
-        return;
-    }
-    shared.push_global(g);
-}
-
-/// Wakes a green thread (the body of `GreenThread::unpark`).
-pub(crate) fn unpark(t: &GreenThread) -> bool {
-    let mut t = *t;
-    loop {
-        match t.g.unpark(t.generation) {
-            Unparked::Queue => {
-                // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
-                // (shutdown waits for every live G).
-                let shared = unsafe { &*t.g.sched.with(|s| *s) };
-                schedule(t.g, shared, true);
-                return true;
-            }
-            Unparked::Noted => return true,
-            Unparked::Stale => return false,
-            Unparked::Forward => {
-                let host = t.g.host.load(Ordering::Acquire);
-                // SAFETY: host pointers always name live records.
-                match unsafe { GRef::from_ptr(host) } {
-                    Some(h) => t = GreenThread { g: h, generation: h.generation() },
-                    None => return true,
-                }
-            }
-        }
-    }
-}
-
-/// A FREE record for an identity made on demand (`lazy`): this worker's cache, else the
-/// global list.
-pub(crate) fn alloc_record() -> GRef {
-    match current_worker() {
-        Some(m) => m.alloc_g(),
-        None => registry().alloc(),
-    }
-}
-
-/// Spawns `task` lazily if it may be (see `lazy`): from a green thread of `shared` on a worker
-/// holding its P, with default options. Gives the task back otherwise.
-pub(crate) fn spawn_lazy(
-    shared: &Arc<Shared>,
-    opts: &crate::SpawnOptions,
-    task: crate::task::OwnedTask,
-) -> Result<(), crate::task::OwnedTask> {
-    let default_opts =
-        !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
-    let Some(m) = current_worker().filter(|m| {
-        default_opts && m.holds_p() && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared)
-    }) else {
-        return Err(task);
-    };
-    let p = m.p();
-    shared.note_started(Some(p));
-    bump(&p.stats.spawned);
-    m.push_spawned_and_notify(GRef::for_task(task.into_cell()));
-    Ok(())
-}
-
-/// Spawns a G on `shared` (the body of the public spawn functions). `task` must be fresh.
-pub(crate) fn spawn_g(
-    shared: &Arc<Shared>,
-    entry: crate::stackless::Entry,
-    opts: &crate::SpawnOptions,
-) -> io::Result<GreenThread> {
-    let here = current_worker().filter(|m| Arc::ptr_eq(&m.shared, shared));
-    if !shared.is_running() && here.is_none() {
-        return Err(io::Error::other(
-            "cannot spawn: the runtime is shutting down (spawn before dropping the runtime, \
-             or from one of its green threads)",
-        ));
-    }
-    let pinned_home = here.filter(|m| m.holds_p());
-    if opts.pinned
-        && pinned_home.is_some_and(|m| m.p.get() >= shared.nprocs.load(Ordering::Acquire))
-    {
-        return Err(io::Error::other(
-            "cannot spawn a pinned green thread on a worker that is being removed \
-             (Scheduler::set_workers is shrinking the runtime)",
-        ));
-    }
-    if opts.pinned && pinned_home.is_none() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a pinned green thread can only be spawned from a green thread of the same \
-             runtime (it is pinned to the spawner's worker)",
-        ));
-    }
-    let stack = match opts.stack_size {
-        Some(size) if !cfg!(loom) => Some(purloin_stack::lease(size)?),
-        _ => None,
-    };
-    let g = match here {
-        Some(m) => m.alloc_g(),
-        None => registry().alloc(),
-    };
-    let size = opts.stack_size.unwrap_or(shared.config.stack_size);
-    // SAFETY: the record is FREE and not yet published: we own it. Its optional fields were
-    // emptied by `recycle` (or never set), so plain writes (no drop of the old value, and no
-    // load of a cold cache line) are right.
-    unsafe {
-        match entry {
-            crate::stackless::Entry::Green(task) => {
-                g.task.with_mut(|t| t.write(Some(crate::task::TaskRef::Owned(task))))
-            }
-            crate::stackless::Entry::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
-        }
-        g.name.with_mut(|n| n.write(opts.name.clone()));
-        g.stack_size.with_mut(|s| s.write(size));
-        g.stack.with_mut(|s| s.write(stack));
-        g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
-    }
-    let generation = g.prepare_spawn();
-    shared.note_started(here.filter(|m| m.holds_p()).map(|m| m.p()));
-    let handle = GreenThread { g, generation };
-    if opts.pinned {
-        let m = pinned_home.expect("checked above");
-        let pi = m.p.get();
-        g.pinned_to.store(pi, Ordering::Relaxed);
-        m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
-        shared.push_pinned(pi, g);
-        return Ok(handle);
-    }
-    match here {
-        Some(m) if m.holds_p() => {
-            bump(&m.p().stats.spawned);
-            if m.current.get().is_some() {
-                // Go's newproc: the child goes to runnext (the displaced one to the local
-                // queue). A thief takes runnext only after a grace period, so a child that is
-                // joined soon is usually still here for its joiner to run inline (a stolen
-                // child costs its joiner a park and a cross-core wake-up).
-                m.put_runnext_and_notify(g);
-                if opts.urgent {
-                    crate::yield_now();
-                }
-            } else {
-                m.push_local_and_notify(g);
-            }
-        }
-        _ => shared.push_global(g),
-    }
-    Ok(handle)
 }
 
 // -------------------------------------------------------------------------------------------
@@ -1258,6 +581,7 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
 #[cfg(all(test, loom))]
 mod loom_idle {
     use super::*;
+    use crate::ready::Slot;
     use crate::sync::Arc;
     use crate::sync::thread as lthread;
 
@@ -1318,7 +642,7 @@ mod loom_idle {
     #[test]
     fn local_spawn_vs_other_worker_going_idle() {
         spawn_vs_other_worker_going_idle(|busy, g| {
-            busy.push_local(g);
+            busy.held_on_g0().enqueue(g.into(), Slot::LocalQuiet);
             busy.shared.notify_work();
         });
     }
@@ -1345,7 +669,9 @@ mod loom_idle {
     /// with a deadlock.
     #[test]
     fn runnext_spawn_vs_other_worker_going_idle() {
-        spawn_vs_other_worker_going_idle(|busy, g| busy.put_runnext_and_notify(g));
+        spawn_vs_other_worker_going_idle(|busy, g| {
+            busy.held_on_g0().enqueue(g.into(), Slot::Runnext)
+        });
     }
 
     /// The same race for a lazy spawn (`push_spawned_and_notify`): into an empty runnext with
@@ -1354,6 +680,8 @@ mod loom_idle {
     /// the runnext store Relaxed, a causality violation on the G record the thief takes.
     #[test]
     fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
-        spawn_vs_other_worker_going_idle(|busy, g| busy.push_spawned_and_notify(g));
+        spawn_vs_other_worker_going_idle(|busy, g| {
+            busy.held_on_g0().enqueue(g.into(), Slot::RunnextIfEmpty)
+        });
     }
 }
