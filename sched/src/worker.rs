@@ -95,12 +95,9 @@ pub(crate) struct M {
     pub(crate) retired: Cell<bool>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     pub(crate) spare_stack: Cell<Option<purloin_stack::Stack>>,
-    /// Back-off of a join's look into its own local queue (`join::take_back_from_below`).
-    pub(crate) take_back: crate::join::LookBackoff,
-    /// Back-off of a join's look at the global queue's head (`join::take_from_global_head`).
-    pub(crate) global_head: crate::join::LookBackoff,
-    /// Back-off of a join's look at its own local queue's top (`join::take_from_local_top`).
-    pub(crate) local_top: crate::join::LookBackoff,
+    /// Where this worker's joins look for their children, and their back-off
+    /// (`join::find_child`).
+    pub(crate) looks: crate::join::Looks,
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
@@ -143,9 +140,7 @@ impl M {
             retired: Cell::new(false),
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
-            take_back: crate::join::LookBackoff::new(),
-            global_head: crate::join::LookBackoff::new(),
-            local_top: crate::join::LookBackoff::new(),
+            looks: crate::join::Looks::new(),
         }
     }
 
