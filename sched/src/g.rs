@@ -665,10 +665,9 @@ mod loom_state {
     /// A wake that lands on an already pending (stale) token must still reach the parker: the
     /// waker publishes its condition (a waiter's `DONE`) and unparks while the G, holding a
     /// token left by an earlier wake, consumes that token and re-checks the condition. Either
-    /// the re-check sees the condition or a token remains for the next park (found by the
-    /// bounded-channel benchmark: 2 producers / 2 consumers hung after a few thousand rounds).
-    /// Mutation check: returning `Noted` without a read-modify-write when `NOTIFIED` is
-    /// already set (the code before the fix) fails this model ("lost wake-up").
+    /// the re-check sees the condition or a token remains for the next park. Mutation check:
+    /// returning `Noted` without a read-modify-write when `NOTIFIED` is already set fails this
+    /// model ("lost wake-up").
     #[test]
     fn wake_merged_into_pending_token_is_not_lost() {
         loom::model(|| {
@@ -709,7 +708,7 @@ mod loom_state {
 
     /// A yield (`publish_runnable` on g0) racing an unpark keeps the token: the next park
     /// returns at once. Mutation check: `publish_runnable` as a load and a plain store of the
-    /// new status (the code before the fix) fails this model ("token lost").
+    /// new status fails this model ("token lost").
     #[test]
     fn yield_keeps_a_racing_token() {
         loom::model(|| {

@@ -4,9 +4,9 @@
 //! is the task cell itself (`GRef::for_task`), and whoever dequeues the entry owns the task.
 //! A worker that dequeues it takes a G from its own cache (`M::adopt_task`), so the record
 //! never moves between cores: the spawner never touched it. A joiner that dequeues it runs the
-//! task inline without any G. Before, each spawn took a record that the other worker had run
-//! and recycled last, and each run claimed a record the spawner had just written: two cache
-//! line transfers per child that carried no data the child needed.
+//! task inline without any G. A record taken at spawn would cost two cache-line transfers per
+//! child that carry no data the child needs: the spawner writing a record another worker
+//! recycled last, and the runner claiming a record the spawner just wrote.
 //!
 //! A green thread still has an identity ([`GreenThread`]) whenever someone asks for it: its
 //! handle's `thread()`, or `current()` inside it while its joiner runs it inline. The

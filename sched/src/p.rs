@@ -53,11 +53,9 @@ pub(crate) const HANDOFF: u32 = 2;
 pub(crate) const RETIRED: u32 = 3;
 
 /// Aligned to a cache-line pair (the adjacent-line prefetcher pulls lines in pairs): the P's
-/// sit side by side in `Shared::ps`, and without it where one P ended and the next began
-/// depended on the heap's layout, so a holder's hot writes could share a line with what the
-/// other worker reads and writes on every spawn and steal. Measured: a change in unrelated
-/// startup allocations (criterion's filter) moved spawn_join_100k from 7.5 to 14.1 ms (cores
-/// far apart) or 5.7 to 6.8 ms (close); aligned, both layouts give 5.6–7.6 ms.
+/// sit side by side in `Shared::ps`, and unaligned, where one P ended and the next began would
+/// depend on the heap's layout, so a holder's hot writes could share a line with what another
+/// worker reads and writes on every spawn and steal.
 #[repr(align(128))]
 pub(crate) struct P {
     /// Owner end of the local queue (holder only).

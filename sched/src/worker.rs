@@ -111,8 +111,8 @@ pub(crate) fn current_m() -> *const M {
 ///
 /// The reference is only good until the calling green thread next switches (a park, yield,
 /// join, or any user code that may do one): after that the green thread may run on another
-/// worker. Fetch it again after every such call — using a stale one touches another OS
-/// thread's owner-only state (this has bitten: see `fork::take_back`).
+/// worker. Fetch it again after every such call — a stale one touches another OS thread's
+/// owner-only state (`fork::take_back` fetches it again after running `a`).
 pub(crate) fn current_worker<'a>() -> Option<&'a M> {
     let m = current_m();
     // SAFETY: the current-worker slot is set by `worker_main` to an M that lives on that thread's stack for
