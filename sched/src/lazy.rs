@@ -93,7 +93,7 @@ impl Identity {
 
     /// The current state once no binder is at work.
     fn settled(&self) -> u32 {
-        let mut spins = 0u32;
+        let mut spin = crate::sync::Spin::settling();
         loop {
             // Acquire: pairs with L1 when it returns BOUND, L2 for STARTED.
             let s = self.bind.load(Ordering::Acquire);
@@ -101,12 +101,7 @@ impl Identity {
                 return s;
             }
             // The binder runs a few stores (and at most a free-list lock); it never waits.
-            spins += 1;
-            if spins < 64 || cfg!(loom) {
-                crate::sync::spin_hint();
-            } else {
-                crate::sync::thread::yield_now();
-            }
+            spin.step();
         }
     }
 

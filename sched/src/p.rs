@@ -52,11 +52,9 @@ pub(crate) const HANDOFF: u32 = 2;
 /// Removed by `Scheduler::set_workers`: no worker holds it; it holds no work.
 pub(crate) const RETIRED: u32 = 3;
 
-/// Aligned to a cache-line pair (the adjacent-line prefetcher pulls lines in pairs): the P's
-/// sit side by side in `Shared::ps`, and unaligned, where one P ended and the next began would
-/// depend on the heap's layout, so a holder's hot writes could share a line with what another
-/// worker reads and writes on every spawn and steal.
-#[repr(align(128))]
+/// A processor. The P's sit side by side in `Shared::ps`, each `Padded`: unpadded, where one P
+/// ended and the next began would depend on the heap's layout, so a holder's hot writes could
+/// share a cache-line pair with what another worker reads and writes on every spawn and steal.
 pub(crate) struct P {
     /// Owner end of the local queue (holder only).
     local: UnsafeCell<Worker<Entry>>,

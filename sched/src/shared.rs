@@ -17,7 +17,8 @@ use crate::idle::Idle;
 use crate::p::{self, P};
 use crate::stats::{SharedStats, bump};
 use crate::sync::{
-    Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, STAT, fence, lock, thread,
+    Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Padded, STAT, fence, lock,
+    thread,
 };
 use crate::timers::Epoch;
 use crate::worker::NO_P;
@@ -46,7 +47,8 @@ pub(crate) struct Config {
 
 /// Everything the workers of one scheduler share.
 pub(crate) struct Shared {
-    pub(crate) ps: Box<[P]>,
+    /// Every possible P, each padded (the P's sit side by side: `Padded`).
+    pub(crate) ps: Box<[Padded<P>]>,
     pub(crate) injector: Injector<Entry>,
     pub(crate) idle: Idle,
     pub(crate) lots: ParkingLots,
@@ -80,7 +82,7 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Shared {
         let n = config.workers;
         let max = config.max_workers.max(n);
-        let ps: Box<[P]> = (0..max).map(P::new).collect();
+        let ps: Box<[Padded<P>]> = (0..max).map(|i| Padded(P::new(i))).collect();
         for p in &ps[n..] {
             p.status.store(p::RETIRED, Ordering::Relaxed);
         }
@@ -109,7 +111,7 @@ impl Shared {
     }
 
     /// The active processors.
-    pub(crate) fn active(&self) -> &[P] {
+    pub(crate) fn active(&self) -> &[Padded<P>] {
         &self.ps[..self.nprocs.load(Ordering::Acquire)]
     }
 

@@ -41,19 +41,8 @@ use crate::g::{GRef, registry};
 use crate::p::{self, P};
 use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::{add, bump};
-use crate::sync::{Arc, Ordering, STAT, lock, thread};
+use crate::sync::{Arc, Ordering, STAT, Spin, Step, lock, spin_for, thread};
 
-/// Search rounds before a worker parks: tight spins below the first bound, OS-thread yields
-/// below the second (seed 003's adaptive spinning). Under loom a worker parks after one round:
-/// spinning adds nothing to the protocol and multiplies the interleavings.
-#[cfg(not(loom))]
-const SPIN_TIGHT: u32 = 4;
-#[cfg(not(loom))]
-const SPIN_YIELD: u32 = 16;
-#[cfg(loom)]
-const SPIN_TIGHT: u32 = 0;
-#[cfg(loom)]
-const SPIN_YIELD: u32 = 1;
 /// Passes over the victims per steal attempt (Go: 4; the last one may take `runnext`).
 #[cfg(not(loom))]
 const STEAL_PASSES: usize = 4;
@@ -351,7 +340,7 @@ impl M {
                     // that stays, so nothing is stranded.)
                     if v.status.load(Ordering::Relaxed) == p::RUNNING {
                         let tick = v.schedtick.load(Ordering::Relaxed);
-                        backoff_spin(Duration::from_micros(3));
+                        spin_for(Duration::from_micros(3));
                         if v.schedtick.load(Ordering::Relaxed) != tick {
                             continue;
                         }
@@ -372,8 +361,8 @@ impl M {
 
     /// The whole search: local sources, then stealing with adaptive spinning, then parking.
     /// Returns `None` when the scheduler stops (or this worker lost its P).
-    fn find_runnable(&self) -> Option<GRef> {
-        let mut round: u32 = 0;
+    pub(crate) fn find_runnable(&self) -> Option<GRef> {
+        let mut spin = Spin::searching();
         loop {
             if let Some(g) = self.find_local() {
                 self.found_work();
@@ -394,17 +383,9 @@ impl M {
                     return Some(g);
                 }
             }
-            round += 1;
             bump(&self.p().stats.spins);
-            if round < SPIN_TIGHT {
-                for _ in 0..(1 << round) {
-                    crate::sync::spin_hint();
-                }
-            } else if round < SPIN_YIELD {
-                thread::yield_now();
-            } else {
+            if spin.step() == Step::Sleep {
                 self.park();
-                round = 0;
                 if self.p.get() == NO_P {
                     return None;
                 }
@@ -414,7 +395,7 @@ impl M {
 
     /// Found work while (possibly) searching: stop searching; the last searcher wakes another
     /// so a burst keeps ramping up (Go's resetspinning).
-    fn found_work(&self) {
+    pub(crate) fn found_work(&self) {
         if self.searching.replace(false) && self.shared.idle.stop_searching() {
             self.shared.notify_work();
         }
@@ -493,21 +474,6 @@ fn steal_success<T>(s: Steal<T>) -> Option<T> {
     }
 }
 
-fn backoff_spin(d: Duration) {
-    #[cfg(not(loom))]
-    {
-        let start = Instant::now();
-        while start.elapsed() < d {
-            core::hint::spin_loop();
-        }
-    }
-    #[cfg(loom)]
-    {
-        let _ = d;
-        crate::sync::spin_hint();
-    }
-}
-
 // -------------------------------------------------------------------------------------------
 // Worker threads
 
@@ -517,7 +483,7 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
     let id = shared.stats.threads_started.fetch_add(1, STAT) as usize;
     shared.threads_alive.fetch_add(1, Ordering::Relaxed);
     let name = format!("{}-{}", shared.config.thread_name, id);
-    let spawn = thread_builder(name).spawn(move || worker_main(shared2, p, id));
+    let spawn = thread::Builder::new().name(name).spawn(move || worker_main(shared2, p, id));
     match spawn {
         Ok(h) => {
             lock(&shared.threads).push(h);
@@ -528,15 +494,6 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
             Err(io::Error::new(e.kind(), format!("could not start a worker thread: {e}")))
         }
     }
-}
-
-#[cfg(not(loom))]
-fn thread_builder(name: String) -> std::thread::Builder {
-    std::thread::Builder::new().name(name)
-}
-#[cfg(loom)]
-fn thread_builder(name: String) -> loom::thread::Builder {
-    loom::thread::Builder::new().name(name)
 }
 
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
@@ -568,115 +525,4 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
-}
-
-/// Loom models of protocol 2 (submit vs. going idle) on the real worker code: `find_runnable`
-/// (search, give up, the dance, park on the lot) against `Shared::push_global` +
-/// `notify_work`, without context switches (the models stop at "a worker found the G").
-#[cfg(all(test, loom))]
-mod loom_idle {
-    use super::*;
-    use crate::ready::Slot;
-    use crate::sync::Arc;
-    use crate::sync::thread as lthread;
-
-    /// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins
-    /// the epoch; its collector's teardown alone takes thousands of loom branches).
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        b.max_branches = b.max_branches.max(200_000);
-        b.check(f);
-    }
-
-    fn shared(workers: usize) -> Arc<Shared> {
-        let b = crate::Builder::new().workers(workers).monitor(false);
-        Arc::new(Shared::new(b.config_for_tests()))
-    }
-
-    fn new_g(shared: &Arc<Shared>) -> GRef {
-        let g = registry().alloc();
-        // SAFETY: a fresh FREE record, not yet published.
-        unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
-        g.prepare_spawn();
-        shared.note_started(None);
-        g
-    }
-
-    /// Runs a worker's search on P `p` until it finds a G; returns it.
-    fn worker(shared: Arc<Shared>, p: usize) -> GRef {
-        let m = M::new(shared, p, p);
-        crate::sync::set_current_worker_ptr((&m as *const M).cast());
-        let g = m.find_runnable().expect("the scheduler is running");
-        m.found_work();
-        crate::sync::set_current_worker_ptr(core::ptr::null());
-        g
-    }
-
-    /// One worker going idle (searching, the re-check, parking) races an outside submission:
-    /// the worker always finds the G (a lost wake-up leaves it parked forever: loom reports
-    /// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) or F2
-    /// (`Idle::fence_before_recheck`) makes this model fail with a deadlock.
-    #[test]
-    fn outside_submission_vs_one_worker_going_idle() {
-        model(|| {
-            let s = shared(1);
-            let s2 = s.clone();
-            let w = lthread::spawn(move || worker(s2, 0));
-            let g = new_g(&s);
-            s.push_global(g);
-            let found = w.join().unwrap();
-            assert_eq!(found, g);
-        });
-    }
-
-    /// A worker whose green thread spawns (a local push + `notify_work`, then it keeps running
-    /// and never looks at its queue again) races the other worker going idle: the idle worker
-    /// must be woken (or see the G in its re-check) and steal it — Go's delicate dance between
-    /// `runqput` + `wakep` and the last spinner's re-check. Mutation check: removing F1 or F2
-    /// makes this model fail with a deadlock.
-    #[test]
-    fn local_spawn_vs_other_worker_going_idle() {
-        spawn_vs_other_worker_going_idle(|busy, g| {
-            busy.held_on_g0().enqueue(g.into(), Slot::LocalQuiet);
-            busy.shared.notify_work();
-        });
-    }
-
-    /// P 0's worker submits a G with `submit` while the worker of P 1 goes idle; P 1's worker
-    /// must end up with it.
-    fn spawn_vs_other_worker_going_idle(submit: fn(&M, GRef)) {
-        model(move || {
-            let s = shared(2);
-            let s2 = s.clone();
-            let idle = lthread::spawn(move || worker(s2, 1));
-            let g = new_g(&s);
-            submit(&M::new(s.clone(), 0, 0), g);
-            let found = idle.join().unwrap();
-            assert_eq!(found, g);
-        });
-    }
-
-    /// The same race for a spawn from a green thread, which goes to runnext (Go's `newproc`):
-    /// `put_runnext_and_notify` (the swap, then F1 and the idle check) against the other worker
-    /// going idle (F2, then a re-check that reads every runnext). The idle worker must end up
-    /// with the G: woken, or seeing it in its re-check, then taking the runnext of a victim that
-    /// does not schedule. Mutation check: `put_runnext_and_notify` without its notify fails
-    /// with a deadlock.
-    #[test]
-    fn runnext_spawn_vs_other_worker_going_idle() {
-        spawn_vs_other_worker_going_idle(|busy, g| {
-            busy.held_on_g0().enqueue(g.into(), Slot::Runnext)
-        });
-    }
-
-    /// The same race for a lazy spawn (`push_spawned_and_notify`): into an empty runnext with
-    /// a plain Release store, so the StoreLoad fence F1 is the explicit one in
-    /// `notify_work_from`. Mutation checks: without the notify, loom reports a deadlock; with
-    /// the runnext store Relaxed, a causality violation on the G record the thief takes.
-    #[test]
-    fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
-        spawn_vs_other_worker_going_idle(|busy, g| {
-            busy.held_on_g0().enqueue(g.into(), Slot::RunnextIfEmpty)
-        });
-    }
 }
