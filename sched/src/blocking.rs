@@ -96,6 +96,18 @@ pub(crate) fn resume_blocking(was_open: bool) {
 /// `f` may also yield, park or wait on `purloin` primitives: while the green thread is switched
 /// out the section is closed (it blocks no OS thread then), and it is re-opened when the green
 /// thread runs again, possibly on another worker.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     // A call that may block the OS thread: the monitor may hand this worker's processor
+///     // to another thread meanwhile.
+///     purloin_sched::blocking(|| std::fs::metadata(".").is_ok())
+/// });
+/// assert!(h.join().unwrap());
+/// ```
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     struct Exit;
     impl Drop for Exit {

@@ -14,6 +14,22 @@ use crate::scheduler::Scheduler;
 use crate::shared::Config;
 
 /// Configures and builds a [`Scheduler`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin_sched::{Builder, StackSize};
+///
+/// let sched = Builder::new()
+///     .workers(2)
+///     .stack_size(StackSize::Small)
+///     .thread_name("app-worker")
+///     .blocking_threshold(Duration::from_micros(50))
+///     .build()
+///     .unwrap();
+/// assert_eq!(sched.workers(), 2);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     config: Config,
@@ -178,6 +194,17 @@ impl Builder {
 }
 
 /// Options for one spawn.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let opts = SpawnOptions { name: Some("worker-7".into()), ..SpawnOptions::default() };
+/// let h = sched.spawn_with(opts, || purloin_sched::current().unwrap().name()).unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("worker-7"));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct SpawnOptions {
     /// Name for diagnostics.

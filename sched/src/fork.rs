@@ -178,6 +178,23 @@ impl<F, T> Drop for WaitFor<'_, F, T> {
 /// Both may borrow. A panic in either is resumed after both have finished.
 ///
 /// On a plain OS thread (no scheduler to fork onto) it runs `a` then `b`.
+///
+/// # Examples
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = purloin_sched::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert_eq!(sched.spawn(|| fib(15)).join().unwrap(), 610);
+/// // On a plain thread it runs `a` then `b`.
+/// assert_eq!(fib(10), 55);
+/// ```
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,

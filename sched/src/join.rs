@@ -22,6 +22,17 @@ use crate::worker::{M, current_worker};
 
 /// An owned permission to join a green thread (to wait for it and take its result), like
 /// [`std::thread::JoinHandle`]. Dropping it detaches the green thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| "done");
+/// assert_eq!(h.join().unwrap(), "done");
+///
+/// let h = sched.spawn(|| panic!("boom"));
+/// assert!(h.join().is_err());
+/// ```
 pub struct JoinHandle<T> {
     pub(crate) task: PacketRef<T>,
     /// The green thread's identity: set at spawn, or on first request for a lazily spawned
@@ -277,12 +288,14 @@ impl Wanted {
 /// Runnext, the local queue and overflows keep spawn order, so children joined in spawn order
 /// are found in these places.
 ///
-/// | place        | whose entry is there                                  | looked at for        |
-/// |--------------|-------------------------------------------------------|----------------------|
-/// | `Runnext`    | the last G spawned, or a task spawned into an empty runnext | every child    |
-/// | `BelowTop`   | a child with younger siblings above it, up to [`BELOW_TOP_DEPTH`] deep | every child |
-/// | `GlobalHead` | children that overflowed to the global queue, oldest first | one worker only |
-/// | `FarEnd`     | the oldest entry of the local queue                   | tasks only           |
+/// | place        | whose entry is there                          | looked for          |
+/// |--------------|-----------------------------------------------|---------------------|
+/// | `Runnext`    | the last G spawned, or a task spawned into an empty runnext | any child |
+/// | `BelowTop`   | a child with younger siblings above it        | any child           |
+/// | `GlobalHead` | children that overflowed, oldest first        | with one worker     |
+/// | `FarEnd`     | the oldest entry of the local queue           | a task              |
+///
+/// Below the top means at most [`BELOW_TOP_DEPTH`] entries deep.
 ///
 /// The global head is looked at only with one worker: then nobody else takes from the global
 /// queue while the joiner runs; with more, the joiner's takes compete with other workers'

@@ -28,6 +28,28 @@ use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
 use crate::worker::{M, NO_P};
 
 /// An I/O readiness source the scheduler polls.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Instant;
+/// use purloin_sched::{GreenThread, Poller, Scheduler};
+///
+/// /// A poller with nothing to wait on.
+/// struct Idle;
+///
+/// impl Poller for Idle {
+///     fn poll(&self, _deadline: Option<Instant>, _ready: &mut Vec<GreenThread>) {}
+///     fn wake(&self) {}
+///     fn has_waiters(&self) -> bool {
+///         false
+///     }
+/// }
+///
+/// let sched = Scheduler::new().unwrap();
+/// sched.set_poller(std::sync::Arc::new(Idle));
+/// assert_eq!(sched.spawn(|| 1).join().unwrap(), 1);
+/// ```
 pub trait Poller: Send + Sync {
     /// Appends the green threads whose I/O is ready to `ready`, waiting at most until
     /// `deadline`: a deadline at or before now means "do not wait", `None` means "wait until

@@ -24,7 +24,7 @@ use crate::entry::Kind;
 use crate::g::{self, registry};
 use crate::join::JoinHandle;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
-use crate::stats::{GlobalStats, ProcStats};
+use crate::stats::{Stats, stats_of};
 use crate::sync::{Arc, Ordering, lock};
 use crate::task::TaskCell;
 use crate::worker::{self, current_worker};
@@ -83,6 +83,18 @@ fn start_monitor(_shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHa
 /// A running G/M/P scheduler. Dropping it shuts it down: runnable green threads finish,
 /// parked ones are unwound with [`ForcedUnwind`](crate::ForcedUnwind) so their destructors run
 /// (see [`Scheduler::shutdown_timeout`]).
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::Scheduler;
+///
+/// let sched = Scheduler::new().unwrap();
+/// let h = sched.spawn(|| 6 * 7);
+/// assert_eq!(h.join().unwrap(), 42);
+/// // Dropping the scheduler waits for its green threads.
+/// drop(sched);
+/// ```
 pub struct Scheduler {
     pub(crate) shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
@@ -118,32 +130,6 @@ pub struct ParkedThread {
     pub running_inline: Option<crate::GreenId>,
 }
 
-/// A snapshot of the scheduler's counters.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Per processor.
-    pub procs: Vec<ProcStats>,
-    /// Sum over processors.
-    pub total: ProcStats,
-    /// Scheduler-wide counters.
-    pub global: GlobalStats,
-    /// Green threads alive (spawned, not finished).
-    pub live: usize,
-    /// Runnable green threads in each processor's local queue (and runnext).
-    pub queue_lens: Vec<usize>,
-    /// Green threads in the global queue.
-    pub global_queue_len: usize,
-    /// Workers searching for work right now.
-    pub searching: u32,
-    /// Workers parked right now.
-    pub parked: u32,
-    /// OS threads running as workers (including blocking-handoff spares).
-    pub threads: usize,
-    /// G records allocated in this process (all schedulers; recycled, never freed).
-    pub g_records: usize,
-}
-
 impl Scheduler {
     /// A scheduler with the default configuration (see [`Builder::new`]).
     pub fn new() -> io::Result<Scheduler> {
@@ -166,6 +152,18 @@ impl Scheduler {
     /// `n` is 0 or above [`Builder::max_workers`]; a removed processor has pinned green
     /// threads (they may not change OS thread); the scheduler is shutting down; a worker thread
     /// cannot be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().workers(1).max_workers(4).build().unwrap();
+    /// sched.set_workers(3).unwrap();
+    /// assert_eq!(sched.workers(), 3);
+    /// sched.set_workers(1).unwrap();
+    /// assert_eq!(sched.workers(), 1);
+    /// ```
     pub fn set_workers(&self, n: usize) -> io::Result<()> {
         let s = &self.shared;
         let _resize = lock(&s.resize.0);
@@ -249,6 +247,18 @@ impl Scheduler {
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().workers(1).build().unwrap();
+    /// sched.spawn(|| ()).join().unwrap();
+    /// let stats = sched.stats();
+    /// assert_eq!(stats.procs.len(), 1);
+    /// assert!(stats.total.switches >= 1);
+    /// ```
     pub fn stats(&self) -> Stats {
         stats_of(&self.shared)
     }
@@ -295,6 +305,23 @@ impl Scheduler {
     /// resumes at once, and its `park` (or next one) panics with
     /// [`ForcedUnwind`](crate::ForcedUnwind), running its destructors; its joiner receives the
     /// payload as `Err`. Returns false if the green thread has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Builder, ForcedUnwind};
+    ///
+    /// let sched = Builder::new().workers(1).build().unwrap();
+    /// let h = sched.spawn(|| loop {
+    ///     purloin_sched::park();
+    /// });
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(sched.cancel(h.thread()));
+    /// let payload = h.join().unwrap_err();
+    /// assert!(payload.is::<ForcedUnwind>());
+    /// ```
     pub fn cancel(&self, thread: &crate::GreenThread) -> bool {
         match thread.g.cancel(thread.generation) {
             g::Unparked::Queue => {
@@ -351,6 +378,24 @@ impl Scheduler {
     ///
     /// # Panics
     /// If called from one of this scheduler's own green threads (it would wait for itself).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use purloin_sched::Scheduler;
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let parked = sched.spawn(|| loop {
+    ///     purloin_sched::park();
+    /// });
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// let report = sched.shutdown_timeout(Duration::from_millis(100));
+    /// assert_eq!(report.cancelled, 1);
+    /// assert!(parked.join().is_err());
+    /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> ShutdownReport {
         self.shutdown_inner(timeout)
     }
@@ -572,34 +617,26 @@ fn drain_queues(shared: &Shared) {
     }
 }
 
-pub(crate) fn stats_of(shared: &Shared) -> Stats {
-    let procs: Vec<ProcStats> = shared.active().iter().map(|p| p.stats.snapshot()).collect();
-    let mut total = ProcStats::default();
-    for p in &procs {
-        total += *p;
-    }
-    let (searching, parked) = shared.idle.counts();
-    let mut global = shared.stats.snapshot();
-    global.wakes_skipped += total.wakes_skipped;
-    Stats {
-        total,
-        procs,
-        global,
-        live: shared.live(),
-        queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
-        global_queue_len: shared.injector.len(),
-        searching,
-        parked,
-        threads: shared.threads_alive.load(Ordering::Relaxed),
-        g_records: registry().allocated(),
-    }
-}
-
 /// Spawns on the scheduler running the current green thread.
 ///
 /// # Errors
 /// Not on a green thread (use [`Scheduler::spawn_with`] from plain threads), or the reasons of
 /// [`Scheduler::spawn_with`].
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let child = purloin_sched::spawn_with(SpawnOptions::default(), || 1).unwrap();
+///     child.join().unwrap() + 1
+/// });
+/// assert_eq!(h.join().unwrap(), 2);
+/// // Outside a green thread there is no scheduler to spawn on.
+/// assert!(purloin_sched::spawn_with(SpawnOptions::default(), || ()).is_err());
+/// ```
 pub fn spawn_with<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -618,6 +655,20 @@ where
 
 /// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running
 /// the current green thread, or with `None` outside a green thread (or if none was attached).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use purloin_sched::Scheduler;
+///
+/// let sched = Scheduler::new().unwrap();
+/// sched.set_user_data(Arc::new(String::from("config"))).unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::with_user_data(|d| d.and_then(|d| d.downcast_ref::<String>()).cloned())
+/// });
+/// assert_eq!(h.join().unwrap().as_deref(), Some("config"));
+/// ```
 pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Sync)>) -> R) -> R {
     match current_worker() {
         Some(m) => f(m.shared.user_data.get().map(|a| &**a)),
@@ -627,6 +678,14 @@ pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Syn
 
 /// A snapshot of the counters of the scheduler running the current green thread (or whose
 /// worker runs this code), or `None` elsewhere.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert!(purloin_sched::current_stats().is_none());
+/// assert!(sched.spawn(|| purloin_sched::current_stats().is_some()).join().unwrap());
+/// ```
 pub fn current_stats() -> Option<Stats> {
     current_worker().map(|m| stats_of(&m.shared))
 }

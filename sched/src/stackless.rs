@@ -26,6 +26,32 @@ pub enum TaskStep {
 /// call green-thread operations that switch ([`park`](crate::park),
 /// [`yield_now`](crate::yield_now), joins): there is no green thread to switch out of — it
 /// behaves like code on a plain OS thread. To wait, return [`TaskStep::Wait`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use purloin_sched::{Scheduler, Task, TaskStep};
+///
+/// /// Counts to three, one step per scheduling round.
+/// struct Counter(AtomicU32);
+///
+/// impl Task for Counter {
+///     fn step(&self) -> TaskStep {
+///         let done = self.0.fetch_add(1, Ordering::Relaxed) + 1 == 3;
+///         if done { TaskStep::Done } else { TaskStep::Yield }
+///     }
+/// }
+///
+/// let sched = Scheduler::new().unwrap();
+/// let task = Arc::new(Counter(AtomicU32::new(0)));
+/// let t = sched.spawn_task(task.clone()).unwrap();
+/// while !t.is_finished() {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(task.0.load(Ordering::Relaxed), 3);
+/// ```
 pub trait Task: Send + Sync + 'static {
     /// Does one step of work.
     fn step(&self) -> TaskStep;

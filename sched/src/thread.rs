@@ -12,6 +12,25 @@ use crate::worker::{self, current_worker};
 ///
 /// Cheap to copy. It stays valid after the green thread ends: operations on an ended green
 /// thread are detected (its id's generation has moved on) and do nothing.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let flag = Arc::new(AtomicBool::new(false));
+/// let f = flag.clone();
+/// let h = sched.spawn(move || {
+///     while !f.load(Ordering::Acquire) {
+///         purloin_sched::park();
+///     }
+/// });
+/// flag.store(true, Ordering::Release);
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GreenThread {
     pub(crate) g: GRef,
@@ -71,6 +90,16 @@ impl fmt::Debug for GreenThread {
 /// The green thread running this code, or `None` on a plain OS thread.
 ///
 /// While a joiner runs a child inline (join-helping), this is the child.
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current().is_none());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| purloin_sched::current().unwrap().id());
+/// let id = h.thread().id();
+/// assert_eq!(h.join().unwrap(), id);
+/// ```
 pub fn current() -> Option<GreenThread> {
     let m = current_worker()?;
     let g = m.current.get()?;
@@ -101,12 +130,32 @@ fn bind_inline_child(
 }
 
 /// Whether this code runs on a green thread.
+///
+/// # Examples
+///
+/// ```
+/// assert!(!purloin_sched::in_green_thread());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert!(sched.spawn(purloin_sched::in_green_thread).join().unwrap());
+/// ```
 pub fn in_green_thread() -> bool {
     current_worker().is_some_and(|m| m.current.get().is_some())
 }
 
 /// Lets the worker run its other green threads before this one continues. On a plain OS
 /// thread it yields the OS thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+/// let h = sched.spawn(|| {
+///     for _ in 0..3 {
+///         purloin_sched::yield_now(); // lets the worker's other green threads run
+///     }
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn yield_now() {
     match current_worker() {
         Some(m) if m.current.get().is_some() => {
@@ -167,6 +216,22 @@ pub fn park_deadline(deadline: Instant) {
 }
 
 /// [`park`] for at most `timeout`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let start = Instant::now();
+///     // Nobody unparks it: it returns after the timeout (or spuriously: loop on a condition).
+///     while start.elapsed() < Duration::from_millis(5) {
+///         purloin_sched::park_timeout(Duration::from_millis(5));
+///     }
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn park_timeout(timeout: Duration) {
     match Instant::now().checked_add(timeout) {
         Some(deadline) => park_deadline(deadline),
@@ -193,6 +258,20 @@ pub fn sleep_until(deadline: Instant) {
 }
 
 /// Sleeps for `duration` (see [`sleep_until`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let start = Instant::now();
+///     purloin_sched::sleep(Duration::from_millis(2)); // parks; the worker runs others
+///     start.elapsed()
+/// });
+/// assert!(h.join().unwrap() >= Duration::from_millis(2));
+/// ```
 pub fn sleep(duration: Duration) {
     match Instant::now().checked_add(duration) {
         Some(deadline) => sleep_until(deadline),
@@ -238,6 +317,22 @@ fn after_resume_on(m: &worker::M) {
 
 /// The panic payload a green thread unwinds with when its runtime shuts down while it is
 /// parked. Its joiner receives it as `Err`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| loop {
+///     purloin_sched::park();
+/// });
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// sched.shutdown_timeout(Duration::from_millis(10));
+/// assert!(h.join().unwrap_err().is::<purloin_sched::ForcedUnwind>());
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ForcedUnwind;
 
@@ -331,6 +426,26 @@ pub struct WaitInfo {
 
 /// Records what the current green thread is about to wait for (or clears it with `None`).
 /// Sync primitives call this before parking; it is two or three relaxed stores.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{WaitInfo, WaitKind};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let info = WaitInfo { kind: WaitKind::Sleep, object: 0, holder: None };
+///     purloin_sched::set_wait_info(Some(info));
+///     purloin_sched::park();
+///     purloin_sched::set_wait_info(None);
+/// });
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(sched.parked()[0].wait.map(|w| w.kind), Some(WaitKind::Sleep));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 pub fn set_wait_info(info: Option<WaitInfo>) {
     let Some(g) = running_g() else { return };
     use crate::sync::STAT as Relaxed;
