@@ -367,7 +367,7 @@ fn report_long_runner(
     let generation = g.generation();
     let name = g.name();
     if g.drop_ref() {
-        crate::g::recycle_anywhere(g);
+        crate::registry::recycle_anywhere(g);
     }
     if reported.len() >= 4096 {
         reported.clear(); // bounded memory; a very old offender may be reported again

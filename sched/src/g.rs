@@ -276,7 +276,7 @@ impl G {
             // Not claimed (another generation, started, or notified): give the reference
             // back; if that was the last one, whoever dropped the others left recycling to us.
             if self.drop_ref() {
-                recycle_anywhere(GRef(NonNull::from(self)));
+                crate::registry::recycle_anywhere(GRef(NonNull::from(self)));
             }
             false
         }
@@ -488,6 +488,11 @@ unsafe impl Send for GRef {}
 unsafe impl Sync for GRef {}
 
 impl GRef {
+    /// A new FREE record, never freed (records are recycled through the registry's lists).
+    pub(crate) fn new_record(slot: u32) -> GRef {
+        GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))))
+    }
+
     pub(crate) fn as_ptr(self) -> *mut G {
         self.0.as_ptr()
     }
@@ -514,118 +519,12 @@ impl fmt::Debug for GRef {
     }
 }
 
-/// All G records of the process: the owner of their memory, and the global free list.
-///
-/// Records are shared by every scheduler in the process and never freed (except under loom,
-/// where the registry lives for one model execution), so a handle to a green thread stays safe
-/// to use after its runtime is gone: it just finds a newer generation.
-pub(crate) struct Registry {
-    all: crate::sync::Mutex<Vec<GRef>>,
-    free: crate::sync::Mutex<Vec<GRef>>,
-    next_slot: AtomicU32,
-}
-
-impl Registry {
-    #[cfg(not(loom))]
-    const fn new() -> Registry {
-        Registry {
-            all: crate::sync::Mutex::new(Vec::new()),
-            free: crate::sync::Mutex::new(Vec::new()),
-            next_slot: AtomicU32::new(0),
-        }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Registry {
-        Registry {
-            all: crate::sync::Mutex::new(Vec::new()),
-            free: crate::sync::Mutex::new(Vec::new()),
-            next_slot: AtomicU32::new(0),
-        }
-    }
-
-    /// A FREE record: from the global free list or newly allocated.
-    pub(crate) fn alloc(&self) -> GRef {
-        if let Some(g) = crate::sync::lock(&self.free).pop() {
-            return g;
-        }
-        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
-        let g = GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))));
-        crate::sync::lock(&self.all).push(g);
-        g
-    }
-
-    /// Takes up to `n` records from the global free list into `into` (per-P refill).
-    pub(crate) fn take_free(&self, into: &mut Vec<GRef>, n: usize) {
-        let mut free = crate::sync::lock(&self.free);
-        let k = free.len().saturating_sub(n);
-        into.extend(free.drain(k..));
-    }
-
-    /// Returns FREE records to the global list (per-P overflow, or a P going away).
-    pub(crate) fn give_free(&self, records: impl IntoIterator<Item = GRef>) {
-        crate::sync::lock(&self.free).extend(records);
-    }
-
-    /// Calls `f` on every record (shutdown's cancel sweep, deadlock reports, stats).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(GRef)) {
-        let all: Vec<GRef> = crate::sync::lock(&self.all).clone();
-        for g in all {
-            f(g);
-        }
-    }
-
-    /// Number of records ever allocated.
-    pub(crate) fn allocated(&self) -> usize {
-        crate::sync::lock(&self.all).len()
-    }
-}
-
-/// Recycles a record whose last reference the caller dropped, from any thread.
-pub(crate) fn recycle_anywhere(g: GRef) {
-    match crate::worker::current_worker() {
-        Some(m) => m.recycle(g),
-        None => {
-            g.recycle();
-            registry().give_free([g]);
-        }
-    }
-}
-
-/// The process-wide registry.
-#[cfg(not(loom))]
-pub(crate) fn registry() -> &'static Registry {
-    static REGISTRY: Registry = Registry::new();
-    &REGISTRY
-}
-
-#[cfg(loom)]
-pub(crate) fn registry() -> &'static Registry {
-    loom::lazy_static! {
-        static ref REGISTRY: Registry = Registry::new();
-    }
-    &REGISTRY
-}
-
-// Under loom the registry is dropped at the end of each model execution; its records hold
-// loom atomics of that execution and must go with it.
-#[cfg(loom)]
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let all = core::mem::take(&mut *crate::sync::lock(&self.all));
-        for g in all {
-            // SAFETY: the execution is over: no thread of it runs, nothing dereferences the
-            // records any more; each record was leaked from a Box in `alloc`.
-            drop(unsafe { Box::from_raw(g.as_ptr()) });
-        }
-    }
-}
-
 /// Loom models of protocol 4 on the real state-machine code: a park (`begin_park`, the switch,
 /// then `publish_parked` on g0) racing an unpark from another thread.
 #[cfg(all(test, loom))]
 mod loom_state {
     use super::*;
+    use crate::registry::registry;
     use crate::sync::thread;
     use crate::sync::{Arc, AtomicUsize};
 

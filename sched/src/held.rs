@@ -11,8 +11,9 @@
 use purloin_deque::Worker;
 
 use crate::entry::Entry;
-use crate::g::{GRef, registry};
+use crate::g::GRef;
 use crate::p::{FREE_CACHE, P};
+use crate::registry::registry;
 use crate::worker::{M, NO_P};
 
 /// Proof that the worker `m` holds `p` and may use its owner-only parts (see the module docs).

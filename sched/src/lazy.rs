@@ -52,7 +52,7 @@
 //!   start pairs with L1 of a handle that made a record before the join.
 
 use crate::GreenThread;
-use crate::g::{self, GRef};
+use crate::g::GRef;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 
 const UNBOUND: u32 = 0;
@@ -158,7 +158,7 @@ impl Identity {
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
                     let generation = g.generation();
-                    crate::g::recycle_anywhere(g);
+                    crate::registry::recycle_anywhere(g);
                     GreenThread { g, generation }
                 }
             };
@@ -261,7 +261,7 @@ pub(crate) fn release_inline(child: GreenThread) {
     child.g.host.store(core::ptr::null_mut(), Ordering::Release);
     child.g.finish_run();
     if child.g.drop_ref() {
-        g::recycle_anywhere(child.g);
+        crate::registry::recycle_anywhere(child.g);
     }
 }
 
@@ -270,7 +270,8 @@ pub(crate) fn release_inline(child: GreenThread) {
 #[cfg(all(test, loom))]
 mod loom_identity {
     use super::*;
-    use crate::g::registry;
+    use crate::g;
+    use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
     /// A handle's `thread()` races the worker that dequeued the task: exactly one record is

@@ -2,8 +2,9 @@
 //! (search, give up, the dance, park on the lot) against `Shared::push_global` +
 //! `notify_work`, without context switches (the models stop at "a worker found the G").
 
-use crate::g::{GRef, registry};
+use crate::g::GRef;
 use crate::ready::Slot;
+use crate::registry::registry;
 use crate::shared::Shared;
 use crate::sync::Arc;
 use crate::sync::thread as lthread;

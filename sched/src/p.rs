@@ -233,7 +233,7 @@ impl P {
 #[cfg(all(test, loom))]
 mod loom_p {
     use super::*;
-    use crate::g::registry;
+    use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
     /// (c) The owner takes runnext while a thief steals it on its last pass: exactly one gets

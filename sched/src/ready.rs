@@ -30,8 +30,9 @@ use std::io;
 
 use crate::GreenThread;
 use crate::entry::Entry;
-use crate::g::{GRef, NOT_PINNED, Unparked, registry};
+use crate::g::{GRef, NOT_PINNED, Unparked};
 use crate::held::HeldP;
+use crate::registry::registry;
 use crate::shared::Shared;
 use crate::stackless::Body;
 use crate::stats::bump;

@@ -1,7 +1,7 @@
 //! Counters: per-P (written by the P's holder only, so a bump is a load and a store, not a
 //! read-modify-write) and scheduler-wide (read-modify-writes, on paths that are already slow).
 
-use crate::g::registry;
+use crate::registry::registry;
 use crate::shared::Shared;
 use crate::sync::{Ordering, STAT, StatCounter};
 

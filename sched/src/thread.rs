@@ -62,7 +62,7 @@ impl GreenThread {
         }
         let name = if self.g.generation() == self.generation { self.g.name() } else { None };
         if self.g.drop_ref() {
-            g::recycle_anywhere(self.g);
+            crate::registry::recycle_anywhere(self.g);
         }
         name
     }

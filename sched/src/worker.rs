@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use purloin_context::Context;
 use purloin_deque::Steal;
 
-use crate::g::{GRef, registry};
+use crate::g::GRef;
 use crate::p::{self, P};
+use crate::registry::registry;
 use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::{add, bump};
 use crate::sync::{Arc, Ordering, STAT, Spin, Step, lock, spin_for, thread};
