@@ -1,7 +1,7 @@
 //! Lazily spawned green threads: identity on demand.
 //!
 //! A spawn from a green thread with default options does not take a G record: its queue entry
-//! is the task cell itself (`GRef::for_task`), and whoever dequeues the entry owns the task.
+//! is the task cell itself (`Entry::task`), and whoever dequeues the entry owns the task.
 //! A worker that dequeues it takes a G from its own cache (`M::adopt_task`), so the record
 //! never moves between cores: the spawner never touched it. A joiner that dequeues it runs the
 //! task inline without any G. A record taken at spawn would cost two cache-line transfers per

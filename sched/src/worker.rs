@@ -1,10 +1,8 @@
-//! M: the worker threads, the scheduling loop, and switching green threads in and out.
+//! M: the worker threads and their scheduling loop: finding work, stealing, spinning, parking.
 //!
 //! Each worker (an OS thread, Go's M) holds one P and runs a loop on its own stack (Go's g0):
-//! find a runnable G, switch to it, and when the G switches back, finish what it asked for —
-//! re-queue it (yield), mark it parked (park), or release its stack (exit). That finishing work
-//! runs on g0 *after* the switch, so a G becomes visible to other workers only once its
-//! registers are saved (protocol 4): Go's `park_m` on g0, brpc's "remained" callback.
+//! find a runnable G, switch to it (`switch`), and when the G switches back, finish what it
+//! asked for (also `switch`). Where runnable G's are queued is `ready`.
 //!
 //! # Finding work (Go's order)
 //!
@@ -19,10 +17,8 @@
 //! ```
 //!
 //! The monitor polls the poller when busy workers have not for 10 ms (Go's sysmon). A yield
-//! with nothing else runnable locally and no fairness tick due resumes the G at once. A G
-//! spawned from a green thread goes to runnext (Go's `newproc`), the displaced G to the local
-//! queue; a lazily spawned task fills runnext only if it is empty, else it goes on top of the
-//! local queue (no read-modify-write: `push_spawned_and_notify`).
+//! with nothing else runnable locally and no fairness tick due resumes the G at once
+//! (`switch`).
 //!
 //! # Thread-locals and migration
 //!
@@ -256,7 +252,7 @@ impl M {
         if p.timers.fire_due(self.shared.epoch) > 0 {
             return self.find_local();
         }
-        if self.poll_ready(false) > 0 {
+        if crate::poll::poll_nonblocking(self) > 0 {
             return self.find_local();
         }
         None
@@ -424,7 +420,7 @@ impl M {
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())
-            || self.poll_ready(false) > 0;
+            || crate::poll::poll_nonblocking(self) > 0;
         if recheck {
             // Work appeared between giving up and parking: search for it (as Go does after
             // `checkRunqsNoP`), even past the half-of-the-workers limit.
@@ -436,7 +432,7 @@ impl M {
             return;
         }
         bump(&p.stats.parks);
-        let readied = self.poll_blocking(due, &snapshot);
+        let readied = crate::poll::poll_blocking(self, due, &snapshot);
         if readied.is_none() {
             match due {
                 Some(d) => {
@@ -450,21 +446,6 @@ impl M {
             // This worker runs one of them; someone else may take the rest.
             shared.notify_work_from(p);
         }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Timers and the poller
-
-    fn poll_ready(&self, _block: bool) -> usize {
-        crate::poll::poll_nonblocking(self)
-    }
-
-    fn poll_blocking(
-        &self,
-        deadline: Option<Instant>,
-        snapshot: &purloin_parking::State,
-    ) -> Option<usize> {
-        crate::poll::poll_blocking(self, deadline, snapshot)
     }
 }
 
