@@ -35,6 +35,19 @@ use crate::worker::{M, NO_P, current_worker, start_worker};
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
 /// call, a std lock). Outside a green thread it does nothing. Pair it with
 /// [`exit_blocking`]; prefer [`blocking`](crate::blocking), which pairs them for you.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::enter_blocking();
+///     let ok = std::fs::metadata(".").is_ok(); // may block the OS thread
+///     purloin_sched::exit_blocking();
+///     ok
+/// });
+/// assert!(h.join().unwrap());
+/// ```
 pub fn enter_blocking() {
     let Some(m) = current_worker() else { return };
     if m.current.get().is_none() || m.in_blocking.get() || m.p.get() == NO_P {

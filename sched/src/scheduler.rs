@@ -252,6 +252,19 @@ impl Scheduler {
 
     /// The green threads of this scheduler that are parked now, with what each waits on (a
     /// racy snapshot, for diagnostics and deadlock reports).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(sched.parked()[0].thread.id(), h.thread().id());
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
     pub fn parked(&self) -> Vec<ParkedThread> {
         parked_of(&self.shared)
     }
@@ -308,6 +321,18 @@ impl Scheduler {
     /// queued, no timer is pending, no I/O is awaited, yet green threads are alive (parked).
     /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the
     /// runtime's deadlock detector uses it (Go's `checkdead`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+    /// let h = sched.spawn(purloin_sched::park); // parked, and nobody inside will wake it
+    /// while !sched.is_quiescent() {
+    ///     std::thread::yield_now();
+    /// }
+    /// h.thread().unpark(); // a wake-up from outside
+    /// h.join().unwrap();
+    /// ```
     pub fn is_quiescent(&self) -> bool {
         let s = &*self.shared;
         let (searching, parked) = s.idle.counts();

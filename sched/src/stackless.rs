@@ -90,6 +90,26 @@ impl crate::Scheduler {
 ///
 /// # Errors
 /// Not on a green thread or task worker, or the scheduler is shutting down.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use purloin_sched::{Task, TaskStep};
+///
+/// struct Once;
+/// impl Task for Once {
+///     fn step(&self) -> TaskStep {
+///         TaskStep::Done
+///     }
+/// }
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| purloin_sched::spawn_task(Arc::new(Once)).is_ok());
+/// assert!(h.join().unwrap());
+/// // Outside a green thread there is no scheduler to start it on.
+/// assert!(purloin_sched::spawn_task(Arc::new(Once)).is_err());
+/// ```
 pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
     let Some(m) = crate::worker::current_worker() else {
         return Err(io::Error::other(

@@ -172,6 +172,26 @@ pub fn yield_now() {
 /// at once if a token is pending). Like [`std::thread::park`], it may also return spuriously:
 /// call it in a loop that checks the condition you wait for. On a plain OS thread it parks the
 /// OS thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let ready = Arc::new(AtomicBool::new(false));
+/// let r = ready.clone();
+/// let waiter = sched.spawn(move || {
+///     // Park in a loop: a park may return spuriously, or at once for a pending token.
+///     while !r.load(Ordering::Acquire) {
+///         purloin_sched::park();
+///     }
+/// });
+/// ready.store(true, Ordering::Release);
+/// waiter.thread().unpark();
+/// waiter.join().unwrap();
+/// ```
 pub fn park() {
     let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
         crate::sync::thread::park();
@@ -241,6 +261,17 @@ pub fn park_timeout(timeout: Duration) {
 
 /// Sleeps until `deadline`. On a green thread it parks (its worker runs other green threads);
 /// on a plain OS thread it sleeps the OS thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let deadline = Instant::now() + Duration::from_millis(2);
+/// sched.spawn(move || purloin_sched::sleep_until(deadline)).join().unwrap();
+/// assert!(Instant::now() >= deadline);
+/// ```
 pub fn sleep_until(deadline: Instant) {
     loop {
         let now = Instant::now();
