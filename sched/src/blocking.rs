@@ -26,15 +26,28 @@ use std::time::{Duration, Instant};
 
 use crate::g::GRef;
 use crate::p::{RUNNING, SYSCALL};
+use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::bump;
+use crate::switch::{Action, switch_out};
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
-use crate::worker::{
-    ACT_REQUEUE_GLOBAL, M, NO_P, PHASE_STOPPED, Shared, current_worker, start_worker, switch_out,
-};
+use crate::worker::{M, NO_P, current_worker, start_worker};
 
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
 /// call, a std lock). Outside a green thread it does nothing. Pair it with
 /// [`exit_blocking`]; prefer [`blocking`](crate::blocking), which pairs them for you.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::enter_blocking();
+///     let ok = std::fs::metadata(".").is_ok(); // may block the OS thread
+///     purloin_sched::exit_blocking();
+///     ok
+/// });
+/// assert!(h.join().unwrap());
+/// ```
 pub fn enter_blocking() {
     let Some(m) = current_worker() else { return };
     if m.current.get().is_none() || m.in_blocking.get() || m.p.get() == NO_P {
@@ -65,7 +78,7 @@ pub fn exit_blocking() {
     // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's
     // scheduling loop sees it has no P and waits as a spare.
     m.p.set(NO_P);
-    switch_out(ACT_REQUEUE_GLOBAL);
+    switch_out(Action::RequeueGlobal);
 }
 
 /// A green thread about to switch out (yield, park) inside a blocking section stops blocking
@@ -96,6 +109,18 @@ pub(crate) fn resume_blocking(was_open: bool) {
 /// `f` may also yield, park or wait on `purloin` primitives: while the green thread is switched
 /// out the section is closed (it blocks no OS thread then), and it is re-opened when the green
 /// thread runs again, possibly on another worker.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     // A call that may block the OS thread: the monitor may hand this worker's processor
+///     // to another thread meanwhile.
+///     purloin_sched::blocking(|| std::fs::metadata(".").is_ok())
+/// });
+/// assert!(h.join().unwrap());
+/// ```
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     struct Exit;
     impl Drop for Exit {
@@ -355,7 +380,7 @@ fn report_long_runner(
     let generation = g.generation();
     let name = g.name();
     if g.drop_ref() {
-        crate::g::recycle_anywhere(g);
+        crate::registry::recycle_anywhere(g);
     }
     if reported.len() >= 4096 {
         reported.clear(); // bounded memory; a very old offender may be reported again

@@ -18,13 +18,13 @@
 //! - spans with free blocks wait in a shared pool; a thread that runs out claims every free
 //!   block of the next span at once.
 //!
-//! Why spans and not per-thread stacks of free blocks (the previous design): with two threads,
-//! a joiner that moves between them splits its frees into runs that the stacks interleave, and
-//! every burst shuffled the order further. After 300 bursts of 100,000 cells, consecutive
-//! allocations crossed a 4 KiB page 66,581 times instead of ~3,500, and a two-worker spawn+join
-//! burst slowed from 11 to 16 ms over 600 bursts; with spans it stays at its first bursts'
-//! time (BENCHMARKS.md, ninth session). A span hands out its free blocks lowest address first
-//! whatever order they were freed in, as Go's `nextFreeIndex` does.
+//! Why spans and not per-thread stacks of free blocks: a joiner that moves between two threads
+//! splits its frees into runs, and per-thread stacks interleave those runs, so the order of
+//! the blocks handed out would drift further from address order with every burst (more page
+//! crossings between consecutive allocations, slower bursts over time). A span hands out its
+//! free blocks lowest address first whatever order they were freed in, as Go's
+//! `nextFreeIndex` does, so the order never drifts (the test
+//! `address_order_survives_frees_split_between_threads` keeps it so).
 //!
 //! Spans are kept for reuse once made (the peak number of live cells of a class, rounded up to
 //! spans): a span may be referenced by a freer that is still listing it, so it is never given
@@ -372,13 +372,12 @@ mod tests {
         blocks.windows(2).filter(|w| w[0] / 4096 != w[1] / 4096).count()
     }
 
-    /// The pattern that shuffled the previous per-thread stacks: one thread allocates 100,000
-    /// blocks, and they are freed in allocation order, in runs of 1 to 1,000 that alternate
-    /// between that thread and another (a joiner moving between two workers). Blocks must
-    /// still come out in address order: after 60 bursts, consecutive allocations cross about
-    /// as many pages as in the first burst (the stacks crossed 4.5x as many after 60, 19x
-    /// after 300). Also checks that every block comes back: no burst needs new spans after
-    /// the first.
+    /// The pattern that shuffles per-thread free stacks: one thread allocates 100,000 blocks,
+    /// and they are freed in allocation order, in runs of 1 to 1,000 that alternate between
+    /// that thread and another (a joiner moving between two workers). Blocks must still come
+    /// out in address order: after 60 bursts, consecutive allocations cross about as many
+    /// pages as in the first burst. Also checks that every block comes back: no burst needs
+    /// new spans after the first.
     #[test]
     fn address_order_survives_frees_split_between_threads() {
         let layout = Layout::from_size_align(120, 16).unwrap();

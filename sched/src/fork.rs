@@ -28,11 +28,12 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
 
 use crate::GreenThread;
-use crate::g::GRef;
+use crate::entry::Entry;
+use crate::ready::Slot;
 use crate::stats::bump;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::task::Runnable;
-use crate::worker::current_worker;
+use crate::worker::{M, current_worker};
 
 const PENDING: u32 = 0;
 const WAITING: u32 = 1;
@@ -177,6 +178,23 @@ impl<F, T> Drop for WaitFor<'_, F, T> {
 /// Both may borrow. A panic in either is resumed after both have finished.
 ///
 /// On a plain OS thread (no scheduler to fork onto) it runs `a` then `b`.
+///
+/// # Examples
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = purloin_sched::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert_eq!(sched.spawn(|| fib(15)).join().unwrap(), 610);
+/// // On a plain thread it runs `a` then `b`.
+/// assert_eq!(fib(10), 55);
+/// ```
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -184,7 +202,8 @@ where
     RA: Send,
     RB: Send,
 {
-    let Some(m) = current_worker().filter(|m| m.current.get().is_some() && m.holds_p()) else {
+    let Some(held) = current_worker().filter(|m| m.current.get().is_some()).and_then(M::held)
+    else {
         return (a(), b());
     };
     let job = StackJob::new(b);
@@ -197,10 +216,10 @@ where
         )
     };
     // The queue entry points at `ptr` in this frame (a lazy G: a worker that dequeues it gives
-    // it a G; see `GRef::for_job`).
-    let entry = GRef::for_job(NonNull::from(&ptr));
-    bump(&m.p().stats.spawned);
-    m.push_local_and_notify(entry);
+    // it a G; see `entry`).
+    let entry = Entry::job(NonNull::from(&ptr));
+    bump(&held.p().stats.spawned);
+    held.enqueue(entry, Slot::Local);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     if !job.is_done() && !take_back(entry, &job) {
@@ -217,30 +236,28 @@ where
 
 /// At the join: takes the job back and runs it inline if it is still the newest entry of our
 /// local queue (nobody dequeued it, so no G was made for it and nobody else can see it).
-fn take_back<F, T>(entry: GRef, job: &StackJob<F, T>) -> bool
+fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> bool
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
     // `a` may have switched workers: find ours again.
-    let Some(m) = current_worker().filter(|m| m.holds_p()) else { return false };
-    let p = m.p();
+    let Some(held) = current_worker().and_then(M::held) else { return false };
+    let p = held.p();
     // A join is a scheduling point, even when its job runs inline (the monitor's long-runner
     // check counts these ticks).
     p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    // SAFETY: this worker holds its P.
-    let local = unsafe { p.local() };
-    match local.pop() {
+    match held.local().pop() {
         // Our own entry (entries are unique: a job's entry is dequeued once, and its slot's
         // address is not reused before the job is done): no other party can run the job, so
         // run it without the job's atomics.
         Some(top) if top == entry => {
-            bump(&m.p().stats.inline_joins);
+            bump(&p.stats.inline_joins);
             job.run_exclusive();
             true
         }
         Some(top) => {
-            m.push_local(top);
+            held.enqueue(top, Slot::LocalQuiet);
             false
         }
         None => false,

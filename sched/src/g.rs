@@ -122,7 +122,7 @@ pub(crate) struct G {
     pub(crate) stack_size: UnsafeCell<StackSize>,
     /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
     /// transition to RUNNABLE; the scheduler outlives every G it runs).
-    pub(crate) sched: UnsafeCell<*const crate::worker::Shared>,
+    pub(crate) sched: UnsafeCell<*const crate::shared::Shared>,
     /// Green-local storage owned by the runtime layer (an opaque pointer, freed by it).
     pub(crate) locals: UnsafeCell<*mut ()>,
     /// While this G runs a child inline (join-helping), the child's identity for `current()`.
@@ -276,7 +276,7 @@ impl G {
             // Not claimed (another generation, started, or notified): give the reference
             // back; if that was the last one, whoever dropped the others left recycling to us.
             if self.drop_ref() {
-                recycle_anywhere(GRef(NonNull::from(self)));
+                crate::registry::recycle_anywhere(GRef(NonNull::from(self)));
             }
             false
         }
@@ -474,8 +474,9 @@ pub(crate) enum Unparked {
     Stale,
 }
 
-/// A pointer to a G record. Records live as long as the scheduler, so it is always valid to
-/// dereference while the scheduler is alive; whether it still denotes the same green thread is
+/// A pointer to a G record (never a job or a task cell: run-queue entries are `Entry`).
+/// Records live as long as the scheduler, so it is always valid to dereference while the
+/// scheduler is alive; whether it still denotes the same green thread is
 /// decided by the generation.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct GRef(NonNull<G>);
@@ -486,69 +487,16 @@ unsafe impl Send for GRef {}
 // SAFETY: as above.
 unsafe impl Sync for GRef {}
 
-/// The low bit of a queue entry that is a fork-join job without a G yet (see
-/// [`GRef::for_job`]). Records and the job slots it points at are at least 8-aligned.
-const JOB_TAG: usize = 1;
-/// The low bits of a queue entry that is a spawned green thread without a G yet (see
-/// [`GRef::for_task`]).
-const TASK_TAG: usize = 2;
-const TAGS: usize = JOB_TAG | TASK_TAG;
-
-/// Where a lazily started fork-join job lives: a fat pointer to the job, in its joiner's frame.
-pub(crate) type JobSlot = NonNull<NonNull<dyn crate::task::Runnable>>;
-
 impl GRef {
+    /// A new FREE record, never freed (records are recycled through the registry's lists).
+    pub(crate) fn new_record(slot: u32) -> GRef {
+        GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))))
+    }
+
     pub(crate) fn as_ptr(self) -> *mut G {
         self.0.as_ptr()
     }
 
-    /// A run-queue entry for a fork-join job that has no G yet (a lazy G): a tagged pointer
-    /// to the slot holding the job. Such an entry is never dereferenced as a G: every dequeue
-    /// goes through the worker's `accept`, which turns it into a G (`M::adopt_job`), and the
-    /// only other readers compare it for equality (the joiner taking its job back) or drain
-    /// it at shutdown. The joiner does not leave `join` before the job is done, and the job
-    /// is done only after its entry was dequeued, so the slot outlives the entry.
-    pub(crate) fn for_job(slot: JobSlot) -> GRef {
-        let addr = slot.as_ptr() as usize;
-        debug_assert_eq!(addr & JOB_TAG, 0, "job slots are aligned");
-        // SAFETY: `addr | 1` is not null (addr is not); the pointer is never dereferenced as
-        // a G (see above).
-        GRef(unsafe { NonNull::new_unchecked((addr | JOB_TAG) as *mut G) })
-    }
-
-    /// The job slot if this entry is a lazy fork-join job (see [`GRef::for_job`]).
-    pub(crate) fn job(self) -> Option<JobSlot> {
-        let addr = self.0.as_ptr() as usize;
-        if addr & TAGS != JOB_TAG {
-            return None;
-        }
-        NonNull::new((addr & !JOB_TAG) as *mut NonNull<dyn crate::task::Runnable>)
-    }
-
-    /// A run-queue entry for a spawned green thread that has no G yet: a tagged pointer to
-    /// its task cell (the G side of the cell, given up by `OwnedTask::into_cell`). Whoever
-    /// dequeues the entry owns that G side: a worker gives it a G (`M::adopt_task`), its
-    /// joiner runs it inline. Never dereferenced as a G.
-    pub(crate) fn for_task(cell: NonNull<()>) -> GRef {
-        let addr = cell.as_ptr() as usize;
-        debug_assert_eq!(addr & TAGS, 0, "task cells are aligned");
-        // SAFETY: `addr | 2` is not null.
-        GRef(unsafe { NonNull::new_unchecked((addr | TASK_TAG) as *mut G) })
-    }
-
-    /// The task cell if this entry is a lazily spawned green thread (see [`GRef::for_task`]).
-    pub(crate) fn task_cell(self) -> Option<NonNull<()>> {
-        let addr = self.0.as_ptr() as usize;
-        if addr & TAGS != TASK_TAG {
-            return None;
-        }
-        NonNull::new((addr & !TASK_TAG) as *mut ())
-    }
-
-    /// Whether this entry is a G record (not a lazy job or task).
-    pub(crate) fn is_record(self) -> bool {
-        self.0.as_ptr() as usize & TAGS == 0
-    }
     /// # Safety
     /// - `ptr` must point at a live G record of this scheduler (or be null, giving `None`).
     pub(crate) unsafe fn from_ptr(ptr: *mut G) -> Option<GRef> {
@@ -559,129 +507,15 @@ impl GRef {
 impl core::ops::Deref for GRef {
     type Target = G;
     fn deref(&self) -> &G {
-        debug_assert!(self.is_record(), "a lazy job or task entry dereferenced as a G");
-        // SAFETY: records are never freed while the scheduler (and so any GRef) is alive; job
-        // entries are never dereferenced (see `for_job`).
+        // SAFETY: a GRef is only made from a record (`Registry::alloc`, or `from_ptr`, whose
+        // caller vouches for it), and records are never freed while any GRef is alive.
         unsafe { self.0.as_ref() }
     }
 }
 
 impl fmt::Debug for GRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(slot) = self.job() {
-            return write!(f, "job@{slot:p}");
-        }
-        if let Some(cell) = self.task_cell() {
-            return write!(f, "task@{cell:p}");
-        }
         write!(f, "G#{}", self.slot)
-    }
-}
-
-/// All G records of the process: the owner of their memory, and the global free list.
-///
-/// Records are shared by every scheduler in the process and never freed (except under loom,
-/// where the registry lives for one model execution), so a handle to a green thread stays safe
-/// to use after its runtime is gone: it just finds a newer generation.
-pub(crate) struct Registry {
-    all: crate::sync::Mutex<Vec<GRef>>,
-    free: crate::sync::Mutex<Vec<GRef>>,
-    next_slot: AtomicU32,
-}
-
-impl Registry {
-    #[cfg(not(loom))]
-    const fn new() -> Registry {
-        Registry {
-            all: crate::sync::Mutex::new(Vec::new()),
-            free: crate::sync::Mutex::new(Vec::new()),
-            next_slot: AtomicU32::new(0),
-        }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Registry {
-        Registry {
-            all: crate::sync::Mutex::new(Vec::new()),
-            free: crate::sync::Mutex::new(Vec::new()),
-            next_slot: AtomicU32::new(0),
-        }
-    }
-
-    /// A FREE record: from the global free list or newly allocated.
-    pub(crate) fn alloc(&self) -> GRef {
-        if let Some(g) = crate::sync::lock(&self.free).pop() {
-            return g;
-        }
-        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
-        let g = GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))));
-        crate::sync::lock(&self.all).push(g);
-        g
-    }
-
-    /// Takes up to `n` records from the global free list into `into` (per-P refill).
-    pub(crate) fn take_free(&self, into: &mut Vec<GRef>, n: usize) {
-        let mut free = crate::sync::lock(&self.free);
-        let k = free.len().saturating_sub(n);
-        into.extend(free.drain(k..));
-    }
-
-    /// Returns FREE records to the global list (per-P overflow, or a P going away).
-    pub(crate) fn give_free(&self, records: impl IntoIterator<Item = GRef>) {
-        crate::sync::lock(&self.free).extend(records);
-    }
-
-    /// Calls `f` on every record (shutdown's cancel sweep, deadlock reports, stats).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(GRef)) {
-        let all: Vec<GRef> = crate::sync::lock(&self.all).clone();
-        for g in all {
-            f(g);
-        }
-    }
-
-    /// Number of records ever allocated.
-    pub(crate) fn allocated(&self) -> usize {
-        crate::sync::lock(&self.all).len()
-    }
-}
-
-/// Recycles a record whose last reference the caller dropped, from any thread.
-pub(crate) fn recycle_anywhere(g: GRef) {
-    match crate::worker::current_worker() {
-        Some(m) => m.recycle(g),
-        None => {
-            g.recycle();
-            registry().give_free([g]);
-        }
-    }
-}
-
-/// The process-wide registry.
-#[cfg(not(loom))]
-pub(crate) fn registry() -> &'static Registry {
-    static REGISTRY: Registry = Registry::new();
-    &REGISTRY
-}
-
-#[cfg(loom)]
-pub(crate) fn registry() -> &'static Registry {
-    loom::lazy_static! {
-        static ref REGISTRY: Registry = Registry::new();
-    }
-    &REGISTRY
-}
-
-// Under loom the registry is dropped at the end of each model execution; its records hold
-// loom atomics of that execution and must go with it.
-#[cfg(loom)]
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let all = core::mem::take(&mut *crate::sync::lock(&self.all));
-        for g in all {
-            // SAFETY: the execution is over: no thread of it runs, nothing dereferences the
-            // records any more; each record was leaked from a Box in `alloc`.
-            drop(unsafe { Box::from_raw(g.as_ptr()) });
-        }
     }
 }
 
@@ -690,6 +524,7 @@ impl Drop for Registry {
 #[cfg(all(test, loom))]
 mod loom_state {
     use super::*;
+    use crate::registry::registry;
     use crate::sync::thread;
     use crate::sync::{Arc, AtomicUsize};
 
@@ -729,10 +564,9 @@ mod loom_state {
     /// A wake that lands on an already pending (stale) token must still reach the parker: the
     /// waker publishes its condition (a waiter's `DONE`) and unparks while the G, holding a
     /// token left by an earlier wake, consumes that token and re-checks the condition. Either
-    /// the re-check sees the condition or a token remains for the next park (found by the
-    /// bounded-channel benchmark: 2 producers / 2 consumers hung after a few thousand rounds).
-    /// Mutation check: returning `Noted` without a read-modify-write when `NOTIFIED` is
-    /// already set (the code before the fix) fails this model ("lost wake-up").
+    /// the re-check sees the condition or a token remains for the next park. Mutation check:
+    /// returning `Noted` without a read-modify-write when `NOTIFIED` is already set fails this
+    /// model ("lost wake-up").
     #[test]
     fn wake_merged_into_pending_token_is_not_lost() {
         loom::model(|| {
@@ -773,7 +607,7 @@ mod loom_state {
 
     /// A yield (`publish_runnable` on g0) racing an unpark keeps the token: the next park
     /// returns at once. Mutation check: `publish_runnable` as a load and a plain store of the
-    /// new status (the code before the fix) fails this model ("token lost").
+    /// new status fails this model ("token lost").
     #[test]
     fn yield_keeps_a_racing_token() {
         loom::model(|| {

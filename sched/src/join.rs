@@ -7,17 +7,32 @@
 //! worker), or from the local queue's far end. Children joined in spawn order are found there,
 //! because runnext, the local queue and overflows keep spawn order.
 
+use core::cell::Cell;
 use std::thread::Result as ThreadResult;
 
 use crate::GreenThread;
+use crate::entry::Entry;
 use crate::g::{GRef, InlineChild};
+use crate::held::HeldP;
+use crate::ready::Slot;
 use crate::stats::bump;
 use crate::sync::Ordering;
 use crate::task::{CellHead, PacketRef, Waiter};
-use crate::worker::current_worker;
+use crate::worker::{M, current_worker};
 
 /// An owned permission to join a green thread (to wait for it and take its result), like
 /// [`std::thread::JoinHandle`]. Dropping it detaches the green thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| "done");
+/// assert_eq!(h.join().unwrap(), "done");
+///
+/// let h = sched.spawn(|| panic!("boom"));
+/// assert!(h.join().is_err());
+/// ```
 pub struct JoinHandle<T> {
     pub(crate) task: PacketRef<T>,
     /// The green thread's identity: set at spawn, or on first request for a lazily spawned
@@ -26,7 +41,7 @@ pub struct JoinHandle<T> {
     /// Spawned lazily: its queue entry is the task cell (see `lazy`).
     pub(crate) lazy: bool,
     /// The scheduler the green thread was spawned on (only compared, never dereferenced here).
-    pub(crate) sched: *const crate::worker::Shared,
+    pub(crate) sched: *const crate::shared::Shared,
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
     /// inline (pinned, or given its own stack at spawn).
     pub(crate) inline_stack: Option<usize>,
@@ -61,7 +76,7 @@ impl<T> JoinHandle<T> {
             && let Some(bytes) = self.inline_stack
         {
             if self.lazy {
-                run_lazy_inline(packet.head(), GRef::for_task(packet.cell()), self.sched, bytes);
+                run_lazy_inline(packet.head(), packet.cell(), self.sched, bytes);
             } else if let Some(child) = self.thread.get() {
                 run_inline(*child, self.sched, bytes);
             }
@@ -118,7 +133,7 @@ impl<T> JoinHandle<T> {
     /// with it its id) only when it starts; asked for before that, the record is made now.
     pub fn thread(&self) -> &GreenThread {
         self.thread
-            .get_or_init(|| self.task.head().identity.get(self.sched, crate::worker::alloc_record))
+            .get_or_init(|| self.task.head().identity.get(self.sched, crate::ready::alloc_record))
     }
 }
 
@@ -135,7 +150,7 @@ impl<T> core::fmt::Debug for JoinHandle<T> {
 /// caller's stack remains for the stack the child asked for. Returns whether it ran.
 pub(crate) fn run_inline(
     child: GreenThread,
-    child_sched: *const crate::worker::Shared,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> bool {
     let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
@@ -161,9 +176,9 @@ pub(crate) fn run_inline(
 /// The worker and the running G that may run a child of `child_sched` needing `stack_bytes`
 /// inline: a green thread of the same scheduler with enough stack left.
 fn inline_host<'a>(
-    child_sched: *const crate::worker::Shared,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
-) -> Option<(&'a crate::worker::M, GRef)> {
+) -> Option<(&'a M, GRef)> {
     let m = current_worker()?;
     let host = m.current.get()?;
     (core::ptr::eq(child_sched, &*m.shared) && stack_room(host, stack_bytes)).then_some((m, host))
@@ -171,9 +186,9 @@ fn inline_host<'a>(
 
 /// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
 /// join and `current()` is the child meanwhile.
-fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: impl FnOnce()) {
-    if m.holds_p() {
-        let p = m.p();
+fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
+    if let Some(h) = m.held() {
+        let p = h.p();
         bump(&p.stats.inline_joins);
         // A join is a scheduling point, even when it runs the child inline.
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -188,13 +203,14 @@ fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: im
 }
 
 /// Counts an inline run's child as finished.
-fn finish_inline(child_sched: *const crate::worker::Shared) {
+fn finish_inline(child_sched: *const crate::shared::Shared) {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
     // The joiner may be on another worker now: fetch it again.
-    let holder = current_worker().filter(|m| m.holds_p() && core::ptr::eq(&*m.shared, shared));
-    shared.note_finished_under_live_host(holder.map(|m| m.p()));
+    let holder =
+        current_worker().filter(|m| core::ptr::eq(&*m.shared, shared)).and_then(|m| m.held());
+    shared.note_finished_under_live_host(holder.map(|h| h.p()));
 }
 
 /// Runs the lazily spawned child whose queue entry is `entry` inline on the calling green
@@ -202,22 +218,20 @@ fn finish_inline(child_sched: *const crate::worker::Shared) {
 /// queues where a join looks: dequeuing it makes the child ours (see `lazy`).
 fn run_lazy_inline(
     head: &CellHead,
-    entry: GRef,
-    child_sched: *const crate::worker::Shared,
+    cell: core::ptr::NonNull<()>,
+    child_sched: *const crate::shared::Shared,
     stack_bytes: usize,
 ) -> bool {
     let Some((m, host)) = inline_host(child_sched, stack_bytes) else { return false };
-    if !m.holds_p() {
-        return false;
-    }
-    let p = m.p();
-    if !take_popped(m, p, Wanted { entry, generation: 0 }) {
+    let Some(held) = m.held() else { return false };
+    let entry = Entry::task(cell);
+    if !find_child(held, Wanted { entry, generation: 0 }) {
         return false;
     }
     let Ok(bound) = head.identity.start_inline(host) else {
         // A handle made the child's G and it has an unpark or cancel pending: a worker runs
         // it (the entry goes back).
-        m.push_local_and_notify(entry);
+        held.enqueue(entry, Slot::Local);
         return false;
     };
     let me = match bound {
@@ -225,7 +239,7 @@ fn run_lazy_inline(
         None => InlineChild::Lazy(core::ptr::NonNull::from(head)),
     };
     // SAFETY: we dequeued the entry: we own the cell's G side.
-    let task = unsafe { crate::task::OwnedTask::from_cell(entry.task_cell().expect("a task")) };
+    let task = unsafe { crate::task::OwnedTask::from_cell(cell) };
     // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that can see
     // the packet.
     as_inline_child(m, host, me, || task.run_by_joiner());
@@ -238,10 +252,11 @@ fn run_lazy_inline(
 }
 
 /// Claims `child` for an inline run. The child is usually one of the newest entries of our own
-/// local queue (fork then join): then pop it, so no stale entry is left behind (the entries
-/// above it go back in order); otherwise claim it where it is and let its entry go stale.
-fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
-    if m.holds_p() && take_popped(m, m.p(), Wanted { entry: child.g, generation: child.generation })
+/// local queue (fork then join): then pop it, so no stale entry is left behind; otherwise
+/// claim it where it is and let its entry go stale.
+fn claim(m: &M, child: GreenThread) -> bool {
+    if let Some(held) = m.held()
+        && find_child(held, Wanted { entry: child.g.into(), generation: child.generation })
     {
         return true;
     }
@@ -252,7 +267,7 @@ fn claim(m: &crate::worker::M, child: GreenThread) -> bool {
 /// task (owned once popped).
 #[derive(Clone, Copy)]
 struct Wanted {
-    entry: GRef,
+    entry: Entry,
     /// The G's generation (unused for a task).
     generation: u32,
 }
@@ -261,151 +276,161 @@ impl Wanted {
     /// Claims the child whose entry the caller just popped: its only entry (a FRESH G or a
     /// task has one), so no stale entry remains.
     fn claim_popped(self) -> bool {
-        !self.entry.is_record() || self.entry.claim_popped_inline(self.generation)
+        self.entry.record().is_none_or(|g| g.claim_popped_inline(self.generation))
+    }
+
+    fn is_task(self) -> bool {
+        self.entry.record().is_none()
     }
 }
 
-/// Takes the wanted entry out of runnext (where a child spawned into an empty runnext, or the
-/// last G spawned, waits), from below the top of the local queue, or from the global queue's
-/// head (one worker), and claims it.
-fn take_popped(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
-    if p.runnext.load(Ordering::Relaxed) == child.entry.as_ptr()
-        && let Some(next) = p.take_runnext()
-    {
-        if next == child.entry && child.claim_popped() {
-            return true;
-        }
-        // Taken meanwhile by a thief and replaced, or not claimable: put it back.
-        if let Some(old) = p.put_runnext(next) {
-            m.push_local(old);
-        }
-    }
-    take_back_from_below(m, p, child)
-        || take_from_global_head(m, child)
-        || take_from_local_top(m, p, child)
-}
-
-/// Takes a lazily spawned `child` from the top of this worker's local queue (where the oldest
-/// entry waits: a parent joining its children in spawn order wants that one), by stealing
-/// from itself. Any other entry taken goes back, at the bottom. A G has no need of this: it
-/// is claimed where it is; a task can only be taken by dequeuing it. Out of line, with the
-/// same back-off as `take_back_from_below`.
-#[inline(never)]
-fn take_from_local_top(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
-    if child.entry.is_record() || m.local_top.skip() {
-        return false;
-    }
-    let claimed = match p.stealer.steal() {
-        purloin_deque::Steal::Success(entry) if entry == child.entry => true,
-        purloin_deque::Steal::Success(entry) => {
-            // The queue may have looked empty meanwhile (to a worker about to park).
-            m.push_local_and_notify(entry);
-            false
-        }
-        _ => false,
-    };
-    m.local_top.record(claimed);
-    claimed
-}
-
-/// Takes `child` from the head of the global queue, if it is there. Children that overflowed
-/// from a local queue wait in the global queue in spawn order, and a parent usually joins them
-/// in that order, so a child nobody started is often the head: taken from there, it leaves no
-/// stale entry (claimed in place, it would leave one, which some worker must later pop and
-/// drop, after everything queued before it: with one worker, the next root waited ~6 ms
-/// behind the 100,000 stale entries of a spawn-and-join burst). Stale entries found at the
-/// head (siblings claimed in place earlier) are dropped on the way, as a worker would drop
-/// them; runnable entries that are not the child go to this worker's local queue. At most
-/// [`GLOBAL_HEAD_LOOKS`] entries per join; out of line, with the same back-off as
-/// `take_back_from_below`.
+/// Where a child's entry can be when its joiner looks, in the order a join looks ([`PLACES`]).
+/// Runnext, the local queue and overflows keep spawn order, so children joined in spawn order
+/// are found in these places.
 ///
-/// Only with one worker: then nobody else takes from the global queue while the joiner runs.
-/// With two, the joiner's steals competed with the other worker's batch pulls at the head and
-/// moved runnable siblings into the joiner's queue: spawn_join_100k went from 6.9 to 23 ms and
-/// skynet from 58 to 86 ms (A/B). With one, the 100k burst went from 16.7 to 12.2 ms.
-#[inline(never)]
-fn take_from_global_head(m: &crate::worker::M, child: Wanted) -> bool {
-    if m.shared.nprocs.load(Ordering::Relaxed) != 1 || m.global_head.skip() {
-        return false;
-    }
-    let mut claimed = false;
-    for _ in 0..GLOBAL_HEAD_LOOKS {
-        let purloin_deque::Steal::Success(entry) = m.shared.injector.steal() else { break };
-        // The entry was the child's only one (a FRESH G has one): once popped, the inline
-        // run takes over its reference.
-        if entry == child.entry && child.claim_popped() {
-            claimed = true;
-            break;
-        }
-        if entry.is_record() && !entry.is_runnable() {
-            // Stale: its G left the RUNNABLE state this entry was queued for (any later
-            // RUNNABLE state comes with an entry of its own). Drop the entry's reference.
-            if entry.drop_ref() {
-                m.recycle(entry);
-            }
-            continue;
-        }
-        // Runnable work that is not our child (a sibling nobody joined yet): now local. The
-        // global queue may have looked non-empty to a worker about to park, which then finds
-        // it here: notify as any push to an empty queue does. Then look on: overflows keep
-        // spawn order (`push_or_overflow`), so the child is often right behind it.
-        m.push_local_and_notify(entry);
-    }
-    m.global_head.record(claimed);
-    claimed
+/// | place        | whose entry is there                          | looked for          |
+/// |--------------|-----------------------------------------------|---------------------|
+/// | `Runnext`    | the last G spawned, or a task spawned into an empty runnext | any child |
+/// | `BelowTop`   | a child with younger siblings above it        | any child           |
+/// | `GlobalHead` | children that overflowed, oldest first        | with one worker     |
+/// | `FarEnd`     | the oldest entry of the local queue           | a task              |
+///
+/// Below the top means at most [`BELOW_TOP_DEPTH`] entries deep.
+///
+/// The global head is looked at only with one worker: then nobody else takes from the global
+/// queue while the joiner runs; with more, the joiner's takes compete with other workers'
+/// batch pulls at the head and move runnable siblings into the joiner's queue. The far end is
+/// for tasks only: a G that is not found is claimed where it is, a task can only be taken by
+/// dequeuing it. Every place but runnext (one load) costs pops and pushes, so a look there that
+/// misses makes the next looks there back off ([`Looks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Runnext,
+    BelowTop,
+    GlobalHead,
+    FarEnd,
 }
 
-/// Entries a join takes from the global queue's head looking for its child (stale ones are
-/// dropped on the way).
-const GLOBAL_HEAD_LOOKS: usize = 4;
+/// The order a join looks in.
+const PLACES: [Place; 4] = [Place::Runnext, Place::BelowTop, Place::GlobalHead, Place::FarEnd];
 
-/// A look that missed makes the next 1, 2, 4, ... up to 64 looks skip; a hit resets it. For
-/// joiners whose children are not where a look finds them (a look costs a pop and a push).
-pub(crate) struct LookBackoff {
-    misses: core::cell::Cell<u32>,
-    skip: core::cell::Cell<u32>,
+impl Place {
+    /// Whether a look here may find `child` (see the table on [`Place`]).
+    fn applies(self, held: HeldP<'_>, child: Wanted) -> bool {
+        match self {
+            Place::Runnext => held.p().runnext.load(Ordering::Relaxed) == child.entry.as_ptr(),
+            Place::BelowTop => true,
+            Place::GlobalHead => held.m().shared.nprocs.load(Ordering::Relaxed) == 1,
+            Place::FarEnd => child.is_task(),
+        }
+    }
+
+    /// The back-off slot of a place whose look costs pops and pushes.
+    fn backoff(self) -> Option<usize> {
+        match self {
+            Place::Runnext => None,
+            Place::BelowTop => Some(0),
+            Place::GlobalHead => Some(1),
+            Place::FarEnd => Some(2),
+        }
+    }
+
+    /// Looks here; on a hit the child is popped and claimed.
+    fn take(self, held: HeldP<'_>, child: Wanted) -> bool {
+        match self {
+            Place::Runnext => take_from_runnext(held, child),
+            Place::BelowTop => take_from_below_top(held, child),
+            Place::GlobalHead => take_from_global_head(held, child),
+            Place::FarEnd => take_from_far_end(held, child),
+        }
+    }
 }
 
-impl LookBackoff {
-    pub(crate) const fn new() -> LookBackoff {
-        LookBackoff { misses: core::cell::Cell::new(0), skip: core::cell::Cell::new(0) }
+/// Finds `child`'s entry in one of the [`PLACES`], pops it and claims the child.
+fn find_child(held: HeldP<'_>, child: Wanted) -> bool {
+    let looks = &held.m().looks;
+    PLACES.into_iter().any(|place| {
+        if !place.applies(held, child) {
+            return false;
+        }
+        let Some(slot) = place.backoff() else { return place.take(held, child) };
+        if looks.skip(slot) {
+            return false;
+        }
+        let hit = place.take(held, child);
+        looks.record(slot, hit);
+        hit
+    })
+}
+
+/// The back-off of a worker's joins (one per [`Place`] that has one): a look that missed makes
+/// the next 1, 2, 4, ... up to 64 looks there skip; a hit resets it. For joiners whose
+/// children are not where a look finds them (a joiner of 100,000 children: they overflowed to
+/// the global queue long ago) would otherwise pop and push back entries on every join.
+pub(crate) struct Looks {
+    misses: [Cell<u32>; 3],
+    skip: [Cell<u32>; 3],
+}
+
+/// After `k` misses in a row, the next `2^(k-1)` looks (at most 64) skip.
+const MAX_SKIP_LOG: u32 = 7;
+
+impl Looks {
+    pub(crate) const fn new() -> Looks {
+        Looks {
+            misses: [Cell::new(0), Cell::new(0), Cell::new(0)],
+            skip: [Cell::new(0), Cell::new(0), Cell::new(0)],
+        }
     }
 
     /// Whether to skip this look (counts it down).
-    fn skip(&self) -> bool {
-        let skip = self.skip.get();
+    fn skip(&self, slot: usize) -> bool {
+        let skip = self.skip[slot].get();
         if skip > 0 {
-            self.skip.set(skip - 1);
+            self.skip[slot].set(skip - 1);
         }
         skip > 0
     }
 
-    fn record(&self, hit: bool) {
-        let misses = if hit { 0 } else { (self.misses.get() + 1).min(TAKE_BACK_MAX_SKIP_LOG) };
-        self.misses.set(misses);
-        self.skip.set((1 << misses) >> 1);
+    fn record(&self, slot: usize, hit: bool) {
+        let misses = if hit { 0 } else { (self.misses[slot].get() + 1).min(MAX_SKIP_LOG) };
+        self.misses[slot].set(misses);
+        self.skip[slot].set((1 << misses) >> 1);
     }
 }
 
-/// Looks for `child`'s entry among the top [`TAKE_BACK_DEPTH`] entries of the local queue of
-/// `p` (held by `m`) and claims it if found; the entries above it go back in their order.
-/// Out of line: a child joined right after its spawn is found in runnext, before this.
-#[inline(never)]
-fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: Wanted) -> bool {
-    // A joiner whose children are not there (a joiner of 100,000 children: they overflowed
-    // to the global queue long ago) would pop and push back 16 entries per join for nothing:
-    // after a miss, skip the next 1, 2, 4, ... up to 64 looks; a hit resets it.
-    if m.take_back.skip() {
-        return false;
+/// Takes the child out of runnext (where a child spawned into an empty runnext, or the last G
+/// spawned, waits).
+fn take_from_runnext(held: HeldP<'_>, child: Wanted) -> bool {
+    let p = held.p();
+    let Some(next) = p.take_runnext() else { return false };
+    if next == child.entry && child.claim_popped() {
+        return true;
     }
-    // SAFETY: this worker holds its P (holds_p) and we run on it.
-    let local = unsafe { p.local() };
-    // Children joined in spawn order sit below their younger siblings: look a few entries
-    // deep, then put the others back in their order.
-    let mut above = [None::<GRef>; TAKE_BACK_DEPTH];
+    // Taken meanwhile by a thief and replaced, or not claimable: put it back.
+    if let Some(old) = p.put_runnext(next) {
+        held.enqueue(old, Slot::LocalQuiet);
+    }
+    false
+}
+
+/// How deep a join looks below the top of its own local queue. Without it, a parent that joins
+/// its children in spawn order (the usual `for h in handles { h.join() }`) finds the youngest
+/// on top and claims the others where they are: each leaves a stale entry (a reference on a
+/// finished record) for some worker to pop and drop later, on another core once it has been
+/// stolen or overflowed to the global queue.
+const BELOW_TOP_DEPTH: usize = 16;
+
+/// Looks for the child among the top [`BELOW_TOP_DEPTH`] entries of the local queue; the
+/// entries above it go back in their order. Out of line: a child joined right after its spawn
+/// is found in runnext, before this.
+#[inline(never)]
+fn take_from_below_top(held: HeldP<'_>, child: Wanted) -> bool {
+    let local = held.local();
+    let mut above = [None::<Entry>; BELOW_TOP_DEPTH];
     let mut n = 0;
     let mut claimed = false;
-    while n < TAKE_BACK_DEPTH
+    while n < BELOW_TOP_DEPTH
         && let Some(entry) = local.pop()
     {
         if entry == child.entry && child.claim_popped() {
@@ -419,27 +444,68 @@ fn take_back_from_below(m: &crate::worker::M, p: &crate::p::P, child: Wanted) ->
             break;
         }
     }
-    m.take_back.record(claimed);
     for (i, entry) in above[..n].iter().rev().flatten().enumerate() {
-        if i == 0 {
-            // The queue may have looked empty meanwhile (to a worker about to park).
-            m.push_local_and_notify(*entry);
-        } else {
-            m.push_local(*entry);
-        }
+        // The first push back: the queue may have looked empty meanwhile (to a worker about to
+        // park), so it follows the notify rule.
+        held.enqueue(*entry, if i == 0 { Slot::Local } else { Slot::LocalQuiet });
     }
     claimed
 }
 
-/// How deep `claim` looks into its own local queue for the child being joined. Without it, a
-/// parent that joins its children in spawn order (the usual `for h in handles { h.join() }`)
-/// finds the youngest on top and claims the others where they are: each leaves a stale entry
-/// (a reference on a finished record) for some worker to pop and drop later, on another core
-/// once it has been stolen or overflowed to the global queue. In skynet, 8 of every 10
-/// children were claimed that way, and the other worker spent its time stealing stale entries.
-const TAKE_BACK_DEPTH: usize = 16;
-/// After `k` take-back misses in a row, the next `2^(k-1)` joins (at most 64) do not look.
-const TAKE_BACK_MAX_SKIP_LOG: u32 = 7;
+/// Entries a join takes from the global queue's head looking for its child.
+const GLOBAL_HEAD_LOOKS: usize = 4;
+
+/// Takes the child from the head of the global queue, if it is there (one worker only; see
+/// [`Place`]). Taken from there, it leaves no stale entry; claimed in place, it would leave
+/// one, which the worker must later pop and drop after everything queued before it (the next
+/// root would wait behind the stale entries of a whole spawn-and-join burst). Stale entries
+/// found at the head (siblings claimed in place earlier) are dropped on the way, as a worker
+/// would drop them; runnable entries that are not the child go to the local queue. At most
+/// [`GLOBAL_HEAD_LOOKS`] entries per join.
+#[inline(never)]
+fn take_from_global_head(held: HeldP<'_>, child: Wanted) -> bool {
+    let m = held.m();
+    for _ in 0..GLOBAL_HEAD_LOOKS {
+        let purloin_deque::Steal::Success(entry) = m.shared.injector.steal() else { break };
+        // The entry was the child's only one (a FRESH G has one): once popped, the inline
+        // run takes over its reference.
+        if entry == child.entry && child.claim_popped() {
+            return true;
+        }
+        if let Some(g) = entry.record()
+            && !g.is_runnable()
+        {
+            // Stale: its G left the RUNNABLE state this entry was queued for (any later
+            // RUNNABLE state comes with an entry of its own). Drop the entry's reference.
+            if g.drop_ref() {
+                m.recycle(g);
+            }
+            continue;
+        }
+        // Runnable work that is not our child (a sibling nobody joined yet): now local. The
+        // global queue may have looked non-empty to a worker about to park, which then finds
+        // it here: the notify rule applies. Then look on: overflows keep spawn order
+        // (`push_or_overflow`), so the child is often right behind it.
+        held.enqueue(entry, Slot::Local);
+    }
+    false
+}
+
+/// Takes a lazily spawned child from the far end of the local queue (where the oldest entry
+/// waits: a parent joining its children in spawn order wants that one), by stealing from
+/// itself. Any other entry taken goes back, at the owner's end.
+#[inline(never)]
+fn take_from_far_end(held: HeldP<'_>, child: Wanted) -> bool {
+    match held.p().stealer.steal() {
+        purloin_deque::Steal::Success(entry) if entry == child.entry => true,
+        purloin_deque::Steal::Success(entry) => {
+            // The queue may have looked empty meanwhile (to a worker about to park).
+            held.enqueue(entry, Slot::Local);
+            false
+        }
+        _ => false,
+    }
+}
 
 /// Whether the running host's remaining stack can hold a child that asked for `want` bytes:
 /// at least three quarters of it must remain below the current stack pointer.

@@ -1,12 +1,12 @@
 //! Lazily spawned green threads: identity on demand.
 //!
 //! A spawn from a green thread with default options does not take a G record: its queue entry
-//! is the task cell itself (`GRef::for_task`), and whoever dequeues the entry owns the task.
+//! is the task cell itself (`Entry::task`), and whoever dequeues the entry owns the task.
 //! A worker that dequeues it takes a G from its own cache (`M::adopt_task`), so the record
 //! never moves between cores: the spawner never touched it. A joiner that dequeues it runs the
-//! task inline without any G. Before, each spawn took a record that the other worker had run
-//! and recycled last, and each run claimed a record the spawner had just written: two cache
-//! line transfers per child that carried no data the child needed.
+//! task inline without any G. A record taken at spawn would cost two cache-line transfers per
+//! child that carry no data the child needs: the spawner writing a record another worker
+//! recycled last, and the runner claiming a record the spawner just wrote.
 //!
 //! A green thread still has an identity ([`GreenThread`]) whenever someone asks for it: its
 //! handle's `thread()`, or `current()` inside it while its joiner runs it inline. The
@@ -52,7 +52,7 @@
 //!   start pairs with L1 of a handle that made a record before the join.
 
 use crate::GreenThread;
-use crate::g::{self, GRef};
+use crate::g::GRef;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 
 const UNBOUND: u32 = 0;
@@ -93,7 +93,7 @@ impl Identity {
 
     /// The current state once no binder is at work.
     fn settled(&self) -> u32 {
-        let mut spins = 0u32;
+        let mut spin = crate::sync::Spin::settling();
         loop {
             // Acquire: pairs with L1 when it returns BOUND, L2 for STARTED.
             let s = self.bind.load(Ordering::Acquire);
@@ -101,12 +101,7 @@ impl Identity {
                 return s;
             }
             // The binder runs a few stores (and at most a free-list lock); it never waits.
-            spins += 1;
-            if spins < 64 || cfg!(loom) {
-                crate::sync::spin_hint();
-            } else {
-                crate::sync::thread::yield_now();
-            }
+            spin.step();
         }
     }
 
@@ -133,7 +128,7 @@ impl Identity {
     /// an inline run). `alloc` gives a FREE record; `sched` is the scheduler it belongs to.
     pub(crate) fn get(
         &self,
-        sched: *const crate::worker::Shared,
+        sched: *const crate::shared::Shared,
         alloc: impl FnOnce() -> GRef,
     ) -> GreenThread {
         let mut alloc = Some(alloc);
@@ -163,7 +158,7 @@ impl Identity {
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
                     let generation = g.generation();
-                    crate::g::recycle_anywhere(g);
+                    crate::registry::recycle_anywhere(g);
                     GreenThread { g, generation }
                 }
             };
@@ -266,7 +261,7 @@ pub(crate) fn release_inline(child: GreenThread) {
     child.g.host.store(core::ptr::null_mut(), Ordering::Release);
     child.g.finish_run();
     if child.g.drop_ref() {
-        g::recycle_anywhere(child.g);
+        crate::registry::recycle_anywhere(child.g);
     }
 }
 
@@ -275,7 +270,8 @@ pub(crate) fn release_inline(child: GreenThread) {
 #[cfg(all(test, loom))]
 mod loom_identity {
     use super::*;
-    use crate::g::registry;
+    use crate::g;
+    use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
     /// A handle's `thread()` races the worker that dequeued the task: exactly one record is

@@ -51,34 +51,46 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod builder;
 mod cells;
+mod entry;
 mod fork;
 mod g;
+mod held;
 mod idle;
 mod join;
 mod lazy;
+#[cfg(all(test, loom))]
+mod loom_idle;
 mod os;
 mod p;
 mod poll;
+mod ready;
+mod registry;
 mod scheduler;
+mod shared;
+mod shutdown;
 mod stackless;
 mod stats;
+mod switch;
 mod sync;
 mod task;
 mod thread;
+mod timers;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
+pub use builder::{Builder, SpawnOptions};
 pub use fork::join;
 pub use join::JoinHandle;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    Builder, ParkedThread, Scheduler, ShutdownReport, SpawnOptions, Stats, current_parked,
-    current_stats, spawn_with, with_user_data,
+    ParkedThread, Scheduler, ShutdownReport, current_parked, current_stats, spawn_with,
+    with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
-pub use stats::{GlobalStats, ProcStats};
+pub use stats::{GlobalStats, ProcStats, Stats};
 pub use task::Cancelled;
 pub use thread::{
     ForcedUnwind, GreenId, GreenThread, WaitInfo, WaitKind, current, current_locals,
@@ -90,6 +102,18 @@ pub use thread::{
 ///
 /// # Errors
 /// See [`spawn_with`].
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let a = purloin_sched::spawn(|| 20).unwrap();
+///     let b = purloin_sched::spawn(|| 22).unwrap();
+///     a.join().unwrap() + b.join().unwrap()
+/// });
+/// assert_eq!(h.join().unwrap(), 42);
+/// ```
 pub fn spawn<F, T>(f: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,

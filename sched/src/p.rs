@@ -22,18 +22,17 @@
 //!   (AcqRel) race on the same word, so exactly one wins, and whoever holds the P next sees the
 //!   previous holder's writes to the owner-only fields.
 
-use std::collections::{BinaryHeap, VecDeque};
-use std::time::Instant;
+use std::collections::VecDeque;
 
 use purloin_deque::{Stealer, Worker};
 
-use crate::GreenThread;
+use crate::entry::Entry;
 use crate::g::GRef;
 use crate::stats::PStats;
 use crate::sync::{
     AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
 };
-use crate::worker::{M, Shared};
+use crate::timers::Timers;
 
 /// Local run-queue capacity (Go and tokio use 256; loom models use 4).
 #[cfg(not(loom))]
@@ -53,63 +52,24 @@ pub(crate) const HANDOFF: u32 = 2;
 /// Removed by `Scheduler::set_workers`: no worker holds it; it holds no work.
 pub(crate) const RETIRED: u32 = 3;
 
-/// A timer: wake `g` at `at`. Ordered by deadline (earliest first), then by sequence.
-#[derive(Clone, Copy)]
-pub(crate) struct Timer {
-    pub(crate) at: Instant,
-    pub(crate) seq: u64,
-    pub(crate) g: GreenThread,
-}
-
-impl PartialEq for Timer {
-    fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
-    }
-}
-impl Eq for Timer {}
-impl PartialOrd for Timer {
-    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Timer {
-    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
-        other.at.cmp(&self.at).then(other.seq.cmp(&self.seq))
-    }
-}
-
-/// A P's timers. Locked by its holder to add and fire, and by searching workers that run
-/// another P's due timers (try_lock only).
-pub(crate) struct Timers {
-    pub(crate) heap: BinaryHeap<Timer>,
-    pub(crate) seq: u64,
-}
-
-/// Aligned to a cache-line pair (the adjacent-line prefetcher pulls lines in pairs): the P's
-/// sit side by side in `Shared::ps`, and without it where one P ended and the next began
-/// depended on the heap's layout, so a holder's hot writes could share a line with what the
-/// other worker reads and writes on every spawn and steal. Measured: a change in unrelated
-/// startup allocations (criterion's filter) moved spawn_join_100k from 7.5 to 14.1 ms (cores
-/// far apart) or 5.7 to 6.8 ms (close); aligned, both layouts give 5.6–7.6 ms.
-#[repr(align(128))]
+/// A processor. The P's sit side by side in `Shared::ps`, each `Padded`: unpadded, where one P
+/// ended and the next began would depend on the heap's layout, so a holder's hot writes could
+/// share a cache-line pair with what another worker reads and writes on every spawn and steal.
 pub(crate) struct P {
     /// Owner end of the local queue (holder only).
-    local: UnsafeCell<Worker<GRef>>,
+    local: UnsafeCell<Worker<Entry>>,
     /// Thief end of the local queue.
-    pub(crate) stealer: Stealer<GRef>,
+    pub(crate) stealer: Stealer<Entry>,
     /// The G to run next (null if none). Owner sets; owner or a last-pass thief takes (R1).
-    pub(crate) runnext: AtomicPtr<crate::g::G>,
+    pub(crate) runnext: AtomicPtr<()>,
     /// RUNNING / SYSCALL / HANDOFF (R2).
     pub(crate) status: AtomicU32,
     /// Bumped on every blocking section entry, so the monitor can tell a long one from a new one.
     pub(crate) syscall_tick: AtomicU64,
     /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
     pub(crate) schedtick: AtomicU64,
-    /// Earliest timer deadline as nanoseconds since the scheduler's epoch (u64::MAX = none),
-    /// readable without the lock.
-    pub(crate) next_timer: AtomicU64,
-    pub(crate) timers: Mutex<Timers>,
+    /// Green threads sleeping until a deadline.
+    pub(crate) timers: Timers,
     /// Free G records (holder only).
     pub(crate) free_gs: UnsafeCell<Vec<GRef>>,
     /// Number of live pinned green threads bound to the worker holding this P.
@@ -147,8 +107,7 @@ impl P {
             status: AtomicU32::new(RUNNING),
             syscall_tick: AtomicU64::new(0),
             schedtick: AtomicU64::new(0),
-            next_timer: AtomicU64::new(u64::MAX),
-            timers: Mutex::new(Timers { heap: BinaryHeap::new(), seq: 0 }),
+            timers: Timers::new(),
             free_gs: UnsafeCell::new(Vec::new()),
             pinned: AtomicU32::new(0),
             pinned_queue: Mutex::new(VecDeque::new()),
@@ -165,37 +124,38 @@ impl P {
     ///
     /// # Safety
     /// - The caller must hold this P (be the worker it is bound to, with `status` won).
-    pub(crate) unsafe fn local(&self) -> &Worker<GRef> {
+    pub(crate) unsafe fn local(&self) -> &Worker<Entry> {
         // SAFETY: only the holder calls this (caller's obligation), so no other thread uses
         // the owner end concurrently; the reference does not outlive the holding.
         self.local.with(|w| unsafe { &*w })
     }
 
     /// Takes the runnext G (owner or thief): AcqRel swap (R1).
-    pub(crate) fn take_runnext(&self) -> Option<GRef> {
+    pub(crate) fn take_runnext(&self) -> Option<Entry> {
         if self.runnext.load(Ordering::Relaxed).is_null() {
             return None;
         }
-        let g = self.runnext.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: runnext only ever holds pointers to live G records.
-        unsafe { GRef::from_ptr(g) }
+        let e = self.runnext.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: runnext only ever holds entries' words, and the swap took this one out.
+        unsafe { Entry::from_ptr(e) }
     }
 
     /// Puts `g` in runnext (holder only); returns the G it displaced, which the caller queues.
-    pub(crate) fn put_runnext(&self, g: GRef) -> Option<GRef> {
-        // Release publishes g's record to whoever takes it (R1). SeqCst: the swap is also the
-        // StoreLoad barrier of a submitter's wake-up check (idle.rs, I3).
-        let old = self.runnext.swap(g.as_ptr(), Ordering::SeqCst);
-        // SAFETY: runnext only ever holds pointers to live G records.
-        unsafe { GRef::from_ptr(old) }
+    pub(crate) fn put_runnext(&self, e: Entry) -> Option<Entry> {
+        // Release publishes the entry (and what it points at) to whoever takes it (R1).
+        // SeqCst: the swap is also the StoreLoad barrier of a submitter's wake-up check
+        // (idle.rs, I3).
+        let old = self.runnext.swap(e.as_ptr(), Ordering::SeqCst);
+        // SAFETY: runnext only ever holds entries' words, and the swap took this one out.
+        unsafe { Entry::from_ptr(old) }
     }
 
     /// Puts `g` in an empty runnext (holder only; the caller saw it empty). A plain Release
     /// store (R1): only the holder fills runnext and thieves only empty it, so it is still
     /// empty here.
-    pub(crate) fn fill_empty_runnext(&self, g: GRef) {
+    pub(crate) fn fill_empty_runnext(&self, e: Entry) {
         debug_assert!(self.runnext.load(Ordering::Relaxed).is_null());
-        self.runnext.store(g.as_ptr(), Ordering::Release);
+        self.runnext.store(e.as_ptr(), Ordering::Release);
     }
 
     /// The holder enters a blocking section: `RUNNING => SYSCALL` (R2, Release: ends the
@@ -221,23 +181,6 @@ impl P {
     pub(crate) fn take_handed(&self) {
         debug_assert_eq!(self.status.load(Ordering::Relaxed), HANDOFF);
         self.status.store(RUNNING, Ordering::Release);
-    }
-
-    /// Moves every timer of this P to `to` (the P is being removed).
-    pub(crate) fn move_timers_to(&self, to: &P, shared: &Shared) {
-        let moved: Vec<Timer> = lock(&self.timers).heap.drain().collect();
-        self.next_timer.store(u64::MAX, Ordering::Relaxed);
-        if moved.is_empty() {
-            return;
-        }
-        let mut t = lock(&to.timers);
-        for timer in moved {
-            t.seq += 1;
-            let seq = t.seq;
-            t.heap.push(Timer { seq, ..timer });
-        }
-        let first = t.heap.peek().map(|t| t.at).expect("just pushed");
-        to.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
     }
 
     /// Whether the P visibly has runnable work (racy snapshot: for the idle re-check and the
@@ -283,51 +226,6 @@ impl P {
     pub(crate) fn has_pinned(&self) -> bool {
         !lock(&self.pinned_queue).is_empty()
     }
-
-    /// Adds a timer waking `g` at `at` (holder only: a G adds timers on its own P).
-    pub(crate) fn add_timer(&self, shared: &Shared, at: Instant, g: GreenThread) {
-        let mut t = lock(&self.timers);
-        t.seq += 1;
-        let seq = t.seq;
-        t.heap.push(Timer { at, seq, g });
-        let first = t.heap.peek().map(|t| t.at).unwrap_or(at);
-        self.next_timer.store(shared.nanos_since_epoch(first), Ordering::Relaxed);
-    }
-
-    /// The earliest timer deadline, if any.
-    pub(crate) fn next_timer_deadline(&self, shared: &Shared) -> Option<Instant> {
-        let n = self.next_timer.load(Ordering::Relaxed);
-        (n != u64::MAX).then(|| shared.epoch + std::time::Duration::from_nanos(n))
-    }
-
-    /// Fires this P's due timers (the holder, or a searching worker on its last pass; never
-    /// waits for the lock). The woken G's go to the calling worker's queues. Returns how many.
-    pub(crate) fn run_timers_if_due(&self, m: &M) -> usize {
-        let next = self.next_timer.load(Ordering::Relaxed);
-        if next == u64::MAX {
-            return 0;
-        }
-        let now = Instant::now();
-        if next > m.shared.nanos_since_epoch(now) {
-            return 0;
-        }
-        let Ok(mut t) = self.timers.try_lock() else { return 0 };
-        let mut due: Vec<GreenThread> = Vec::new();
-        while let Some(top) = t.heap.peek() {
-            if top.at > now {
-                break;
-            }
-            due.push(t.heap.pop().map(|t| t.g).expect("peeked"));
-        }
-        let first = t.heap.peek().map(|t| m.shared.nanos_since_epoch(t.at)).unwrap_or(u64::MAX);
-        self.next_timer.store(first, Ordering::Relaxed);
-        drop(t);
-        let n = due.len();
-        for g in due {
-            g.unpark();
-        }
-        n
-    }
 }
 
 /// Loom models of the P's own protocols: runnext taken by the owner vs. a last-pass thief
@@ -335,7 +233,7 @@ impl P {
 #[cfg(all(test, loom))]
 mod loom_p {
     use super::*;
-    use crate::g::registry;
+    use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
     /// (c) The owner takes runnext while a thief steals it on its last pass: exactly one gets
@@ -347,12 +245,12 @@ mod loom_p {
             let g = registry().alloc();
             // SAFETY: a fresh record, not yet published.
             unsafe { g.locals.with_mut(|l| *l = 1 as *mut ()) };
-            assert!(p.put_runnext(g).is_none());
+            assert!(p.put_runnext(g.into()).is_none());
             let p2 = p.clone();
             let thief = thread::spawn(move || p2.take_runnext());
             let mine = p.take_runnext();
             let stolen = thief.join().unwrap();
-            let taken = mine.or(stolen).expect("somebody took it");
+            let taken = mine.or(stolen).and_then(Entry::record).expect("somebody took it");
             assert!(mine.is_none() || stolen.is_none(), "taken twice");
             // SAFETY: the taker owns the record now; the write above happens-before (R1).
             assert_eq!(unsafe { taken.locals.with(|l| *l) }, 1 as *mut ());

@@ -23,10 +23,33 @@ use std::time::Instant;
 use crate::GreenThread;
 use std::sync::Arc;
 
+use crate::shared::Shared;
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
-use crate::worker::{M, NO_P, Shared};
+use crate::worker::{M, NO_P};
 
 /// An I/O readiness source the scheduler polls.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Instant;
+/// use purloin_sched::{GreenThread, Poller, Scheduler};
+///
+/// /// A poller with nothing to wait on.
+/// struct Idle;
+///
+/// impl Poller for Idle {
+///     fn poll(&self, _deadline: Option<Instant>, _ready: &mut Vec<GreenThread>) {}
+///     fn wake(&self) {}
+///     fn has_waiters(&self) -> bool {
+///         false
+///     }
+/// }
+///
+/// let sched = Scheduler::new().unwrap();
+/// sched.set_poller(std::sync::Arc::new(Idle));
+/// assert_eq!(sched.spawn(|| 1).join().unwrap(), 1);
+/// ```
 pub trait Poller: Send + Sync {
     /// Appends the green threads whose I/O is ready to `ready`, waiting at most until
     /// `deadline`: a deadline at or before now means "do not wait", `None` means "wait until
@@ -98,7 +121,7 @@ impl PollerSlot {
 /// They go to this worker's local queue, and it runs the first itself: the batch wakes
 /// another worker only if there is more than one (see `M::poll_batch`).
 pub(crate) fn poll_nonblocking(m: &M) -> usize {
-    m.poll_batch.set(m.holds_p());
+    m.poll_batch.set(m.held().is_some());
     let n = poll_now(&m.shared);
     let batch = m.poll_batch.replace(false);
     if batch && n > 1 {
@@ -163,7 +186,7 @@ pub(crate) fn poll_blocking(
     slot.last_poll.store(m.shared.nanos_since_epoch(Instant::now()), Ordering::Relaxed);
     slot.blocked.store(NO_P, Ordering::Relaxed);
     let n = ready.len();
-    m.poll_batch.set(m.holds_p());
+    m.poll_batch.set(m.held().is_some());
     for g in ready {
         g.unpark();
     }

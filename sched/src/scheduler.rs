@@ -1,174 +1,24 @@
-//! The scheduler handle: building it, spawning on it, observing it, shutting it down.
-//!
-//! # Shutdown
-//!
-//! Dropping a [`Scheduler`] (or calling [`Scheduler::shutdown_timeout`]) goes through these
-//! steps:
-//!
-//! 1. The phase becomes *draining*: spawns from outside the scheduler fail; green threads may
-//!    still spawn (their children are part of finishing).
-//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout.
-//! 3. Green threads still alive are parked ones (or ones that never yield): every parked one is
-//!    resumed with a forced unwind ([`ForcedUnwind`](crate::ForcedUnwind)) so its destructors
-//!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
-//! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
-//!    monitor stops. Green threads that never reached a scheduling point are reported as
-//!    unfinished and their workers are left running (detached) rather than hanging the caller.
+//! The scheduler handle: starting it, spawning on it, observing it, shutting it down (the
+//! steps are in `shutdown`).
 
 use std::io;
 use std::sync::Arc as StdArc;
 use std::time::{Duration, Instant};
 
-use purloin_stack::StackSize;
-
-use crate::g::{self, registry};
+use crate::builder::{Builder, SpawnOptions};
+use crate::g;
 use crate::join::JoinHandle;
-use crate::stats::{GlobalStats, ProcStats};
+use crate::registry::for_each_parked;
+use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
+use crate::shutdown::{cancel_parked, drain_queues, stop_workers, wait_all_done};
+use crate::stats::{Stats, stats_of};
 use crate::sync::{Arc, Ordering, lock};
 use crate::task::TaskCell;
-use crate::worker::{self, Config, PHASE_DRAINING, PHASE_STOPPED, Shared, current_worker};
+use crate::worker::{self, current_worker};
 
-/// Configures and builds a [`Scheduler`].
-#[derive(Clone, Debug)]
-pub struct Builder {
-    config: Config,
-}
-
-impl Default for Builder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Builder {
-    /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
-    /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
-    pub fn new() -> Builder {
-        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        Builder {
-            config: Config {
-                workers,
-                max_workers: 0,
-                stack_size: StackSize::default(),
-                thread_name: String::from("purloin-worker"),
-                global_queue_interval: 61,
-                max_runnext_streak: 3,
-                monitor: !cfg!(loom),
-                blocking_threshold: Duration::from_micros(20),
-                long_run_threshold: Duration::from_millis(10),
-                max_threads: 10_000,
-            },
-        }
-    }
-
-    /// Number of processors (P's), i.e. green threads running in parallel (Go's GOMAXPROCS).
-    pub fn workers(mut self, n: usize) -> Builder {
-        self.config.workers = n;
-        self
-    }
-
-    /// The most processors [`Scheduler::set_workers`] may grow to (default: the larger of
-    /// `workers` and twice the CPU count). Each possible processor costs a few KiB up front.
-    pub fn max_workers(mut self, n: usize) -> Builder {
-        self.config.max_workers = n;
-        self
-    }
-
-    /// Default stack size of green threads spawned without an explicit one.
-    pub fn stack_size(mut self, size: StackSize) -> Builder {
-        self.config.stack_size = size;
-        self
-    }
-
-    /// Prefix of worker thread names (`<prefix>-<n>`).
-    pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
-        self.config.thread_name = prefix.into();
-        self
-    }
-
-    /// Enables or disables the monitor thread (blocking handoff and long-runner reports).
-    pub fn monitor(mut self, on: bool) -> Builder {
-        self.config.monitor = on;
-        self
-    }
-
-    /// How long a blocking section may hold its worker's processor before the monitor hands
-    /// the processor to another thread (default 20 µs).
-    pub fn blocking_threshold(mut self, d: Duration) -> Builder {
-        self.config.blocking_threshold = d;
-        self
-    }
-
-    /// How long a green thread may run without a scheduling point before the monitor reports
-    /// it (default 10 ms).
-    pub fn long_run_threshold(mut self, d: Duration) -> Builder {
-        self.config.long_run_threshold = d;
-        self
-    }
-
-    /// How often (in scheduling ticks) a worker takes from the global queue before its local
-    /// one, for fairness (default 61, Go's value). Must be at least 1.
-    pub fn global_queue_interval(mut self, ticks: u32) -> Builder {
-        self.config.global_queue_interval = ticks;
-        self
-    }
-
-    /// Upper bound on OS threads the scheduler starts (workers plus blocking handoffs).
-    pub fn max_threads(mut self, n: usize) -> Builder {
-        self.config.max_threads = n;
-        self
-    }
-
-    /// The configuration, for the crate's loom models (which build `Shared` without threads).
-    #[cfg(all(test, loom))]
-    pub(crate) fn config_for_tests(self) -> Config {
-        self.config
-    }
-
-    /// Starts the workers (and the monitor).
-    ///
-    /// # Errors
-    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, or
-    /// `max_threads` below the worker count; the OS error if a thread cannot be started.
-    pub fn build(self) -> io::Result<Scheduler> {
-        let c = &self.config;
-        if c.workers == 0 || c.workers > 32_767 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "purloin-sched: {} workers requested; use between 1 and 32767 (the default \
-                     is one per CPU)",
-                    c.workers
-                ),
-            ));
-        }
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let max = if c.max_workers == 0 { c.workers.max(2 * cpus) } else { c.max_workers };
-        if max < c.workers || max > 32_767 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "purloin-sched: max_workers ({max}) must be between the worker count ({}) \
-                     and 32767",
-                    c.workers
-                ),
-            ));
-        }
-        if c.global_queue_interval == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "purloin-sched: global_queue_interval must be at least 1 tick (Go uses 61)",
-            ));
-        }
-        if c.max_threads < c.workers {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "purloin-sched: max_threads ({}) is below the worker count ({}); raise it",
-                    c.max_threads, c.workers
-                ),
-            ));
-        }
+impl Scheduler {
+    /// Starts the workers and the monitor of a validated configuration (`Builder::build`).
+    pub(crate) fn start(config: Config) -> io::Result<Scheduler> {
         #[cfg(not(loom))]
         {
             purloin_stack::overflow::install_handler()?;
@@ -178,8 +28,6 @@ impl Builder {
                 let _ = purloin_stack::valgrind::set_stack_register_hook(register_with_valgrind);
             }
         }
-        let mut config = self.config;
-        config.max_workers = max;
         let shared = Arc::new(Shared::new(config));
         for p in 0..shared.active().len() {
             if let Err(e) = worker::start_worker(&shared, p) {
@@ -219,23 +67,21 @@ fn start_monitor(_shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHa
     Ok(None)
 }
 
-/// Options for one spawn.
-#[derive(Clone, Debug, Default)]
-pub struct SpawnOptions {
-    /// Name for diagnostics.
-    pub name: Option<StdArc<str>>,
-    /// Stack size; `None` uses the scheduler's default (attached lazily at first run). An
-    /// explicit size is leased at spawn, so a failure is reported by the spawn.
-    pub stack_size: Option<StackSize>,
-    /// Run only on the spawning green thread's worker (never migrate, never stolen).
-    pub pinned: bool,
-    /// Switch to the new green thread at once; the spawner is re-queued (brpc's start_urgent).
-    pub urgent: bool,
-}
-
 /// A running G/M/P scheduler. Dropping it shuts it down: runnable green threads finish,
 /// parked ones are unwound with [`ForcedUnwind`](crate::ForcedUnwind) so their destructors run
 /// (see [`Scheduler::shutdown_timeout`]).
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::Scheduler;
+///
+/// let sched = Scheduler::new().unwrap();
+/// let h = sched.spawn(|| 6 * 7);
+/// assert_eq!(h.join().unwrap(), 42);
+/// // Dropping the scheduler waits for its green threads.
+/// drop(sched);
+/// ```
 pub struct Scheduler {
     pub(crate) shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
@@ -271,32 +117,6 @@ pub struct ParkedThread {
     pub running_inline: Option<crate::GreenId>,
 }
 
-/// A snapshot of the scheduler's counters.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Per processor.
-    pub procs: Vec<ProcStats>,
-    /// Sum over processors.
-    pub total: ProcStats,
-    /// Scheduler-wide counters.
-    pub global: GlobalStats,
-    /// Green threads alive (spawned, not finished).
-    pub live: usize,
-    /// Runnable green threads in each processor's local queue (and runnext).
-    pub queue_lens: Vec<usize>,
-    /// Green threads in the global queue.
-    pub global_queue_len: usize,
-    /// Workers searching for work right now.
-    pub searching: u32,
-    /// Workers parked right now.
-    pub parked: u32,
-    /// OS threads running as workers (including blocking-handoff spares).
-    pub threads: usize,
-    /// G records allocated in this process (all schedulers; recycled, never freed).
-    pub g_records: usize,
-}
-
 impl Scheduler {
     /// A scheduler with the default configuration (see [`Builder::new`]).
     pub fn new() -> io::Result<Scheduler> {
@@ -319,6 +139,18 @@ impl Scheduler {
     /// `n` is 0 or above [`Builder::max_workers`]; a removed processor has pinned green
     /// threads (they may not change OS thread); the scheduler is shutting down; a worker thread
     /// cannot be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().workers(1).max_workers(4).build().unwrap();
+    /// sched.set_workers(3).unwrap();
+    /// assert_eq!(sched.workers(), 3);
+    /// sched.set_workers(1).unwrap();
+    /// assert_eq!(sched.workers(), 1);
+    /// ```
     pub fn set_workers(&self, n: usize) -> io::Result<()> {
         let s = &self.shared;
         let _resize = lock(&s.resize.0);
@@ -402,45 +234,54 @@ impl Scheduler {
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().workers(1).build().unwrap();
+    /// sched.spawn(|| ()).join().unwrap();
+    /// let stats = sched.stats();
+    /// assert_eq!(stats.procs.len(), 1);
+    /// assert!(stats.total.switches >= 1);
+    /// ```
     pub fn stats(&self) -> Stats {
         stats_of(&self.shared)
     }
 
     /// The green threads of this scheduler that are parked now, with what each waits on (a
     /// racy snapshot, for diagnostics and deadlock reports).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(sched.parked()[0].thread.id(), h.thread().id());
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
     pub fn parked(&self) -> Vec<ParkedThread> {
         parked_of(&self.shared)
     }
 }
 
 fn parked_of(shared: &Arc<Shared>) -> Vec<ParkedThread> {
-    {
-        let me = Arc::as_ptr(shared);
-        let mut out = Vec::new();
-        registry().for_each(|gref| {
-            if !gref.try_ref() {
-                return;
-            }
-            let w = gref.state.load(Ordering::Acquire);
-            // SAFETY: we hold a reference: the record is not recycled under us, and `sched`
-            // is written only at spawn, before the G is published.
-            let ours = unsafe { gref.sched.with(|s| *s) } == me;
-            if ours && g::status_of(w) == g::PARKED {
-                let thread = crate::GreenThread { g: gref, generation: g::generation_of(w) };
-                let inline = gref.inline_child_id.load(crate::sync::STAT);
-                out.push(ParkedThread {
-                    thread,
-                    name: gref.name(),
-                    wait: crate::thread::wait_info_of(gref),
-                    running_inline: (inline != 0).then_some(crate::GreenId(inline)),
-                });
-            }
-            if gref.drop_ref() {
-                g::recycle_anywhere(gref);
-            }
+    let mut out = Vec::new();
+    for_each_parked(Arc::as_ptr(shared), |gref, generation| {
+        let inline = gref.inline_child_id.load(crate::sync::STAT);
+        out.push(ParkedThread {
+            thread: crate::GreenThread { g: gref, generation },
+            name: gref.name(),
+            wait: crate::thread::wait_info_of(gref),
+            running_inline: (inline != 0).then_some(crate::GreenId(inline)),
         });
-        out
-    }
+    });
+    out
 }
 
 impl Scheduler {
@@ -448,6 +289,23 @@ impl Scheduler {
     /// resumes at once, and its `park` (or next one) panics with
     /// [`ForcedUnwind`](crate::ForcedUnwind), running its destructors; its joiner receives the
     /// payload as `Err`. Returns false if the green thread has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Builder, ForcedUnwind};
+    ///
+    /// let sched = Builder::new().workers(1).build().unwrap();
+    /// let h = sched.spawn(|| loop {
+    ///     purloin_sched::park();
+    /// });
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(sched.cancel(h.thread()));
+    /// let payload = h.join().unwrap_err();
+    /// assert!(payload.is::<ForcedUnwind>());
+    /// ```
     pub fn cancel(&self, thread: &crate::GreenThread) -> bool {
         match thread.g.cancel(thread.generation) {
             g::Unparked::Queue => {
@@ -463,6 +321,18 @@ impl Scheduler {
     /// queued, no timer is pending, no I/O is awaited, yet green threads are alive (parked).
     /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the
     /// runtime's deadlock detector uses it (Go's `checkdead`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+    /// let h = sched.spawn(purloin_sched::park); // parked, and nobody inside will wake it
+    /// while !sched.is_quiescent() {
+    ///     std::thread::yield_now();
+    /// }
+    /// h.thread().unpark(); // a wake-up from outside
+    /// h.join().unwrap();
+    /// ```
     pub fn is_quiescent(&self) -> bool {
         let s = &*self.shared;
         let (searching, parked) = s.idle.counts();
@@ -470,9 +340,9 @@ impl Scheduler {
             && parked as usize == s.active().len()
             && s.live() > 0
             && s.injector.is_empty()
-            && s.active()
-                .iter()
-                .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
+            && s.active().iter().all(|p| {
+                !p.has_work() && !p.has_pinned() && p.timers.next_deadline(s.epoch).is_none()
+            })
             && !s.poller.has_waiters()
             && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
     }
@@ -504,6 +374,24 @@ impl Scheduler {
     ///
     /// # Panics
     /// If called from one of this scheduler's own green threads (it would wait for itself).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use purloin_sched::Scheduler;
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let parked = sched.spawn(|| loop {
+    ///     purloin_sched::park();
+    /// });
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// let report = sched.shutdown_timeout(Duration::from_millis(100));
+    /// assert_eq!(report.cancelled, 1);
+    /// assert!(parked.join().is_err());
+    /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> ShutdownReport {
         self.shutdown_inner(timeout)
     }
@@ -589,160 +477,16 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    let (thread, lazy) = match worker::spawn_lazy(shared, &opts, task) {
+    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task) {
         Ok(()) => (std::sync::OnceLock::new(), true),
         // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
         // is `packet`, which then frees the cell.
         Err(task) => {
-            let t = worker::spawn_g(shared, crate::stackless::Entry::Green(task), &opts)?;
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
             (std::sync::OnceLock::from(t), false)
         }
     };
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: false })
-}
-
-fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    // F5 (pairs with F6 in `note_finished`, or F2 of a worker's next park): the phase was
-    // stored before this call.
-    shared.fence_before_live_check();
-    let mut guard = lock(&shared.all_done.0);
-    loop {
-        if shared.live() == 0 {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        // Re-check at least every 10 ms: the notification comes from `note_finished`.
-        let wait = (deadline - now).min(Duration::from_millis(10));
-        guard = match shared.all_done.1.wait_timeout(guard, wait) {
-            Ok((g, _)) => g,
-            Err(p) => p.into_inner().0,
-        };
-    }
-}
-
-/// Resumes every parked green thread of `shared` with a forced unwind. Returns how many.
-fn cancel_parked(shared: &Arc<Shared>) -> usize {
-    let me = Arc::as_ptr(shared);
-    let mut n = 0;
-    registry().for_each(|gref| {
-        if !gref.try_ref() {
-            return;
-        }
-        let w = gref.state.load(Ordering::Acquire);
-        // SAFETY: we hold a reference, so the record is not recycled under us; `sched` is
-        // written only at spawn, before the G is published.
-        let ours = unsafe { gref.sched.with(|s| *s) } == me;
-        if ours && g::status_of(w) == g::PARKED {
-            let generation = g::generation_of(w);
-            if gref.cancel(generation) == g::Unparked::Queue {
-                n += 1;
-                shared.push_global(gref);
-            }
-        }
-        if gref.drop_ref() {
-            g::recycle_anywhere(gref);
-        }
-    });
-    n
-}
-
-fn stop_workers(shared: &Arc<Shared>) {
-    shared.phase.store(PHASE_STOPPED, Ordering::Release);
-    shared.lots.stop();
-    // A worker blocked in the I/O poller is not on a lot: wake the poller too.
-    shared.poller.wake_blocked();
-    for s in lock(&shared.spares).iter() {
-        s.wake();
-    }
-}
-
-/// After every worker stopped: drop queue entries left behind (stale entries of children run
-/// inline, whose records wait for them).
-fn drain_queues(shared: &Shared) {
-    let mut pending = Vec::new();
-    while let purloin_deque::Steal::Success(g) = shared.injector.steal() {
-        pending.push(g);
-    }
-    for p in shared.ps.iter() {
-        while let purloin_deque::Steal::Success(g) = p.stealer.steal() {
-            pending.push(g);
-        }
-        pending.extend(p.take_runnext());
-        // SAFETY: every worker has stopped: nobody holds the P any more.
-        let cached: Vec<_> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
-        registry().give_free(cached);
-    }
-    for g in pending {
-        if let Some(job) = g.job() {
-            // A fork-join job nobody started (shutdown gave up on its joiner's worker): fail
-            // it so its joiner, if it ever resumes, sees the job done.
-            // SAFETY: the slot outlives the entry (see `GRef::for_job`).
-            unsafe { (*job.as_ptr()).as_ref() }.fail(Box::new(crate::Cancelled));
-            continue;
-        }
-        if let Some(cell) = g.task_cell() {
-            // A lazily spawned green thread that never ran. Not expected (a queued task counts
-            // as live, and the queues are drained only when nothing is), but handled as a
-            // fork-join job is: release the G a handle may have made for it, then fail the
-            // task (its joiner gets `Cancelled`).
-            // SAFETY: we dequeued the entry: we own the cell's G side, so the cell is live.
-            let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
-            if let Some(t) = head.identity.end_unstarted()
-                && t.g.claim_for_run()
-            {
-                t.g.finish_run();
-                if t.g.drop_ref() {
-                    g::recycle_anywhere(t.g);
-                }
-            }
-            // SAFETY: as above.
-            drop(unsafe { crate::task::OwnedTask::from_cell(cell) });
-            shared.note_finished(None);
-            continue;
-        }
-        if g.claim_for_run() {
-            // A runnable G that never ran (only possible if shutdown gave up on others).
-            // SAFETY: we claimed it: we own its cells.
-            if let Some(task) = unsafe { g.task.with_mut(|t| (*t).take()) } {
-                task.fail(Box::new(crate::Cancelled));
-            }
-            g.finish_run();
-            // SAFETY: as above.
-            if !unsafe { g.uncounted.with(|u| *u) } {
-                shared.note_finished(None);
-            }
-        }
-        if g.drop_ref() {
-            g::recycle_anywhere(g);
-        }
-    }
-}
-
-pub(crate) fn stats_of(shared: &Shared) -> Stats {
-    let procs: Vec<ProcStats> = shared.active().iter().map(|p| p.stats.snapshot()).collect();
-    let mut total = ProcStats::default();
-    for p in &procs {
-        total += *p;
-    }
-    let (searching, parked) = shared.idle.counts();
-    let mut global = shared.stats.snapshot();
-    global.wakes_skipped += total.wakes_skipped;
-    Stats {
-        total,
-        procs,
-        global,
-        live: shared.live(),
-        queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
-        global_queue_len: shared.injector.len(),
-        searching,
-        parked,
-        threads: shared.threads_alive.load(Ordering::Relaxed),
-        g_records: registry().allocated(),
-    }
 }
 
 /// Spawns on the scheduler running the current green thread.
@@ -750,6 +494,21 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
 /// # Errors
 /// Not on a green thread (use [`Scheduler::spawn_with`] from plain threads), or the reasons of
 /// [`Scheduler::spawn_with`].
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let child = purloin_sched::spawn_with(SpawnOptions::default(), || 1).unwrap();
+///     child.join().unwrap() + 1
+/// });
+/// assert_eq!(h.join().unwrap(), 2);
+/// // Outside a green thread there is no scheduler to spawn on.
+/// assert!(purloin_sched::spawn_with(SpawnOptions::default(), || ()).is_err());
+/// ```
 pub fn spawn_with<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -768,6 +527,20 @@ where
 
 /// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running
 /// the current green thread, or with `None` outside a green thread (or if none was attached).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use purloin_sched::Scheduler;
+///
+/// let sched = Scheduler::new().unwrap();
+/// sched.set_user_data(Arc::new(String::from("config"))).unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::with_user_data(|d| d.and_then(|d| d.downcast_ref::<String>()).cloned())
+/// });
+/// assert_eq!(h.join().unwrap().as_deref(), Some("config"));
+/// ```
 pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Sync)>) -> R) -> R {
     match current_worker() {
         Some(m) => f(m.shared.user_data.get().map(|a| &**a)),
@@ -777,6 +550,14 @@ pub fn with_user_data<R>(f: impl FnOnce(Option<&(dyn core::any::Any + Send + Syn
 
 /// A snapshot of the counters of the scheduler running the current green thread (or whose
 /// worker runs this code), or `None` elsewhere.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert!(purloin_sched::current_stats().is_none());
+/// assert!(sched.spawn(|| purloin_sched::current_stats().is_some()).join().unwrap());
+/// ```
 pub fn current_stats() -> Option<Stats> {
     current_worker().map(|m| stats_of(&m.shared))
 }

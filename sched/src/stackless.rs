@@ -26,6 +26,32 @@ pub enum TaskStep {
 /// call green-thread operations that switch ([`park`](crate::park),
 /// [`yield_now`](crate::yield_now), joins): there is no green thread to switch out of — it
 /// behaves like code on a plain OS thread. To wait, return [`TaskStep::Wait`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use purloin_sched::{Scheduler, Task, TaskStep};
+///
+/// /// Counts to three, one step per scheduling round.
+/// struct Counter(AtomicU32);
+///
+/// impl Task for Counter {
+///     fn step(&self) -> TaskStep {
+///         let done = self.0.fetch_add(1, Ordering::Relaxed) + 1 == 3;
+///         if done { TaskStep::Done } else { TaskStep::Yield }
+///     }
+/// }
+///
+/// let sched = Scheduler::new().unwrap();
+/// let task = Arc::new(Counter(AtomicU32::new(0)));
+/// let t = sched.spawn_task(task.clone()).unwrap();
+/// while !t.is_finished() {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(task.0.load(Ordering::Relaxed), 3);
+/// ```
 pub trait Task: Send + Sync + 'static {
     /// Does one step of work.
     fn step(&self) -> TaskStep;
@@ -44,7 +70,7 @@ pub trait Task: Send + Sync + 'static {
 }
 
 /// What a spawn runs.
-pub(crate) enum Entry {
+pub(crate) enum Body {
     Green(crate::task::OwnedTask),
     Step(Arc<dyn Task>),
 }
@@ -56,7 +82,7 @@ impl crate::Scheduler {
     /// # Errors
     /// The scheduler is shutting down.
     pub fn spawn_task(&self, task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
-        crate::worker::spawn_g(&self.shared, Entry::Step(task), &crate::SpawnOptions::default())
+        crate::ready::spawn_g(&self.shared, Body::Step(task), &crate::SpawnOptions::default())
     }
 }
 
@@ -64,6 +90,26 @@ impl crate::Scheduler {
 ///
 /// # Errors
 /// Not on a green thread or task worker, or the scheduler is shutting down.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use purloin_sched::{Task, TaskStep};
+///
+/// struct Once;
+/// impl Task for Once {
+///     fn step(&self) -> TaskStep {
+///         TaskStep::Done
+///     }
+/// }
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| purloin_sched::spawn_task(Arc::new(Once)).is_ok());
+/// assert!(h.join().unwrap());
+/// // Outside a green thread there is no scheduler to start it on.
+/// assert!(purloin_sched::spawn_task(Arc::new(Once)).is_err());
+/// ```
 pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
     let Some(m) = crate::worker::current_worker() else {
         return Err(io::Error::other(
@@ -72,5 +118,5 @@ pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
         ));
     };
     let shared = m.shared.clone();
-    crate::worker::spawn_g(&shared, Entry::Step(task), &crate::SpawnOptions::default())
+    crate::ready::spawn_g(&shared, Body::Step(task), &crate::SpawnOptions::default())
 }

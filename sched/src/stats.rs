@@ -1,7 +1,9 @@
 //! Counters: per-P (written by the P's holder only, so a bump is a load and a store, not a
 //! read-modify-write) and scheduler-wide (read-modify-writes, on paths that are already slow).
 
-use crate::sync::{STAT, StatCounter};
+use crate::registry::registry;
+use crate::shared::Shared;
+use crate::sync::{Ordering, STAT, StatCounter};
 
 /// Bumps an owner-written counter.
 #[inline]
@@ -81,5 +83,54 @@ counters! {
         threads_started,
         /// Green threads reported for running too long without a scheduling point.
         long_runners,
+    }
+}
+
+/// A snapshot of the scheduler's counters.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Per processor.
+    pub procs: Vec<ProcStats>,
+    /// Sum over processors.
+    pub total: ProcStats,
+    /// Scheduler-wide counters.
+    pub global: GlobalStats,
+    /// Green threads alive (spawned, not finished).
+    pub live: usize,
+    /// Runnable green threads in each processor's local queue (and runnext).
+    pub queue_lens: Vec<usize>,
+    /// Green threads in the global queue.
+    pub global_queue_len: usize,
+    /// Workers searching for work right now.
+    pub searching: u32,
+    /// Workers parked right now.
+    pub parked: u32,
+    /// OS threads running as workers (including blocking-handoff spares).
+    pub threads: usize,
+    /// G records allocated in this process (all schedulers; recycled, never freed).
+    pub g_records: usize,
+}
+
+pub(crate) fn stats_of(shared: &Shared) -> Stats {
+    let procs: Vec<ProcStats> = shared.active().iter().map(|p| p.stats.snapshot()).collect();
+    let mut total = ProcStats::default();
+    for p in &procs {
+        total += *p;
+    }
+    let (searching, parked) = shared.idle.counts();
+    let mut global = shared.stats.snapshot();
+    global.wakes_skipped += total.wakes_skipped;
+    Stats {
+        total,
+        procs,
+        global,
+        live: shared.live(),
+        queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
+        global_queue_len: shared.injector.len(),
+        searching,
+        parked,
+        threads: shared.threads_alive.load(Ordering::Relaxed),
+        g_records: registry().allocated(),
     }
 }

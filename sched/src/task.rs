@@ -371,7 +371,7 @@ impl<T> PacketRef<T> {
         &self.packet().head
     }
 
-    /// The cell, as a lazy spawn's queue entry names it (`GRef::for_task`).
+    /// The cell, as a lazy spawn's queue entry names it (`Entry::task`).
     pub(crate) fn cell(&self) -> NonNull<()> {
         self.packet.cast()
     }

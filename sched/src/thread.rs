@@ -5,12 +5,32 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use crate::g::{self, GRef, InlineChild};
-use crate::worker::{self, ACT_PARK, ACT_YIELD, current_worker};
+use crate::switch::{Action, switch_out_from};
+use crate::worker::{self, current_worker};
 
 /// A handle to a green thread: its identity, and the means to unpark it.
 ///
 /// Cheap to copy. It stays valid after the green thread ends: operations on an ended green
 /// thread are detected (its id's generation has moved on) and do nothing.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let flag = Arc::new(AtomicBool::new(false));
+/// let f = flag.clone();
+/// let h = sched.spawn(move || {
+///     while !f.load(Ordering::Acquire) {
+///         purloin_sched::park();
+///     }
+/// });
+/// flag.store(true, Ordering::Release);
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GreenThread {
     pub(crate) g: GRef,
@@ -42,7 +62,7 @@ impl GreenThread {
         }
         let name = if self.g.generation() == self.generation { self.g.name() } else { None };
         if self.g.drop_ref() {
-            g::recycle_anywhere(self.g);
+            crate::registry::recycle_anywhere(self.g);
         }
         name
     }
@@ -51,7 +71,7 @@ impl GreenThread {
     /// (a token, like [`std::thread::Thread::unpark`]). Returns `false` if the green thread
     /// has ended.
     pub fn unpark(&self) -> bool {
-        worker::unpark(self)
+        crate::ready::unpark(self)
     }
 
     /// Whether the green thread has ended (its slot has moved on).
@@ -70,6 +90,16 @@ impl fmt::Debug for GreenThread {
 /// The green thread running this code, or `None` on a plain OS thread.
 ///
 /// While a joiner runs a child inline (join-helping), this is the child.
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current().is_none());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| purloin_sched::current().unwrap().id());
+/// let id = h.thread().id();
+/// assert_eq!(h.join().unwrap(), id);
+/// ```
 pub fn current() -> Option<GreenThread> {
     let m = current_worker()?;
     let g = m.current.get()?;
@@ -100,17 +130,37 @@ fn bind_inline_child(
 }
 
 /// Whether this code runs on a green thread.
+///
+/// # Examples
+///
+/// ```
+/// assert!(!purloin_sched::in_green_thread());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert!(sched.spawn(purloin_sched::in_green_thread).join().unwrap());
+/// ```
 pub fn in_green_thread() -> bool {
     current_worker().is_some_and(|m| m.current.get().is_some())
 }
 
 /// Lets the worker run its other green threads before this one continues. On a plain OS
 /// thread it yields the OS thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+/// let h = sched.spawn(|| {
+///     for _ in 0..3 {
+///         purloin_sched::yield_now(); // lets the worker's other green threads run
+///     }
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn yield_now() {
     match current_worker() {
         Some(m) if m.current.get().is_some() => {
             let (m, was_blocking) = crate::blocking::pause_blocking(m);
-            let m = worker::switch_out_from(m, ACT_YIELD);
+            let m = switch_out_from(m, Action::Yield);
             after_resume_on(m);
             crate::blocking::resume_blocking(was_blocking);
         }
@@ -122,6 +172,26 @@ pub fn yield_now() {
 /// at once if a token is pending). Like [`std::thread::park`], it may also return spuriously:
 /// call it in a loop that checks the condition you wait for. On a plain OS thread it parks the
 /// OS thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let ready = Arc::new(AtomicBool::new(false));
+/// let r = ready.clone();
+/// let waiter = sched.spawn(move || {
+///     // Park in a loop: a park may return spuriously, or at once for a pending token.
+///     while !r.load(Ordering::Acquire) {
+///         purloin_sched::park();
+///     }
+/// });
+/// ready.store(true, Ordering::Release);
+/// waiter.thread().unpark();
+/// waiter.join().unwrap();
+/// ```
 pub fn park() {
     let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
         crate::sync::thread::park();
@@ -143,7 +213,7 @@ fn park_on(m: &worker::M) -> &worker::M {
         g.take_notified();
         return m;
     }
-    worker::switch_out_from(m, ACT_PARK)
+    switch_out_from(m, Action::Park)
 }
 
 /// [`park`] with a deadline: returns at the latest shortly after `deadline` (or spuriously).
@@ -166,6 +236,22 @@ pub fn park_deadline(deadline: Instant) {
 }
 
 /// [`park`] for at most `timeout`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let start = Instant::now();
+///     // Nobody unparks it: it returns after the timeout (or spuriously: loop on a condition).
+///     while start.elapsed() < Duration::from_millis(5) {
+///         purloin_sched::park_timeout(Duration::from_millis(5));
+///     }
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn park_timeout(timeout: Duration) {
     match Instant::now().checked_add(timeout) {
         Some(deadline) => park_deadline(deadline),
@@ -175,6 +261,17 @@ pub fn park_timeout(timeout: Duration) {
 
 /// Sleeps until `deadline`. On a green thread it parks (its worker runs other green threads);
 /// on a plain OS thread it sleeps the OS thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let deadline = Instant::now() + Duration::from_millis(2);
+/// sched.spawn(move || purloin_sched::sleep_until(deadline)).join().unwrap();
+/// assert!(Instant::now() >= deadline);
+/// ```
 pub fn sleep_until(deadline: Instant) {
     loop {
         let now = Instant::now();
@@ -192,6 +289,20 @@ pub fn sleep_until(deadline: Instant) {
 }
 
 /// Sleeps for `duration` (see [`sleep_until`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let start = Instant::now();
+///     purloin_sched::sleep(Duration::from_millis(2)); // parks; the worker runs others
+///     start.elapsed()
+/// });
+/// assert!(h.join().unwrap() >= Duration::from_millis(2));
+/// ```
 pub fn sleep(duration: Duration) {
     match Instant::now().checked_add(duration) {
         Some(deadline) => sleep_until(deadline),
@@ -207,12 +318,12 @@ pub(crate) fn running_g() -> Option<GRef> {
 }
 
 fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) {
-    if m.holds_p() {
-        m.p().add_timer(&m.shared, deadline, g);
+    if let Some(h) = m.held() {
+        h.p().timers.add(m.shared.epoch, deadline, g);
     } else {
         // In a blocking section (or without a P): use P 0's heap; its holder or a searcher
         // fires it. A timer never needs the P's owner-only parts.
-        m.shared.ps[0].add_timer(&m.shared, deadline, g);
+        m.shared.ps[0].timers.add(m.shared.epoch, deadline, g);
         m.shared.wake_worker(0);
     }
 }
@@ -237,6 +348,22 @@ fn after_resume_on(m: &worker::M) {
 
 /// The panic payload a green thread unwinds with when its runtime shuts down while it is
 /// parked. Its joiner receives it as `Err`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| loop {
+///     purloin_sched::park();
+/// });
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// sched.shutdown_timeout(Duration::from_millis(10));
+/// assert!(h.join().unwrap_err().is::<purloin_sched::ForcedUnwind>());
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ForcedUnwind;
 
@@ -330,6 +457,26 @@ pub struct WaitInfo {
 
 /// Records what the current green thread is about to wait for (or clears it with `None`).
 /// Sync primitives call this before parking; it is two or three relaxed stores.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{WaitInfo, WaitKind};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let info = WaitInfo { kind: WaitKind::Sleep, object: 0, holder: None };
+///     purloin_sched::set_wait_info(Some(info));
+///     purloin_sched::park();
+///     purloin_sched::set_wait_info(None);
+/// });
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(sched.parked()[0].wait.map(|w| w.kind), Some(WaitKind::Sleep));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 pub fn set_wait_info(info: Option<WaitInfo>) {
     let Some(g) = running_g() else { return };
     use crate::sync::STAT as Relaxed;

@@ -135,17 +135,18 @@ fn join_takes_a_child_back_from_below() {
 
 /// A join's look at the global queue's head (`join::take_from_global_head`, made only when
 /// the scheduler has one worker). A green thread on the model's one worker spawns six
-/// children (lazily: their queue entries are their tasks). The local queue holds 4 under
-/// loom, so the fifth push overflows the two oldest to the global queue, which holds
-/// `[k0, k1]`; the local queue holds `[k2, k3, k4]`, runnext `k5`. It joins k1, k2, k3 and k4
-/// and detaches k0 and k5 (two green threads the worker runs: loom allows five threads).
-/// - The k1 join's look takes `k0`, a sibling nobody joins: it must stay runnable (pushed to
-///   the local queue); the look goes on and takes k1 to run it inline.
-/// - k2, k3 and k4 are taken back from below the local queue's top.
+/// children (lazily: their queue entries are their tasks). `k0` fills the empty runnext; the
+/// local queue holds 4 under loom, so pushing `k5` overflows the two oldest local entries to
+/// the global queue, which holds `[k1, k2]`; the local queue holds `[k3, k4, k5]`. It joins
+/// k2, k3, k4 and k5 and detaches k0 and k1 (two green threads the worker runs: loom allows
+/// five threads).
+/// - The k2 join's look takes `k1`, a sibling nobody joins: it must stay runnable (pushed to
+///   the local queue); the look goes on and takes k2 to run it inline.
+/// - k3, k4 and k5 are taken back from below the local queue's top.
 ///
 /// Every green thread runs exactly once. Mutation check: dropping the taken sibling instead
-/// of pushing it loses k0 and fails this model (loom reports the deadlock: shutdown waits for
-/// k0, which counts as live).
+/// of pushing it loses k1 and fails this model (loom reports the deadlock: shutdown waits for
+/// k1, which counts as live).
 ///
 /// At preemption bound 0 (each thread runs until it blocks; every access is still checked for
 /// causality): at bound 1 it ran over 15 minutes. The race that matters here, the joiner's
@@ -169,7 +170,7 @@ fn join_takes_its_child_from_the_global_queue_head() {
                     )
                 })
                 .collect();
-            for i in [1, 2, 3, 4] {
+            for i in [2, 3, 4, 5] {
                 kids[i].take().unwrap().join().unwrap();
             }
             drop(kids);

@@ -3,8 +3,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+pub fn run(args: &[String]) {
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let sched = purloin_sched::Builder::new()
         .workers(2)
         .stack_size(purloin_sched::StackSize::Small)

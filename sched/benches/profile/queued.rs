@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-fn main() {
+pub fn run(_args: &[String]) {
     let sched = purloin_sched::Builder::new()
         .workers(2)
         .stack_size(purloin_sched::StackSize::Small)

@@ -1,8 +1,8 @@
 //! Profiling helper: spawn + join of a no-op child from a green thread, in a loop.
 use std::time::Instant;
 
-fn main() {
-    let workers: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1);
+pub fn run(args: &[String]) {
+    let workers: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1);
     let sched = purloin_sched::Builder::new()
         .workers(workers)
         .stack_size(purloin_sched::StackSize::Small)

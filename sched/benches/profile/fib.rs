@@ -9,9 +9,9 @@ fn fib(n: u64) -> u64 {
     a + b
 }
 
-fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(30);
-    let workers: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(2);
+pub fn run(args: &[String]) {
+    let n: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(30);
+    let workers: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2);
     let sched = purloin_sched::Builder::new().workers(workers).build().unwrap();
     for _ in 0..3 {
         let t = Instant::now();

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use purloin_sched::{Builder, StackSize};
 
-fn main() {
+pub fn run(_args: &[String]) {
     for workers in [1, 2] {
         let sched = Builder::new().workers(workers).stack_size(StackSize::Small).build().unwrap();
         let n = 1_000_000u32;

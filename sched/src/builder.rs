@@ -1,0 +1,219 @@
+//! Configuring a scheduler: [`Builder`] (validated when built) and [`SpawnOptions`].
+//!
+//! Every check names the value, the allowed range and the fix ("use between 1 and 32767
+//! (the default is one per CPU)"), so a misconfiguration fails at `build` with a message a
+//! user can act on, never later in a worker.
+
+use std::io;
+use std::sync::Arc as StdArc;
+use std::time::Duration;
+
+use purloin_stack::StackSize;
+
+use crate::scheduler::Scheduler;
+use crate::shared::Config;
+
+/// Configures and builds a [`Scheduler`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin_sched::{Builder, StackSize};
+///
+/// let sched = Builder::new()
+///     .workers(2)
+///     .stack_size(StackSize::Small)
+///     .thread_name("app-worker")
+///     .blocking_threshold(Duration::from_micros(50))
+///     .build()
+///     .unwrap();
+/// assert_eq!(sched.workers(), 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    config: Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
+    /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
+    pub fn new() -> Builder {
+        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Builder {
+            config: Config {
+                workers,
+                max_workers: 0,
+                stack_size: StackSize::default(),
+                thread_name: String::from("purloin-worker"),
+                global_queue_interval: 61,
+                max_runnext_streak: 3,
+                monitor: !cfg!(loom),
+                blocking_threshold: Duration::from_micros(20),
+                long_run_threshold: Duration::from_millis(10),
+                max_threads: 10_000,
+            },
+        }
+    }
+
+    /// Number of processors (P's), i.e. green threads running in parallel (Go's GOMAXPROCS).
+    pub fn workers(mut self, n: usize) -> Builder {
+        self.config.workers = n;
+        self
+    }
+
+    /// The most processors [`Scheduler::set_workers`] may grow to (default: the larger of
+    /// `workers` and twice the CPU count). Each possible processor costs a few KiB up front.
+    pub fn max_workers(mut self, n: usize) -> Builder {
+        self.config.max_workers = n;
+        self
+    }
+
+    /// Default stack size of green threads spawned without an explicit one.
+    pub fn stack_size(mut self, size: StackSize) -> Builder {
+        self.config.stack_size = size;
+        self
+    }
+
+    /// Prefix of worker thread names (`<prefix>-<n>`).
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
+        self.config.thread_name = prefix.into();
+        self
+    }
+
+    /// Enables or disables the monitor thread (blocking handoff and long-runner reports).
+    pub fn monitor(mut self, on: bool) -> Builder {
+        self.config.monitor = on;
+        self
+    }
+
+    /// How long a blocking section may hold its worker's processor before the monitor hands
+    /// the processor to another thread (default 20 µs).
+    pub fn blocking_threshold(mut self, d: Duration) -> Builder {
+        self.config.blocking_threshold = d;
+        self
+    }
+
+    /// How long a green thread may run without a scheduling point before the monitor reports
+    /// it (default 10 ms).
+    pub fn long_run_threshold(mut self, d: Duration) -> Builder {
+        self.config.long_run_threshold = d;
+        self
+    }
+
+    /// How often (in scheduling ticks) a worker takes from the global queue before its local
+    /// one, for fairness (default 61, Go's value). Must be at least 1.
+    pub fn global_queue_interval(mut self, ticks: u32) -> Builder {
+        self.config.global_queue_interval = ticks;
+        self
+    }
+
+    /// Upper bound on OS threads the scheduler starts (workers plus blocking handoffs).
+    pub fn max_threads(mut self, n: usize) -> Builder {
+        self.config.max_threads = n;
+        self
+    }
+
+    /// The configuration, for the crate's loom models (which build `Shared` without threads).
+    #[cfg(all(test, loom))]
+    pub(crate) fn config_for_tests(self) -> Config {
+        self.config
+    }
+
+    /// Validates the configuration and starts the workers (and the monitor).
+    ///
+    /// # Errors
+    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, or
+    /// `max_threads` below the worker count; the OS error if a thread cannot be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let err = Builder::new().workers(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    ///
+    /// let sched = Builder::new().workers(1).build().unwrap();
+    /// assert_eq!(sched.workers(), 1);
+    /// ```
+    pub fn build(self) -> io::Result<Scheduler> {
+        Scheduler::start(self.validated()?)
+    }
+
+    /// The configuration with `max_workers` resolved, or the first invalid setting.
+    fn validated(self) -> io::Result<Config> {
+        let c = &self.config;
+        if c.workers == 0 || c.workers > 32_767 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: {} workers requested; use between 1 and 32767 (the default \
+                     is one per CPU)",
+                    c.workers
+                ),
+            ));
+        }
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let max = if c.max_workers == 0 { c.workers.max(2 * cpus) } else { c.max_workers };
+        if max < c.workers || max > 32_767 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: max_workers ({max}) must be between the worker count ({}) \
+                     and 32767",
+                    c.workers
+                ),
+            ));
+        }
+        if c.global_queue_interval == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "purloin-sched: global_queue_interval must be at least 1 tick (Go uses 61)",
+            ));
+        }
+        if c.max_threads < c.workers {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: max_threads ({}) is below the worker count ({}); raise it",
+                    c.max_threads, c.workers
+                ),
+            ));
+        }
+        let mut config = self.config;
+        config.max_workers = max;
+        Ok(config)
+    }
+}
+
+/// Options for one spawn.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let opts = SpawnOptions { name: Some("worker-7".into()), ..SpawnOptions::default() };
+/// let h = sched.spawn_with(opts, || purloin_sched::current().unwrap().name()).unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("worker-7"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    /// Name for diagnostics.
+    pub name: Option<StdArc<str>>,
+    /// Stack size; `None` uses the scheduler's default (attached lazily at first run). An
+    /// explicit size is leased at spawn, so a failure is reported by the spawn.
+    pub stack_size: Option<StackSize>,
+    /// Run only on the spawning green thread's worker (never migrate, never stolen).
+    pub pinned: bool,
+    /// Switch to the new green thread at once; the spawner is re-queued (brpc's start_urgent).
+    pub urgent: bool,
+}

@@ -1,0 +1,126 @@
+//! `HeldP`: the proof that the running worker holds its P, and the P's owner-only parts
+//! (the owner end of the local queue, the free-record cache) as safe methods on it.
+//!
+//! A P's owner-only parts may be used only by the worker that holds it, and only while it is
+//! not in a blocking section (the monitor may retake the P then; see `p`, R2). That fact is
+//! checked in one place, [`M::held`], and carried by a [`HeldP`] value instead of being
+//! re-argued at every use. Like the `&M` it borrows, a `HeldP` is good only until the calling
+//! green thread next switches (a park, yield, join, or anything that may do one) or enters a
+//! blocking section: fetch it again after (tokio passes its `Box<Core>` the same way).
+
+use purloin_deque::Worker;
+
+use crate::entry::Entry;
+use crate::g::GRef;
+use crate::p::{FREE_CACHE, P};
+use crate::registry::registry;
+use crate::worker::{M, NO_P};
+
+/// Proof that the worker `m` holds `p` and may use its owner-only parts (see the module docs).
+/// Not `Send` (it borrows an `M`, which is not `Sync`): it never leaves the worker's thread.
+#[derive(Clone, Copy)]
+pub(crate) struct HeldP<'a> {
+    m: &'a M,
+    p: &'a P,
+}
+
+impl M {
+    /// Proof that this worker holds its P right now, or `None` (no P: a spare, or its P was
+    /// retired or retaken; or inside a blocking section, where the monitor may retake it).
+    ///
+    /// This is the one place the holding is checked: `M::p` is set only by the thread that won
+    /// the P (`worker_main`, a spare handed a P), cleared when it loses it, and `in_blocking`
+    /// covers the window in which the monitor may take it (`enter_blocking` ..
+    /// `exit_blocking`). An `M` is reached only from its own OS thread (`current_worker`).
+    #[inline]
+    pub(crate) fn held(&self) -> Option<HeldP<'_>> {
+        let pi = self.p.get();
+        (pi != NO_P && !self.in_blocking.get()).then(|| HeldP { m: self, p: &self.shared.ps[pi] })
+    }
+
+    /// [`M::held`] on g0, where the worker always holds its P (`run` returns as soon as it
+    /// loses it). Panics (a broken invariant) if it does not.
+    #[inline]
+    pub(crate) fn held_on_g0(&self) -> HeldP<'_> {
+        self.held().expect("a worker's scheduling loop runs only while it holds its P")
+    }
+
+    /// A free record for a new G: the P's cache, else the global list, else a new one.
+    pub(crate) fn alloc_g(&self) -> GRef {
+        match self.held() {
+            Some(h) => h.alloc_g(),
+            None => registry().alloc(),
+        }
+    }
+
+    /// Returns a record whose last reference was dropped to the free lists.
+    pub(crate) fn recycle(&self, g: GRef) {
+        g.recycle();
+        self.recycle_cached(g);
+    }
+
+    /// Puts an already recycled (FREE) record in the P's cache, or the global list.
+    pub(crate) fn recycle_cached(&self, g: GRef) {
+        match self.held() {
+            Some(h) => h.recycle_cached(g),
+            None => registry().give_free([g]),
+        }
+    }
+}
+
+impl<'a> HeldP<'a> {
+    /// The worker holding the P.
+    #[inline]
+    pub(crate) fn m(self) -> &'a M {
+        self.m
+    }
+
+    /// The held P.
+    #[inline]
+    pub(crate) fn p(self) -> &'a P {
+        self.p
+    }
+
+    /// The owner end of the local queue.
+    #[inline]
+    pub(crate) fn local(self) -> &'a Worker<Entry> {
+        // SAFETY: a HeldP proves this worker holds `p` (see `M::held`), and it lives no longer
+        // than the holding (module docs).
+        unsafe { self.p.local() }
+    }
+
+    /// Runs `f` on the free-record cache.
+    #[inline]
+    fn with_cache<R>(self, f: impl FnOnce(&mut Vec<GRef>) -> R) -> R {
+        // SAFETY: the cache is owner-only and we hold the P (as in `local`); `f` cannot reach
+        // the cache again (it gets the only reference).
+        self.p.free_gs.with_mut(|v| f(unsafe { &mut *v }))
+    }
+
+    /// A free record: the cache (refilled from the global list when empty), else a new one.
+    pub(crate) fn alloc_g(self) -> GRef {
+        let cached = self.with_cache(|v| {
+            if v.is_empty() {
+                registry().take_free(v, FREE_CACHE);
+            }
+            v.pop()
+        });
+        cached.unwrap_or_else(|| registry().alloc())
+    }
+
+    /// Caches a FREE record, spilling half to the global list when the cache is full.
+    pub(crate) fn recycle_cached(self, g: GRef) {
+        let spill = self.with_cache(|v| {
+            v.push(g);
+            (v.len() > 2 * FREE_CACHE).then(|| v.drain(FREE_CACHE..).collect::<Vec<GRef>>())
+        });
+        if let Some(spill) = spill {
+            registry().give_free(spill);
+        }
+    }
+
+    /// Empties the cache (the P is being retired).
+    pub(crate) fn take_cache(self) -> Vec<GRef> {
+        self.with_cache(core::mem::take)
+    }
+}

@@ -1,0 +1,110 @@
+//! Loom models of protocol 2 (submit vs. going idle) on the real worker code: `find_runnable`
+//! (search, give up, the dance, park on the lot) against `Shared::push_global` +
+//! `notify_work`, without context switches (the models stop at "a worker found the G").
+
+use crate::g::GRef;
+use crate::ready::Slot;
+use crate::registry::registry;
+use crate::shared::Shared;
+use crate::sync::Arc;
+use crate::sync::thread as lthread;
+use crate::worker::M;
+
+/// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins
+/// the epoch; its collector's teardown alone takes thousands of loom branches).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.max_branches = b.max_branches.max(200_000);
+    b.check(f);
+}
+
+fn shared(workers: usize) -> Arc<Shared> {
+    let b = crate::Builder::new().workers(workers).monitor(false);
+    Arc::new(Shared::new(b.config_for_tests()))
+}
+
+fn new_g(shared: &Arc<Shared>) -> GRef {
+    let g = registry().alloc();
+    // SAFETY: a fresh FREE record, not yet published.
+    unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
+    g.prepare_spawn();
+    shared.note_started(None);
+    g
+}
+
+/// Runs a worker's search on P `p` until it finds a G; returns it.
+fn worker(shared: Arc<Shared>, p: usize) -> GRef {
+    let m = M::new(shared, p, p);
+    crate::sync::set_current_worker_ptr((&m as *const M).cast());
+    let g = m.find_runnable().expect("the scheduler is running");
+    m.found_work();
+    crate::sync::set_current_worker_ptr(core::ptr::null());
+    g
+}
+
+/// One worker going idle (searching, the re-check, parking) races an outside submission:
+/// the worker always finds the G (a lost wake-up leaves it parked forever: loom reports
+/// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) or F2
+/// (`Idle::fence_before_recheck`) makes this model fail with a deadlock.
+#[test]
+fn outside_submission_vs_one_worker_going_idle() {
+    model(|| {
+        let s = shared(1);
+        let s2 = s.clone();
+        let w = lthread::spawn(move || worker(s2, 0));
+        let g = new_g(&s);
+        s.push_global(g);
+        let found = w.join().unwrap();
+        assert_eq!(found, g);
+    });
+}
+
+/// A worker whose green thread spawns (a local push + `notify_work`, then it keeps running
+/// and never looks at its queue again) races the other worker going idle: the idle worker
+/// must be woken (or see the G in its re-check) and steal it — Go's delicate dance between
+/// `runqput` + `wakep` and the last spinner's re-check. Mutation check: removing F1 or F2
+/// makes this model fail with a deadlock.
+#[test]
+fn local_spawn_vs_other_worker_going_idle() {
+    spawn_vs_other_worker_going_idle(|busy, g| {
+        busy.held_on_g0().enqueue(g.into(), Slot::LocalQuiet);
+        busy.shared.notify_work();
+    });
+}
+
+/// P 0's worker submits a G with `submit` while the worker of P 1 goes idle; P 1's worker
+/// must end up with it.
+fn spawn_vs_other_worker_going_idle(submit: fn(&M, GRef)) {
+    model(move || {
+        let s = shared(2);
+        let s2 = s.clone();
+        let idle = lthread::spawn(move || worker(s2, 1));
+        let g = new_g(&s);
+        submit(&M::new(s.clone(), 0, 0), g);
+        let found = idle.join().unwrap();
+        assert_eq!(found, g);
+    });
+}
+
+/// The same race for a spawn from a green thread, which goes to runnext (Go's `newproc`):
+/// `enqueue(_, Slot::Runnext)` (the swap, which is F1, and the idle check) against the other
+/// worker going idle (F2, then a re-check that reads every runnext). The idle worker must end
+/// up with the G: woken, or seeing it in its re-check, then taking the runnext of a victim that
+/// does not schedule. Mutation check: `Slot::Runnext` without its notify fails with a
+/// deadlock.
+#[test]
+fn runnext_spawn_vs_other_worker_going_idle() {
+    spawn_vs_other_worker_going_idle(|busy, g| busy.held_on_g0().enqueue(g.into(), Slot::Runnext));
+}
+
+/// The same race for a lazy spawn (`enqueue(_, Slot::RunnextIfEmpty)`): into an empty runnext
+/// with a plain Release store (`P::fill_empty_runnext`), so the StoreLoad fence F1 is the
+/// explicit one in `notify_work_from`. Mutation checks: without the notify, loom reports a
+/// deadlock; with the runnext store Relaxed, a causality violation on the G record the thief
+/// takes.
+#[test]
+fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
+    spawn_vs_other_worker_going_idle(|busy, g| {
+        busy.held_on_g0().enqueue(g.into(), Slot::RunnextIfEmpty)
+    });
+}

@@ -1,0 +1,282 @@
+//! Making green threads runnable: every spawn path, every wake-up, and the one place an entry
+//! is queued on the running worker's P ([`HeldP::enqueue`]).
+//!
+//! # Where a runnable entry goes
+//!
+//! ```text
+//!  pinned G                          → its P's pinned queue, and that P's worker is woken
+//!  from a worker holding its P:
+//!    spawn from a green thread       → runnext, the displaced entry to the local queue
+//!                                      (Go's newproc; Slot::Runnext)
+//!    lazy spawn from a green thread  → runnext if empty, else the local queue
+//!                                      (no read-modify-write; Slot::RunnextIfEmpty)
+//!    wake-up by a running G or task  → runnext (they run as a unit; Slot::Runnext)
+//!    anything else                   → the local queue (Slot::Local)
+//!  from anywhere else                → the global queue (`Shared::push_global`)
+//! ```
+//!
+//! # The notify rule
+//!
+//! A push that makes work visible on a P that showed none (empty runnext and local queue) runs
+//! the submit side of the idle protocol (`idle`): a StoreLoad fence, then a wake-up if nobody
+//! searches. A push onto a P that already showed work needs none: when that work became
+//! visible, a worker was woken, or one was searching (it takes the work or re-checks every
+//! queue before it parks), or none was parked; and a searcher that finds work while others
+//! remain wakes the next one (`found_work`). So every non-empty queue has someone coming.
+//! While a worker queues a batch the poller readied, which it is about to run itself, it does
+//! not notify per push (`M::poll_batch`; the batch notifies once).
+
+use std::io;
+
+use crate::GreenThread;
+use crate::entry::Entry;
+use crate::g::{GRef, NOT_PINNED, Unparked};
+use crate::held::HeldP;
+use crate::registry::registry;
+use crate::shared::Shared;
+use crate::stackless::Body;
+use crate::stats::bump;
+use crate::sync::{Arc, Ordering};
+use crate::task::{OwnedTask, TaskRef};
+use crate::worker::current_worker;
+
+/// Where [`HeldP::enqueue`] puts an entry on the held P.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// On top of the local queue (overflowing its older half to the global queue).
+    Local,
+    /// On top of the local queue, without the notify rule: for an entry put back where work
+    /// is already visible or about to run here (a yielder with nothing else local, an entry
+    /// displaced from runnext, entries a join looked past).
+    LocalQuiet,
+    /// In runnext; the entry it displaces goes to the local queue (Go's `runqput(pp, gp,
+    /// next=true)`). A thief takes runnext only after a grace period, so a child that is
+    /// joined soon is usually still here for its joiner to run inline.
+    Runnext,
+    /// In runnext if it is empty, else on top of the local queue, without a read-modify-write
+    /// (a lazy spawn: in a burst of spawns runnext is always full, and a swap is a locked
+    /// instruction that waits for the spawn's stores to the cell to drain).
+    RunnextIfEmpty,
+}
+
+/// Which submit-side notification a push needs.
+enum Notify {
+    No,
+    /// The push was a plain store or a deque push: `notify_work_from` (its fence F1).
+    AfterStore,
+    /// The push was runnext's SeqCst swap, which is F1 itself (`idle`, I3).
+    AfterSeqCstSwap,
+}
+
+impl HeldP<'_> {
+    /// Queues a runnable `entry` on the held P at `slot` and applies the notify rule (module
+    /// docs).
+    pub(crate) fn enqueue(self, entry: Entry, slot: Slot) {
+        let p = self.p();
+        let notify = match slot {
+            Slot::LocalQuiet => {
+                self.push_local(entry);
+                Notify::No
+            }
+            Slot::Local => {
+                let was_empty =
+                    p.runnext.load(Ordering::Relaxed).is_null() && self.local().is_empty();
+                self.push_local(entry);
+                if was_empty { Notify::AfterStore } else { Notify::No }
+            }
+            Slot::Runnext => {
+                let local_empty = self.local().is_empty();
+                match p.put_runnext(entry) {
+                    Some(old) => {
+                        self.push_local(old);
+                        Notify::No
+                    }
+                    None if local_empty => Notify::AfterSeqCstSwap,
+                    None => Notify::No,
+                }
+            }
+            Slot::RunnextIfEmpty => {
+                if !p.runnext.load(Ordering::Relaxed).is_null() {
+                    self.push_local(entry);
+                    Notify::No
+                } else {
+                    let local_empty = self.local().is_empty();
+                    // A Release store (R1): only the holder fills runnext and thieves only
+                    // empty it, so it is still empty here.
+                    p.fill_empty_runnext(entry);
+                    if local_empty { Notify::AfterStore } else { Notify::No }
+                }
+            }
+        };
+        let shared = &*self.m().shared;
+        match notify {
+            Notify::No => {}
+            _ if self.m().poll_batch.get() => {}
+            Notify::AfterStore => shared.notify_work_from(p),
+            Notify::AfterSeqCstSwap => shared.notify_work_after_runnext_push(p),
+        }
+    }
+
+    /// Pushes on the local queue (overflowing its older half to the global queue).
+    fn push_local(self, entry: Entry) {
+        self.local().push_or_overflow(entry, &self.m().shared.injector);
+    }
+}
+
+/// Queues a G that just became RUNNABLE (unpark, timer, cancel): on its pinned P, else on the
+/// current worker's P (in runnext if `use_runnext` and a G or task readied it: they run as a
+/// unit; else the local queue), else the global queue.
+pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
+    let pin = g.pinned_to.load(Ordering::Relaxed);
+    if pin != NOT_PINNED {
+        shared.push_pinned(pin, g);
+        return;
+    }
+    if let Some(m) = current_worker()
+        && core::ptr::eq(&*m.shared, shared)
+        && let Some(h) = m.held()
+    {
+        let slot = if use_runnext && (m.current.get().is_some() || m.stepping.get()) {
+            Slot::Runnext
+        } else {
+            Slot::Local
+        };
+        h.enqueue(g.into(), slot);
+        return;
+    }
+    shared.push_global(g);
+}
+
+/// Wakes a green thread (the body of `GreenThread::unpark`).
+pub(crate) fn unpark(t: &GreenThread) -> bool {
+    let mut t = *t;
+    loop {
+        match t.g.unpark(t.generation) {
+            Unparked::Queue => {
+                // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
+                // (shutdown waits for every live G).
+                let shared = unsafe { &*t.g.sched.with(|s| *s) };
+                schedule(t.g, shared, true);
+                return true;
+            }
+            Unparked::Noted => return true,
+            Unparked::Stale => return false,
+            Unparked::Forward => {
+                let host = t.g.host.load(Ordering::Acquire);
+                // SAFETY: host pointers always name live records.
+                match unsafe { GRef::from_ptr(host) } {
+                    Some(h) => t = GreenThread { g: h, generation: h.generation() },
+                    None => return true,
+                }
+            }
+        }
+    }
+}
+
+/// A FREE record for an identity made on demand (`lazy`): this worker's cache, else the
+/// global list.
+pub(crate) fn alloc_record() -> GRef {
+    match current_worker() {
+        Some(m) => m.alloc_g(),
+        None => registry().alloc(),
+    }
+}
+
+/// Spawns `task` lazily if it may be (see `lazy`): from a green thread of `shared` on a worker
+/// holding its P, with default options. Gives the task back otherwise.
+pub(crate) fn spawn_lazy(
+    shared: &Arc<Shared>,
+    opts: &crate::SpawnOptions,
+    task: OwnedTask,
+) -> Result<(), OwnedTask> {
+    let default_opts =
+        !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
+    let Some(h) = current_worker()
+        .filter(|m| default_opts && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared))
+        .and_then(|m| m.held())
+    else {
+        return Err(task);
+    };
+    let p = h.p();
+    shared.note_started(Some(p));
+    bump(&p.stats.spawned);
+    h.enqueue(Entry::task(task.into_cell()), Slot::RunnextIfEmpty);
+    Ok(())
+}
+
+/// Spawns a G on `shared` (the body of the public spawn functions).
+pub(crate) fn spawn_g(
+    shared: &Arc<Shared>,
+    body: Body,
+    opts: &crate::SpawnOptions,
+) -> io::Result<GreenThread> {
+    let here = current_worker().filter(|m| Arc::ptr_eq(&m.shared, shared));
+    if !shared.is_running() && here.is_none() {
+        return Err(io::Error::other(
+            "cannot spawn: the runtime is shutting down (spawn before dropping the runtime, \
+             or from one of its green threads)",
+        ));
+    }
+    let held = here.and_then(|m| m.held());
+    if opts.pinned && held.is_some_and(|h| h.m().p.get() >= shared.nprocs.load(Ordering::Acquire)) {
+        return Err(io::Error::other(
+            "cannot spawn a pinned green thread on a worker that is being removed \
+             (Scheduler::set_workers is shrinking the runtime)",
+        ));
+    }
+    if opts.pinned && held.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a pinned green thread can only be spawned from a green thread of the same \
+             runtime (it is pinned to the spawner's worker)",
+        ));
+    }
+    let stack = match opts.stack_size {
+        Some(size) if !cfg!(loom) => Some(purloin_stack::lease(size)?),
+        _ => None,
+    };
+    let g = match here {
+        Some(m) => m.alloc_g(),
+        None => registry().alloc(),
+    };
+    let size = opts.stack_size.unwrap_or(shared.config.stack_size);
+    // SAFETY: the record is FREE and not yet published: we own it. Its optional fields were
+    // emptied by `recycle` (or never set), so plain writes (no drop of the old value, and no
+    // load of a cold cache line) are right.
+    unsafe {
+        match body {
+            Body::Green(task) => g.task.with_mut(|t| t.write(Some(TaskRef::Owned(task)))),
+            Body::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
+        }
+        g.name.with_mut(|n| n.write(opts.name.clone()));
+        g.stack_size.with_mut(|s| s.write(size));
+        g.stack.with_mut(|s| s.write(stack));
+        g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
+    }
+    let generation = g.prepare_spawn();
+    shared.note_started(held.map(|h| h.p()));
+    let handle = GreenThread { g, generation };
+    if opts.pinned {
+        let h = held.expect("checked above");
+        let pi = h.m().p.get();
+        g.pinned_to.store(pi, Ordering::Relaxed);
+        h.p().pinned.fetch_add(1, Ordering::Relaxed);
+        shared.push_pinned(pi, g);
+        return Ok(handle);
+    }
+    match held {
+        Some(h) => {
+            bump(&h.p().stats.spawned);
+            if h.m().current.get().is_some() {
+                h.enqueue(g.into(), Slot::Runnext);
+                if opts.urgent {
+                    crate::yield_now();
+                }
+            } else {
+                h.enqueue(g.into(), Slot::Local);
+            }
+        }
+        None => shared.push_global(g),
+    }
+    Ok(handle)
+}

@@ -1,0 +1,134 @@
+//! The registry of G records: the owner of their memory and the global free list (per-P
+//! caches sit in front of it: `held`).
+
+use crate::g::{self, GRef};
+use crate::shared::Shared;
+use crate::sync::{AtomicU32, Ordering};
+
+/// All G records of the process: the owner of their memory, and the global free list.
+///
+/// Records are shared by every scheduler in the process and never freed (except under loom,
+/// where the registry lives for one model execution), so a handle to a green thread stays safe
+/// to use after its runtime is gone: it just finds a newer generation.
+pub(crate) struct Registry {
+    all: crate::sync::Mutex<Vec<GRef>>,
+    free: crate::sync::Mutex<Vec<GRef>>,
+    next_slot: AtomicU32,
+}
+
+impl Registry {
+    #[cfg(not(loom))]
+    const fn new() -> Registry {
+        Registry {
+            all: crate::sync::Mutex::new(Vec::new()),
+            free: crate::sync::Mutex::new(Vec::new()),
+            next_slot: AtomicU32::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Registry {
+        Registry {
+            all: crate::sync::Mutex::new(Vec::new()),
+            free: crate::sync::Mutex::new(Vec::new()),
+            next_slot: AtomicU32::new(0),
+        }
+    }
+
+    /// A FREE record: from the global free list or newly allocated.
+    pub(crate) fn alloc(&self) -> GRef {
+        if let Some(g) = crate::sync::lock(&self.free).pop() {
+            return g;
+        }
+        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+        let g = GRef::new_record(slot);
+        crate::sync::lock(&self.all).push(g);
+        g
+    }
+
+    /// Takes up to `n` records from the global free list into `into` (per-P refill).
+    pub(crate) fn take_free(&self, into: &mut Vec<GRef>, n: usize) {
+        let mut free = crate::sync::lock(&self.free);
+        let k = free.len().saturating_sub(n);
+        into.extend(free.drain(k..));
+    }
+
+    /// Returns FREE records to the global list (per-P overflow, or a P going away).
+    pub(crate) fn give_free(&self, records: impl IntoIterator<Item = GRef>) {
+        crate::sync::lock(&self.free).extend(records);
+    }
+
+    /// Calls `f` on every record (shutdown's cancel sweep, deadlock reports, stats).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(GRef)) {
+        let all: Vec<GRef> = crate::sync::lock(&self.all).clone();
+        for g in all {
+            f(g);
+        }
+    }
+
+    /// Number of records ever allocated.
+    pub(crate) fn allocated(&self) -> usize {
+        crate::sync::lock(&self.all).len()
+    }
+}
+
+/// Recycles a record whose last reference the caller dropped, from any thread.
+pub(crate) fn recycle_anywhere(g: GRef) {
+    match crate::worker::current_worker() {
+        Some(m) => m.recycle(g),
+        None => {
+            g.recycle();
+            registry().give_free([g]);
+        }
+    }
+}
+
+/// The process-wide registry.
+#[cfg(not(loom))]
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: Registry = Registry::new();
+    &REGISTRY
+}
+
+#[cfg(loom)]
+pub(crate) fn registry() -> &'static Registry {
+    loom::lazy_static! {
+        static ref REGISTRY: Registry = Registry::new();
+    }
+    &REGISTRY
+}
+
+// Under loom the registry is dropped at the end of each model execution; its records hold
+// loom atomics of that execution and must go with it.
+#[cfg(loom)]
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let all = core::mem::take(&mut *crate::sync::lock(&self.all));
+        for g in all {
+            // SAFETY: the execution is over: no thread of it runs, nothing dereferences the
+            // records any more; each record was leaked from a Box in `alloc`.
+            drop(unsafe { Box::from_raw(g.as_ptr()) });
+        }
+    }
+}
+
+/// Calls `f` with each green thread of the scheduler `sched` that is parked now, and its
+/// generation (a racy snapshot: shutdown's cancel sweep, `Scheduler::parked`). The record is
+/// held by a reference during the call, so it is not recycled under `f`.
+pub(crate) fn for_each_parked(sched: *const Shared, mut f: impl FnMut(GRef, u32)) {
+    registry().for_each(|gref| {
+        if !gref.try_ref() {
+            return;
+        }
+        let w = gref.state.load(Ordering::Acquire);
+        // SAFETY: we hold a reference, so the record is not recycled under us; `sched` is
+        // written only at spawn, before the G is published.
+        let ours = unsafe { gref.sched.with(|s| *s) } == sched;
+        if ours && g::status_of(w) == g::PARKED {
+            f(gref, g::generation_of(w));
+        }
+        if gref.drop_ref() {
+            recycle_anywhere(gref);
+        }
+    });
+}

@@ -1,0 +1,383 @@
+//! The g0 switch protocol: switching a claimed G in, and finishing on g0 what it asked for
+//! when it switches back out.
+//!
+//! A worker runs its loop on its own stack (Go's g0). To run a G it resumes the G's context,
+//! passing a pointer to its `M`; the G runs until it calls [`switch_out`] with an [`Action`],
+//! which resumes g0 with the action's word. The finishing work — re-queue the G (yield), mark
+//! it parked (park), release its stack (exit), queue it globally (it lost its P in a blocking
+//! section) — runs on g0 *after* the switch, so a G becomes visible to other workers only once
+//! its registers are saved (protocol 4): Go's `park_m` on g0, brpc's "remained" callback.
+//!
+//! # Thread-locals and migration
+//!
+//! A G may resume on another worker, so no code here keeps a thread-local *address* across a
+//! switch: the G finds its worker again after every resume from the `data` word the resumer
+//! passes (a pointer to its `M`), never from a cached thread-local.
+
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+
+use purloin_context::{Context, Transfer};
+
+use crate::g::{GRef, NOT_PINNED};
+use crate::p::P;
+use crate::ready::Slot;
+use crate::stats::bump;
+use crate::sync::Ordering;
+use crate::worker::{M, NO_P, current_m};
+
+/// What a G asks g0 to do when it switches out. Crosses the context switch as the `data`
+/// word of the resume into g0 ([`Action::word`], [`Action::from_word`]); everywhere else it
+/// is this enum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Re-queue the G (behind other local work, or at once if there is none).
+    Yield,
+    /// The G began parking (`RUNNING => PARKING`): publish `PARKED` once its context is saved.
+    Park,
+    /// The G's entry returned: release its stack and recycle its record.
+    Exit,
+    /// The G lost its P in a blocking section: queue it globally; this worker has no P.
+    RequeueGlobal,
+}
+
+impl Action {
+    /// The word passed through the context switch.
+    fn word(self) -> usize {
+        match self {
+            Action::Yield => 1,
+            Action::Park => 2,
+            Action::Exit => 3,
+            Action::RequeueGlobal => 4,
+        }
+    }
+
+    /// Decodes the word a G passed to g0.
+    fn from_word(word: usize) -> Action {
+        match word {
+            1 => Action::Yield,
+            2 => Action::Park,
+            3 => Action::Exit,
+            4 => Action::RequeueGlobal,
+            other => unreachable!("unknown switch-out action {other}"),
+        }
+    }
+}
+
+impl M {
+    /// Switches to `g` (claimed, RUNNING) and, when it switches back, finishes what it asked.
+    /// Returns a G to run immediately (a parked G whose unpark raced its park).
+    pub(crate) fn execute(&self, g: GRef) -> Option<GRef> {
+        let pi = self.p.get();
+        let p = &self.shared.ps[pi];
+        bump(&p.stats.switches);
+        p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+
+        // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
+        let task =
+            unsafe { g.step_task.with(|t| (*t).as_ref().map(|t| &**t as *const dyn crate::Task)) };
+        if let Some(task) = task {
+            // SAFETY: the task stays in the claimed record's cell until `finish` (which runs
+            // after the step, on this thread), so the pointer is valid for the step.
+            return self.step(g, unsafe { &*task });
+        }
+        // SAFETY: as above.
+        let has_context = unsafe { g.context.with(|c| (*c).is_some()) };
+        if !has_context && let Err(e) = self.attach_stack(g) {
+            self.fail_start(g, e);
+            return None;
+        }
+        self.current.set(Some(g));
+        p.running.store(g.as_ptr(), Ordering::Relaxed);
+        // SAFETY: as above; the context was saved by the G's last switch out (or just made).
+        let mut ctx =
+            unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
+        let (action, t) = loop {
+            // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to
+            // it); it switches back to us with `switch_out`, passing an action's word.
+            let t: Transfer = unsafe { ctx.resume(self as *const M as usize) };
+            let action = Action::from_word(t.data);
+            if action != Action::Yield {
+                break (action, t);
+            }
+            bump(&p.stats.yields);
+            let pin = g.pinned_to.load(Ordering::Relaxed);
+            if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
+                // A new scheduling round of the same G, without leaving this frame (the
+                // record stays RUNNING and current; the monitor sees the tick).
+                ctx = t.context;
+                bump(&p.stats.switches);
+                p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                continue;
+            }
+            break (action, t);
+        };
+        self.current.set(None);
+        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
+        let pin = g.pinned_to.load(Ordering::Relaxed);
+        match action {
+            Action::Yield => {
+                // SAFETY: we still own the record until the push below publishes it.
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.publish_runnable();
+                if pin != NOT_PINNED {
+                    self.shared.ps[pin].push_pinned(g);
+                } else if p.has_work() {
+                    // Other local work is waiting: go behind all of it, in the global queue
+                    // (Go's Gosched), where any worker may pick it up.
+                    self.shared.injector.push(g.into());
+                } else {
+                    // Nothing else here: the fast path, no shared queue touched.
+                    self.held_on_g0().enqueue(g.into(), Slot::LocalQuiet);
+                }
+                None
+            }
+            Action::Park => {
+                // SAFETY: we own the record until PARKED is published (G1).
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                if g.publish_parked() {
+                    None
+                } else {
+                    // An unpark raced the park: run it again at once (token consumed).
+                    g.claim_for_run().then_some(g)
+                }
+            }
+            Action::Exit => {
+                // The finished G's context is never resumed; dropping it is a no-op on real
+                // stacks and ends its thread on the loom backend.
+                let _ = t.context;
+                self.finish(g);
+                None
+            }
+            Action::RequeueGlobal => {
+                // SAFETY: we own the record until the push publishes it.
+                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.publish_runnable();
+                self.shared.push_global(g);
+                None
+            }
+        }
+    }
+
+    /// After a yield: whether to run the yielder again at once. With nothing else runnable on
+    /// this P (runnext, local and pinned queues empty) and no fairness tick due, `find_local`
+    /// would pop the yielder straight back from the local queue: skip that round trip (a
+    /// publish, a push, a pop and a claim: four atomic read-modify-writes). The G stays
+    /// RUNNING; a token that arrives meanwhile stays in its state word for its next park.
+    /// Global queue, timers and the poller are looked at on the fairness tick, as before.
+    fn resume_yielder_at_once(&self, p: &P) -> bool {
+        if self.fair_countdown.get() <= 1 || p.has_work() || p.may_have_pinned() {
+            return false;
+        }
+        self.fair_countdown.set(self.fair_countdown.get() - 1);
+        true
+    }
+
+    /// Runs one step of a stackless task on this worker's own stack (g0) and finishes what it
+    /// asked for, like `execute` does for a switched-out G.
+    fn step(&self, g: GRef, task: &dyn crate::Task) -> Option<GRef> {
+        let p = self.p();
+        p.running.store(g.as_ptr(), Ordering::Relaxed);
+        // While stepping, a task this one wakes goes to runnext (like a green thread's wake-up):
+        // a process ring stays on one core instead of being stolen hop by hop.
+        self.stepping.set(true);
+        let outcome = if g.is_cancelled() {
+            panic::catch_unwind(AssertUnwindSafe(|| task.cancel()))
+        } else {
+            panic::catch_unwind(AssertUnwindSafe(|| task.step()))
+        };
+        self.stepping.set(false);
+        p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
+        match outcome {
+            Ok(crate::TaskStep::Yield) => {
+                g.publish_runnable();
+                self.held_on_g0().enqueue(g.into(), Slot::LocalQuiet);
+                None
+            }
+            Ok(crate::TaskStep::Wait) => {
+                // The same token rules as a green thread's park: a wake that arrived during
+                // the step (NOTIFIED) makes it run again instead of waiting.
+                if g.take_notified() || !g.begin_park() {
+                    g.take_notified();
+                    return Some(g);
+                }
+                if g.publish_parked() { None } else { g.claim_for_run().then_some(g) }
+            }
+            Ok(crate::TaskStep::Done) => {
+                self.finish(g);
+                None
+            }
+            Err(payload) => {
+                task.panicked(payload);
+                self.finish(g);
+                None
+            }
+        }
+    }
+
+    /// Gives `g` a stack and a fresh context before its first run.
+    fn attach_stack(&self, g: GRef) -> io::Result<()> {
+        #[cfg(not(loom))]
+        {
+            // SAFETY: this worker owns the claimed G's cells.
+            let (size, has_stack) =
+                unsafe { (g.stack_size.with(|s| *s), g.stack.with(|s| (*s).is_some())) };
+            if !has_stack {
+                let reuse = self.spare_stack.take();
+                let stack = match reuse {
+                    Some(s) if s.size() == size => s,
+                    other => {
+                        drop(other);
+                        purloin_stack::lease(size)?
+                    }
+                };
+                // SAFETY: as above.
+                unsafe { g.stack.with_mut(|s| *s = Some(stack)) };
+            }
+            // SAFETY: as above; the stack is attached to `g` and outlives its context (the
+            // context is dropped on g0 before the stack is detached in `finish`).
+            let ctx = unsafe {
+                g.stack.with(|s| {
+                    let s = (*s).as_ref().expect("stack attached above");
+                    s.set_label(g.id_with(g.generation()), g.name().as_deref().unwrap_or(""));
+                    Context::new(s.top(), s.limit(), g_entry)
+                })
+            };
+            // SAFETY: as above.
+            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
+        }
+        #[cfg(loom)]
+        {
+            // The loom backend of purloin-context runs each context on a loom thread; the
+            // stack pointers are not used.
+            // SAFETY: the loom backend ignores the pointers; g is owned by this worker.
+            let ctx =
+                unsafe { Context::new(core::ptr::null_mut(), core::ptr::null_mut(), g_entry) };
+            // SAFETY: as above.
+            unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
+        }
+        Ok(())
+    }
+
+    /// A G could not get a stack: its joiner receives the error; the G is finished.
+    fn fail_start(&self, g: GRef, e: io::Error) {
+        // SAFETY: this worker owns the claimed G's cells.
+        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        if let Some(task) = task {
+            task.fail(Box::new(e));
+        }
+        self.finish(g);
+    }
+
+    /// On g0 after a G exited: release its stack, account for it, recycle the record.
+    fn finish(&self, g: GRef) {
+        // SAFETY: the G exited: this worker owns its cells and its stack is no longer in use
+        // (we are on g0).
+        let stack = unsafe { g.stack.with_mut(|s| (*s).take()) };
+        if let Some(s) = stack {
+            s.clear_label();
+            // Keep it for the next G that has none; the previous spare goes back to the pool.
+            drop(self.spare_stack.replace(Some(s)));
+        }
+        let pin = g.pinned_to.load(Ordering::Relaxed);
+        if pin != NOT_PINNED {
+            self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
+        }
+        g.finish_run();
+        // SAFETY: as above.
+        let counted = !unsafe { g.uncounted.with(|u| *u) };
+        if g.drop_ref() {
+            self.recycle(g);
+        }
+        if counted {
+            let p = self.held().map(|h| h.p());
+            self.shared.note_finished(p);
+        }
+    }
+}
+
+/// First code on a new G's stack. Never returns and never unwinds (an unwind across the
+/// context switch would be undefined behaviour): panics of the G's closure are caught by its
+/// task; anything else aborts.
+extern "C-unwind" fn g_entry(t: Transfer) -> ! {
+    let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the resumer passes a pointer to its live M (see `execute`).
+        let m = unsafe { &*(t.data as *const M) };
+        adopt_worker(m);
+        m.g0.set(Some(t.context));
+        let g = m.current.get().expect("a G runs with current set");
+        // SAFETY: this G is RUNNING on this worker: it owns its cells.
+        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        if let Some(task) = task {
+            task.run();
+        }
+    }));
+    if let Err(payload) = ran {
+        // Under loom, a context dropped while suspended unwinds with the backend's private
+        // payload so its loom thread can end: let it through (it never happens on real stacks).
+        if purloin_context::is_abandon_payload(&*payload) {
+            panic::resume_unwind(payload);
+        }
+        abort_with("purloin: a panic escaped a green thread's entry; aborting");
+    }
+    // A section left open by a bare `enter_blocking` ends with the G.
+    crate::blocking::exit_blocking();
+    switch_out(Action::Exit);
+    abort_with("purloin: a finished green thread was resumed; aborting")
+}
+
+pub(crate) fn abort_with(msg: &str) -> ! {
+    eprintln!("{msg}");
+    std::process::abort()
+}
+
+/// Switches from the running G back to its worker's g0 with `action`, and returns when some
+/// worker resumes the G. Must be called on a G's stack.
+#[inline(never)]
+pub(crate) fn switch_out(action: Action) {
+    // SAFETY: only called from a G's stack, where the current-worker slot names the worker
+    // running it.
+    switch_out_from(unsafe { &*current_m() }, action);
+}
+
+/// [`switch_out`] for a caller that already fetched its worker `m` (since its last switch).
+/// Returns the worker that resumed the G (it may be another one: use it, not `m`, after).
+pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
+    let g0 = m.g0.take().expect("switch_out called outside a green thread");
+    if std::thread::panicking() {
+        // An unwinding G must not migrate: std's panic count is per OS thread.
+        pin_current(m);
+    }
+    // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
+    // own stack which outlives the G's run.
+    let t = unsafe { g0.resume(action.word()) };
+    // SAFETY: the resumer passes a pointer to its live M, which outlives the G's run on it.
+    let m = unsafe { &*(t.data as *const M) };
+    adopt_worker(m);
+    m.g0.set(Some(t.context));
+    m
+}
+
+/// After a G resumes: under loom every context is its own loom thread, so the G's thread must
+/// adopt the current-worker slot of the worker that resumed it (on real stacks the G runs on
+/// the worker's own OS thread and the slot is already right).
+#[inline(always)]
+fn adopt_worker(m: &M) {
+    #[cfg(loom)]
+    crate::sync::set_current_worker_ptr((m as *const M).cast());
+    #[cfg(not(loom))]
+    let _ = m;
+}
+
+/// Pins the running G to the P of the worker running it (no-op if already pinned).
+fn pin_current(m: &M) {
+    let Some(g) = m.current.get() else { return };
+    let pi = m.p.get();
+    if pi != NO_P
+        && g.pinned_to
+            .compare_exchange(NOT_PINNED, pi, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
+    }
+}
