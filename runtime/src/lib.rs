@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod deadlock;
+pub mod future;
 mod local;
 mod loom;
 pub mod net;
@@ -39,6 +40,8 @@ mod spawn;
 mod stats;
 pub mod sync;
 mod time;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;
@@ -49,10 +52,10 @@ pub use purloin_stack as stack;
 pub use deadlock::{DeadlockReport, detect as detect_deadlock};
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
-    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinHandle, StackSize, Stats, blocking, current,
-    in_green_thread, park, park_deadline, park_timeout, yield_now,
+    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
+    blocking, current, in_green_thread, park, park_deadline, park_timeout, yield_now,
 };
-pub use scope::{Scope, ScopedJoinHandle, join, scope};
+pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
 pub use spawn::{Builder, spawn, spawn_urgent};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};

@@ -56,6 +56,7 @@ mod fork;
 mod g;
 mod idle;
 mod join;
+mod join_future;
 mod lazy;
 mod os;
 mod p;
@@ -71,6 +72,7 @@ mod worker;
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use fork::join;
 pub use join::JoinHandle;
+pub use join_future::JoinFuture;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
