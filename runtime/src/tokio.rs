@@ -21,15 +21,23 @@
 //!   or its runtime shut down and unwound it), the tokio task is aborted: tokio drops the
 //!   future on one of its threads, at once if it is idle, else when its current poll returns.
 //!
+//! # Make tokio futures inside the task
+//!
+//! Many tokio constructors look up the current tokio runtime when called: `sleep`, `timeout`,
+//! `interval`, `TcpStream::from_std`, `tokio::spawn`. A green thread is not in a tokio runtime,
+//! so `block_on(tokio::time::sleep(d))` panics in `sleep` ("there is no reactor running"),
+//! before `block_on` is even called. Write `block_on(async move { tokio::time::sleep(d).await
+//! })`: the `async` block's body runs in the tokio task, where they find the runtime.
+//!
 //! ```
 //! use std::time::Duration;
 //!
 //! let h = purloin::spawn(|| {
-//!     // A tokio timer, from a green thread: parks only this green thread.
-//!     purloin::tokio::block_on(tokio::time::timeout(
-//!         Duration::from_secs(60),
-//!         async { 7 },
-//!     ))
+//!     // A tokio timer, from a green thread: parks only this green thread. Make tokio's
+//!     // futures inside the `async` block (see "Make tokio futures inside the task" below).
+//!     purloin::tokio::block_on(async {
+//!         tokio::time::timeout(Duration::from_secs(60), async { 7 }).await
+//!     })
 //! });
 //! assert_eq!(h.join().unwrap(), Ok(7));
 //! ```
