@@ -8,11 +8,11 @@
 //! Mutation checks (each made in `runtime/src/future.rs`, run, and reverted; what loom
 //! reported):
 //! - clearing the flag after the poll instead of consuming it before the next one
-//!   (`poll; notified.store(false); while !notified.load() { park() }`): `block_on_os_waiter_os_waker`
-//!   and `block_on_green_waiter_os_waker` fail with "deadlock" (a wake during the poll was erased, its
-//!   unpark token spent by the first park);
-//! - parking after the no-op-waker poll without polling again with the real waker:
-//!   every model fails with "deadlock".
+//!   (`poll; notified.store(false); while !notified.load() { park() }`): all three models fail
+//!   with "deadlock" (a wake during the poll was erased, and its unpark token was spent by the
+//!   first park);
+//! - parking before the first poll with the real waker (only the no-op waker had been given
+//!   out): `block_on_os_waiter_os_waker` fails with "deadlock".
 #![cfg(loom)]
 
 use std::future::Future;
