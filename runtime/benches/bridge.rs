@@ -1,0 +1,184 @@
+//! The tokio bridge (`cargo bench -p purloin --features tokio --bench bridge`).
+//!
+//! - `bridge_round_trip`: one bridged future from a green thread (`purloin::tokio::block_on`:
+//!   a tokio spawn, its completion wakes the parked green thread): a ready future, and
+//!   `tokio::time::sleep(0)`. `tokio/spawn_await` is the same ready future spawned and awaited
+//!   from a tokio task: the tokio-side floor.
+//! - `http_100_conns`: HTTP/1 request/response over loopback with hyper, 100 keep-alive
+//!   connections, each making the same number of sequential requests; one element is one
+//!   request. Server: hyper on a 1-thread tokio runtime. Clients: (a) `tokio`: 100 tokio tasks
+//!   on the bridge's tokio runtime; (b) `purloin_bridge`: 100 green threads (2 workers), each
+//!   request one `purloin::tokio::block_on` on the same tokio runtime.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+
+const CONNS: u64 = 100;
+
+fn purloin_rt() -> purloin::Runtime {
+    purloin::runtime::Builder::new().workers(2).build().unwrap()
+}
+
+fn round_trip(c: &mut Criterion) {
+    let mut g = c.benchmark_group("bridge_round_trip");
+    let rt = purloin_rt();
+    g.bench_function("purloin/ready", |b| {
+        b.iter_custom(|n| {
+            rt.block_on(move || {
+                let start = Instant::now();
+                for _ in 0..n {
+                    black_box(purloin::tokio::block_on(async { black_box(1u64) }));
+                }
+                start.elapsed()
+            })
+        })
+    });
+    g.bench_function("purloin/sleep0", |b| {
+        b.iter_custom(|n| {
+            rt.block_on(move || {
+                let start = Instant::now();
+                for _ in 0..n {
+                    purloin::tokio::block_on(async {
+                        tokio::time::sleep(Duration::ZERO).await;
+                    });
+                }
+                start.elapsed()
+            })
+        })
+    });
+    let handle = purloin::tokio::handle();
+    g.bench_function("tokio/spawn_await", |b| {
+        b.iter_custom(|n| {
+            handle
+                .block_on(handle.spawn(async move {
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        black_box(tokio::spawn(async { black_box(1u64) }).await.unwrap());
+                    }
+                    start.elapsed()
+                }))
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+/// An echo-the-path server on its own 1-thread tokio runtime; returns its address.
+fn start_server() -> (tokio::runtime::Runtime, SocketAddr) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("bench-server")
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let service = service_fn(|req: Request<hyper::body::Incoming>| async move {
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(
+                        req.uri().path().to_owned(),
+                    ))))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (rt, addr)
+}
+
+async fn connect(addr: SocketAddr) -> SendRequest<Empty<Bytes>> {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn request(sender: &mut SendRequest<Empty<Bytes>>) -> usize {
+    let req = Request::get("/x")
+        .header(hyper::header::HOST, "localhost")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    res.into_body().collect().await.unwrap().to_bytes().len()
+}
+
+fn http(c: &mut Criterion) {
+    let (_server, addr) = start_server();
+    let mut g = c.benchmark_group("http_100_conns");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(20);
+    let handle = purloin::tokio::handle();
+    // One criterion iteration is CONNS requests (one per connection): time / CONNS per request.
+    g.bench_function("tokio", |b| {
+        b.iter_custom(|n| {
+            let rounds = n.div_ceil(CONNS);
+            handle.block_on(async move {
+                let start = Instant::now();
+                let tasks: Vec<_> = (0..CONNS)
+                    .map(|_| {
+                        tokio::spawn(async move {
+                            let mut s = connect(addr).await;
+                            for _ in 0..rounds {
+                                black_box(request(&mut s).await);
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                start.elapsed().mul_f64(n as f64 / (rounds * CONNS) as f64)
+            })
+        })
+    });
+    let rt = purloin_rt();
+    g.bench_function("purloin_bridge", |b| {
+        b.iter_custom(|n| {
+            let rounds = n.div_ceil(CONNS);
+            rt.block_on(move || {
+                let start = Instant::now();
+                let threads: Vec<_> = (0..CONNS)
+                    .map(|_| {
+                        purloin::spawn(move || {
+                            let mut s = purloin::tokio::block_on(connect(addr));
+                            for _ in 0..rounds {
+                                let (back, len) = purloin::tokio::block_on(async move {
+                                    let len = request(&mut s).await;
+                                    (s, len)
+                                });
+                                s = back;
+                                black_box(len);
+                            }
+                        })
+                    })
+                    .collect();
+                for t in threads {
+                    t.join().unwrap();
+                }
+                start.elapsed().mul_f64(n as f64 / (rounds * CONNS) as f64)
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, round_trip, http);
+criterion_main!(benches);
