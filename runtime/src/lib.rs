@@ -22,6 +22,20 @@
 //! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
 //! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
 //!
+//! # Async Rust
+//!
+//! [`future::block_on`] runs a future on a green thread, parking only the green thread;
+//! [`JoinHandle`] and [`ScopedJoinHandle`] are [`IntoFuture`](core::future::IntoFuture), so
+//! async code can `.await` a green thread; with the `tokio` feature, `purloin::tokio::block_on`
+//! runs futures that need tokio's reactor or timers. The [`future`] module's docs ("Using async
+//! crates from green threads") show all three and what never to hold across a park.
+//!
+//! # Cargo features
+//!
+//! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
+//!   `time`).
+//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//!
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:

@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use purloin::future::block_on;
 
+static_assertions::assert_impl_all!(purloin::JoinFuture<u8>: Send, Sync, Unpin);
+static_assertions::assert_impl_all!(purloin::ScopedJoinFuture<'static, u8>: Send, Sync, Unpin);
+
 /// A one-shot future completed by `Trigger::fire` from any thread.
 struct OneShot {
     shared: Arc<Shared>,

@@ -109,3 +109,21 @@ fn block_on_green_waiter_os_waker() {
         drop(sched);
     });
 }
+
+/// An OS thread awaits a green thread's `JoinHandle` through `block_on`: the first poll (with
+/// the no-op waker) registers the handle's forwarding waker in the join packet, the second
+/// replaces the waker it forwards to (sched's `join_future` J1) while the child may complete
+/// at any point. (J1's mutation check is in sched's own model, which can explore more
+/// preemptions: at bound 1 this model does not reach the window, and at bound 2 models with
+/// the real scheduler trip loom's own `state.notified` assertion, mutated or not.)
+#[test]
+fn block_on_join_handle() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        let sched = purloin::sched::Builder::new().workers(1).monitor(false).build().unwrap();
+        let h = sched.spawn(|| 7u32);
+        assert_eq!(block_on(h).unwrap(), 7);
+        drop(sched);
+    });
+}

@@ -31,6 +31,10 @@
 //!   packet state; the completer publishes `DONE`, then takes the waker under the same lock.
 //!   If the completer's lock comes second it takes the new waker; if first, its `DONE` happened
 //!   before its unlock, which happens before the poll's lock, so the poll's load sees `DONE`.
+//!
+//! The loom model `completion_racing_a_second_poll_with_a_new_waker` (below; run with
+//! `cargo xtask loom -p purloin-sched completion_racing`) checks J1 on the real code; the
+//! facade's `loom_future.rs` checks an await through `block_on` on the real scheduler.
 
 use core::future::{Future, IntoFuture};
 use core::pin::Pin;
@@ -47,7 +51,9 @@ use crate::task::{PacketRef, Waiter};
 ///
 /// Polling never runs the green thread inline (a join from a green thread may): an async task
 /// does not own a stack to run it on. Dropping the future detaches the green thread, as
-/// dropping the handle does.
+/// dropping the handle does. A handle whose [`wait_timeout`](JoinHandle::wait_timeout) was
+/// called already holds the packet's one waiter slot: its future wakes itself on every poll
+/// until the green thread finishes (correct, but a busy wait; avoid mixing the two).
 ///
 /// ```
 /// use std::future::{Future, IntoFuture};
@@ -178,5 +184,66 @@ impl<T> Future for JoinFuture<T> {
 impl<T> core::fmt::Debug for JoinFuture<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("JoinFuture").field("finished", &self.is_finished()).finish()
+    }
+}
+
+/// Loom model of J1 on the real code: the packet, the forwarding cell and its lock are loom's.
+#[cfg(all(test, loom))]
+mod loom_join_future {
+    use super::*;
+    use crate::sync::thread;
+    use crate::sync::{AtomicBool, Ordering};
+    use crate::task::{TaskCell, TaskRef};
+
+    /// Unparks a loom thread and records that it was woken.
+    struct Flag {
+        woken: AtomicBool,
+        thread: thread::Thread,
+    }
+
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.woken.store(true, Ordering::Release);
+            self.thread.unpark();
+        }
+    }
+
+    /// The green thread completes while the future is polled twice, with two different
+    /// wakers: a completion after the second poll returned `Pending` wakes the second waker.
+    /// Mutation check: dropping the load of the packet state after the second poll stored its
+    /// waker (returning `Pending` at once) fails this model with a loom deadlock: the
+    /// completion came between the poll's first load and its store, woke the first waker, and
+    /// nobody woke the second.
+    #[test]
+    fn completion_racing_a_second_poll_with_a_new_waker() {
+        loom::model(|| {
+            let (task, packet) = TaskCell::allocate(|| 7u32);
+            let g_side = thread::spawn(move || TaskRef::Owned(task).run());
+            let mut fut = JoinFuture { task: Some(packet), forward: None, registered: false };
+            let first = Waker::noop();
+            let flag = Arc::new(Flag { woken: AtomicBool::new(false), thread: thread::current() });
+            let second = Waker::from(flag.clone());
+            let mut out = None;
+            for waker in [first, &second] {
+                if let Poll::Ready(v) = Pin::new(&mut fut).poll(&mut Context::from_waker(waker)) {
+                    out = Some(v);
+                    break;
+                }
+            }
+            let out = match out {
+                Some(v) => v,
+                None => {
+                    while !flag.woken.load(Ordering::Acquire) {
+                        thread::park();
+                    }
+                    match Pin::new(&mut fut).poll(&mut Context::from_waker(&second)) {
+                        Poll::Ready(v) => v,
+                        Poll::Pending => panic!("woken, but not ready"),
+                    }
+                }
+            };
+            assert_eq!(out.unwrap(), 7);
+            g_side.join().unwrap();
+        });
     }
 }
