@@ -25,7 +25,7 @@
 //! # Async Rust
 //!
 //! [`future::block_on`] runs a future on a green thread, parking only the green thread;
-//! [`JoinHandle`] and [`ScopedJoinHandle`] are [`IntoFuture`](core::future::IntoFuture), so
+//! [`JoinHandle`] and [`ScopedJoinHandle`] are [`IntoFuture`], so
 //! async code can `.await` a green thread; with the `tokio` feature, `purloin::tokio::block_on`
 //! runs futures that need tokio's reactor or timers. The [`future`] module's docs ("Using async
 //! crates from green threads") show all three and what never to hold across a park.
