@@ -8,12 +8,15 @@
 //!   connections, each making the same number of sequential requests; one element is one
 //!   request. Server: hyper on a 1-thread tokio runtime. Clients: (a) `tokio`: 100 tokio tasks
 //!   on the bridge's tokio runtime; (b) `purloin_bridge`: 100 green threads (2 workers), each
-//!   request one `purloin::tokio::block_on` on the same tokio runtime.
+//!   request one `purloin::tokio::block_on` on the same tokio runtime. Each variant's
+//!   per-request p50 and p99 latency over all its iterations is printed at the end (criterion
+//!   itself reports batch means).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -26,6 +29,25 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
 const CONNS: u64 = 100;
+
+/// Per-request latencies (ns) of one variant, over all of criterion's iterations.
+type Latencies = Arc<Mutex<Vec<u64>>>;
+
+/// Prints the median and the 99th percentile of `lat` (criterion reports means of batches).
+fn report(name: &str, lat: &Latencies) {
+    let mut v = lat.lock().unwrap();
+    v.sort_unstable();
+    if v.is_empty() {
+        return;
+    }
+    let at = |q: f64| Duration::from_nanos(v[((v.len() - 1) as f64 * q) as usize]);
+    eprintln!(
+        "http_100_conns/{name}: {} requests, latency p50 {:?} p99 {:?}",
+        v.len(),
+        at(0.50),
+        at(0.99)
+    );
+}
 
 fn purloin_rt() -> purloin::Runtime {
     purloin::runtime::Builder::new().workers(2).build().unwrap()
@@ -127,57 +149,82 @@ fn http(c: &mut Criterion) {
     g.sample_size(20);
     let handle = purloin::tokio::handle();
     // One criterion iteration is CONNS requests (one per connection): time / CONNS per request.
+    // Timed from when all connections are up (a barrier) to when the last one is done.
+    let lat_tokio = Latencies::default();
     g.bench_function("tokio", |b| {
         b.iter_custom(|n| {
             let rounds = n.div_ceil(CONNS);
+            let lat = lat_tokio.clone();
+            let ready = Arc::new(tokio::sync::Barrier::new(CONNS as usize));
             handle.block_on(async move {
-                let start = Instant::now();
                 let tasks: Vec<_> = (0..CONNS)
                     .map(|_| {
+                        let (lat, ready) = (lat.clone(), ready.clone());
                         tokio::spawn(async move {
                             let mut s = connect(addr).await;
+                            ready.wait().await;
+                            let start = Instant::now();
+                            let mut mine = Vec::with_capacity(rounds as usize);
                             for _ in 0..rounds {
+                                let t = Instant::now();
                                 black_box(request(&mut s).await);
+                                mine.push(t.elapsed().as_nanos() as u64);
                             }
+                            lat.lock().unwrap().extend(mine);
+                            start.elapsed()
                         })
                     })
                     .collect();
+                let mut longest = Duration::ZERO;
                 for t in tasks {
-                    t.await.unwrap();
+                    longest = longest.max(t.await.unwrap());
                 }
-                start.elapsed().mul_f64(n as f64 / (rounds * CONNS) as f64)
+                longest.mul_f64(n as f64 / (rounds * CONNS) as f64)
             })
         })
     });
     let rt = purloin_rt();
+    let lat_bridge = Latencies::default();
     g.bench_function("purloin_bridge", |b| {
         b.iter_custom(|n| {
             let rounds = n.div_ceil(CONNS);
+            let lat = lat_bridge.clone();
+            let ready = Arc::new(purloin::sync::Barrier::new(CONNS as usize));
             rt.block_on(move || {
-                let start = Instant::now();
                 let threads: Vec<_> = (0..CONNS)
                     .map(|_| {
+                        let (lat, ready) = (lat.clone(), ready.clone());
                         purloin::spawn(move || {
                             let mut s = purloin::tokio::block_on(connect(addr));
+                            ready.wait();
+                            let start = Instant::now();
+                            let mut mine = Vec::with_capacity(rounds as usize);
                             for _ in 0..rounds {
+                                let t = Instant::now();
                                 let (back, len) = purloin::tokio::block_on(async move {
                                     let len = request(&mut s).await;
                                     (s, len)
                                 });
+                                mine.push(t.elapsed().as_nanos() as u64);
                                 s = back;
                                 black_box(len);
                             }
+                            lat.lock().unwrap().extend(mine);
+                            start.elapsed()
                         })
                     })
                     .collect();
+                let mut longest = Duration::ZERO;
                 for t in threads {
-                    t.join().unwrap();
+                    longest = longest.max(t.join().unwrap());
                 }
-                start.elapsed().mul_f64(n as f64 / (rounds * CONNS) as f64)
+                longest.mul_f64(n as f64 / (rounds * CONNS) as f64)
             })
         })
     });
     g.finish();
+    report("tokio", &lat_tokio);
+    report("purloin_bridge", &lat_bridge);
 }
 
 criterion_group!(benches, round_trip, http);
