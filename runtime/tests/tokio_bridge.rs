@@ -7,8 +7,8 @@
 mod common;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Counts drops of its instances into a shared counter.
@@ -138,12 +138,10 @@ fn stress_100k_bridged_futures_while_migrating() {
     let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
     let captures = Arc::new(AtomicUsize::new(0));
     let outputs = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::new(Mutex::new(HashSet::new()));
     let moves = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (c, o, seen, moves) =
-                (captures.clone(), outputs.clone(), seen.clone(), moves.clone());
+            let (c, o, moves) = (captures.clone(), outputs.clone(), moves.clone());
             rt.spawn(move || {
                 let mut mine = Vec::with_capacity(EACH);
                 let mut last = std::thread::current().id();
@@ -164,15 +162,16 @@ fn stress_100k_bridged_futures_while_migrating() {
                         last = now;
                     }
                 }
-                seen.lock().unwrap().extend(mine);
+                mine
             })
         })
         .collect();
+    let mut seen = HashSet::new();
     for h in handles {
-        h.join().unwrap();
+        seen.extend(h.join().unwrap());
     }
     let total = THREADS * EACH;
-    assert_eq!(seen.lock().unwrap().len(), total, "each future completed exactly once");
+    assert_eq!(seen.len(), total, "each future completed exactly once");
     assert_eq!(outputs.load(Ordering::SeqCst), total, "each output dropped once");
     // tokio drops a future when it completes, before its output reaches the JoinHandle.
     assert_eq!(captures.load(Ordering::SeqCst), total, "each future dropped once");
