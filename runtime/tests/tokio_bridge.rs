@@ -98,8 +98,14 @@ fn unwinding_green_thread_drops_the_future() {
     });
     // Wait (on the tokio side) until the future runs, then shut the runtime down.
     purloin::tokio::block_on(async move { started.notified().await });
-    let report = rt.shutdown_timeout(Duration::from_secs(30));
-    let _ = report;
+    // Until the green thread is parked in `block_on` (the future may run before it parks).
+    while rt.scheduler().parked().is_empty() {
+        std::thread::yield_now();
+    }
+    // The timeout is how long shutdown lets live green threads finish before it unwinds the
+    // parked ones (ours never finishes by itself).
+    let report = rt.shutdown_timeout(Duration::from_millis(10));
+    assert_eq!(report.cancelled, 1, "{report:?}");
     assert!(h.join().is_err(), "the waiting green thread was unwound");
     // tokio drops the aborted future on one of its threads: wait for it without sleeping.
     while drops.load(Ordering::SeqCst) == 0 {
