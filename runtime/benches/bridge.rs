@@ -10,7 +10,8 @@
 //!   on the bridge's tokio runtime; (b) `purloin_bridge`: 100 green threads (2 workers), each
 //!   request one `purloin::tokio::block_on` on the same tokio runtime. Each variant's
 //!   per-request p50 and p99 latency over all its iterations is printed at the end (criterion
-//!   itself reports batch means).
+//!   itself reports batch means), with the server's and the clients' CPU time per request
+//!   (threads `bench-server`, and `purloin-*`: the bridge's tokio runtime and purloin's threads).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::convert::Infallible;
@@ -33,19 +34,49 @@ const CONNS: u64 = 100;
 /// Per-request latencies (ns) of one variant, over all of criterion's iterations.
 type Latencies = Arc<Mutex<Vec<u64>>>;
 
-/// Prints the median and the 99th percentile of `lat` (criterion reports means of batches).
-fn report(name: &str, lat: &Latencies) {
+/// CPU time (user + system) so far of this process's threads whose name starts with one of
+/// `prefixes` (from `/proc/self/task/*/stat`; threads that exited are not counted).
+fn thread_cpu(prefixes: &[&str]) -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let mut ticks = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let dir = task.path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else { continue };
+        if !prefixes.iter().any(|p| comm.starts_with(p)) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        // After the ")" that ends the name: field 3 (state) first; utime and stime are
+        // fields 14 and 15.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().collect();
+        ticks += fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    }
+    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+}
+
+/// Threads of the server, and of the clients (the bridge's tokio runtime, purloin's workers
+/// and monitor).
+const SERVER: &[&str] = &["bench-server"];
+const CLIENT: &[&str] = &["purloin-"];
+
+/// Prints the median and the 99th percentile of `lat` (criterion reports means of batches),
+/// and the server's and the clients' CPU time per request over the variant's whole run.
+fn report(name: &str, lat: &Latencies, server_cpu: Duration, client_cpu: Duration) {
     let mut v = lat.lock().unwrap();
     v.sort_unstable();
     if v.is_empty() {
         return;
     }
     let at = |q: f64| Duration::from_nanos(v[((v.len() - 1) as f64 * q) as usize]);
+    let n = v.len() as u32;
     eprintln!(
-        "http_100_conns/{name}: {} requests, latency p50 {:?} p99 {:?}",
-        v.len(),
+        "http_100_conns/{name}: {n} requests, latency p50 {:?} p99 {:?}, CPU per request: \
+         server {:?}, clients {:?}",
         at(0.50),
-        at(0.99)
+        at(0.99),
+        server_cpu / n,
+        client_cpu / n
     );
 }
 
@@ -151,6 +182,7 @@ fn http(c: &mut Criterion) {
     // One criterion iteration is CONNS requests (one per connection): time / CONNS per request.
     // Timed from when all connections are up (a barrier) to when the last one is done.
     let lat_tokio = Latencies::default();
+    let (s0, c0) = (thread_cpu(SERVER), thread_cpu(CLIENT));
     g.bench_function("tokio", |b| {
         b.iter_custom(|n| {
             let rounds = n.div_ceil(CONNS);
@@ -183,8 +215,10 @@ fn http(c: &mut Criterion) {
             })
         })
     });
+    let (tokio_server, tokio_client) = (thread_cpu(SERVER) - s0, thread_cpu(CLIENT) - c0);
     let rt = purloin_rt();
     let lat_bridge = Latencies::default();
+    let (s0, c0) = (thread_cpu(SERVER), thread_cpu(CLIENT));
     g.bench_function("purloin_bridge", |b| {
         b.iter_custom(|n| {
             let rounds = n.div_ceil(CONNS);
@@ -222,9 +256,10 @@ fn http(c: &mut Criterion) {
             })
         })
     });
+    let (bridge_server, bridge_client) = (thread_cpu(SERVER) - s0, thread_cpu(CLIENT) - c0);
     g.finish();
-    report("tokio", &lat_tokio);
-    report("purloin_bridge", &lat_bridge);
+    report("tokio", &lat_tokio, tokio_server, tokio_client);
+    report("purloin_bridge", &lat_bridge, bridge_server, bridge_client);
 }
 
 criterion_group!(benches, round_trip, http);
