@@ -124,6 +124,9 @@ fn a_user_supplied_handle() {
         .build()
         .unwrap();
     let handle = tokio_rt.handle().clone();
+    // Once `block_on` has a handle in use, `set_handle` gives the new one back.
+    let _ = purloin::tokio::handle();
+    assert!(purloin::tokio::set_handle(handle.clone()).is_err());
     let h = purloin::spawn(move || {
         purloin::tokio::block_on_with(&handle, async {
             tokio::time::sleep(Duration::from_millis(1)).await;
