@@ -44,6 +44,32 @@ fn tokio_sleep_and_timeout_from_green_threads() {
     assert_eq!(purloin::tokio::block_on(async { 1 }), 1);
 }
 
+/// The bridge never enters a tokio context on a purloin worker: not before, during (seen by
+/// other green threads of the same worker while the caller is parked) or after a call.
+#[test]
+fn no_tokio_context_on_a_worker() {
+    let _w = common::watchdog("no context", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let (tx, rx) = purloin::sync::channel::bounded::<()>(0);
+    let waiter = rt.spawn(move || {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let in_task = purloin::tokio::block_on(async move {
+            // Hold the waiter in tokio until the other green thread has looked.
+            let rx = rx;
+            tokio::task::spawn_blocking(move || rx.recv()).await.unwrap().unwrap();
+            tokio::runtime::Handle::try_current().is_ok()
+        });
+        (in_task, tokio::runtime::Handle::try_current().is_err())
+    });
+    let looker = rt.spawn(move || {
+        let clean = tokio::runtime::Handle::try_current().is_err();
+        tx.send(()).unwrap();
+        clean
+    });
+    assert!(looker.join().unwrap(), "no context while the waiter is parked");
+    assert_eq!(waiter.join().unwrap(), (true, true));
+}
+
 /// 1,000 green threads on ONE worker wait in tokio at the same time: each future waits on a
 /// tokio barrier of 1,000, which opens only if none of the waits blocked the worker.
 #[test]
