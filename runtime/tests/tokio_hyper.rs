@@ -16,7 +16,7 @@ use hyper::body::Bytes;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const CLIENTS: usize = 1000;
 
@@ -44,8 +44,16 @@ fn raise_nofile(need: u64) {
 fn hyper_client_and_server_1000_concurrent_requests() {
     let _w = common::watchdog("hyper 1000", Duration::from_secs(300));
     raise_nofile(2 * CLIENTS as u64 + 256);
-    let listener =
-        Arc::new(purloin::tokio::block_on(TcpListener::bind("127.0.0.1:0")).expect("bind"));
+    // A backlog for all clients at once (tokio's `bind` uses 1,024): connects that overflow
+    // it are retried by the kernel after 1, 2, 4, ... s.
+    let listener = Arc::new(
+        purloin::tokio::block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind("127.0.0.1:0".parse().unwrap())?;
+            socket.listen(4096)
+        })
+        .expect("listen"),
+    );
     let addr = listener.local_addr().unwrap();
     let served = Arc::new(AtomicUsize::new(0));
 
