@@ -31,6 +31,20 @@
 //! (sleeping, and [`time::after`] / [`time::Ticker`] channels for [`select!`]) and [`fs`]
 //! (files through [`blocking`]). [`machine`] hosts seed 003's stackless state machines.
 //!
+//! # Async Rust
+//!
+//! [`future::block_on`] runs a future on a green thread, parking only the green thread;
+//! [`JoinHandle`] and [`ScopedJoinHandle`] are [`IntoFuture`], so
+//! async code can `.await` a green thread; with the `tokio` feature, `purloin::tokio::block_on`
+//! runs futures that need tokio's reactor or timers. The [`future`] module's docs ("Using async
+//! crates from green threads") show all three and what never to hold across a park.
+//!
+//! # Cargo features
+//!
+//! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
+//!   `time`).
+//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//!
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:
@@ -39,6 +53,7 @@
 
 mod deadlock;
 pub mod fs;
+pub mod future;
 pub mod io;
 mod local;
 mod loom;
@@ -58,6 +73,8 @@ mod spawn;
 mod stats;
 pub mod sync;
 pub mod time;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;
@@ -68,10 +85,10 @@ pub use purloin_stack as stack;
 pub use deadlock::{DeadlockReport, detect as detect_deadlock};
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
-    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinHandle, StackSize, Stats, blocking, current,
-    in_green_thread, park, park_deadline, park_timeout, yield_now,
+    Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
+    blocking, current, in_green_thread, park, park_deadline, park_timeout, yield_now,
 };
-pub use scope::{Scope, ScopedJoinHandle, join, scope};
+pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
 pub use spawn::{Builder, spawn, spawn_urgent};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};

@@ -167,25 +167,30 @@ impl<T> ScopedParts<'_, T> {
     pub(crate) fn join(self) -> ThreadResult<T> {
         // The body catches panics itself, so the scheduler-level result is Ok unless the
         // green thread never ran (cancelled at shutdown).
-        self.handle.join()?;
-        let result = self
-            .packet
-            .result
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .expect("a scoped green thread stored its result before finishing");
-        if result.is_err() {
-            // The joiner sees this panic: it no longer makes the scope panic.
-            self.state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
-        }
-        result
+        let ScopedParts { handle, packet, state, .. } = self;
+        handle.join()?;
+        take_result(&packet, &state)
     }
 
     /// Waits at most `timeout` for the green thread to finish.
     pub(crate) fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
         self.handle.wait_timeout(timeout)
     }
+}
+
+/// The result a finished scoped green thread stored.
+fn take_result<T>(packet: &Packet<T>, state: &ScopeState) -> ThreadResult<T> {
+    let result = packet
+        .result
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .expect("a scoped green thread stored its result before finishing");
+    if result.is_err() {
+        // The joiner sees this panic: it no longer makes the scope panic.
+        state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
+    }
+    result
 }
 
 /// A scope for spawning green threads that borrow (see [`scope`]).
@@ -233,6 +238,54 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     /// Its handle.
     pub fn thread(&self) -> &GreenThread {
         self.parts.thread()
+    }
+}
+
+/// Awaiting a scoped green thread resolves to what [`ScopedJoinHandle::join`] returns (never
+/// running it inline). Sound for any `'scope`: the scope waits for its green threads whatever
+/// happens to the future, and the future holds only the result slot, which the green thread
+/// fills before the scope's count lets the scope end.
+impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
+    type Output = ThreadResult<T>;
+    type IntoFuture = ScopedJoinFuture<'scope, T>;
+
+    fn into_future(self) -> ScopedJoinFuture<'scope, T> {
+        let ScopedParts { handle, packet, state, _borrow } = self.parts;
+        ScopedJoinFuture { inner: handle.into_future(), packet, state, _borrow }
+    }
+}
+
+/// The future of a [`ScopedJoinHandle`] (see its [`IntoFuture`](core::future::IntoFuture)
+/// impl).
+#[must_use = "futures do nothing unless polled"]
+pub struct ScopedJoinFuture<'scope, T> {
+    inner: purloin_sched::JoinFuture<()>,
+    packet: Arc<Packet<T>>,
+    state: Arc<ScopeState>,
+    _borrow: PhantomData<&'scope ()>,
+}
+
+impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
+    type Output = ThreadResult<T>;
+
+    fn poll(
+        self: core::pin::Pin<&mut Self>,
+        cx: &mut core::task::Context<'_>,
+    ) -> core::task::Poll<ThreadResult<T>> {
+        let this = self.get_mut();
+        match core::pin::Pin::new(&mut this.inner).poll(cx) {
+            core::task::Poll::Pending => core::task::Poll::Pending,
+            core::task::Poll::Ready(Err(e)) => core::task::Poll::Ready(Err(e)),
+            core::task::Poll::Ready(Ok(())) => {
+                core::task::Poll::Ready(take_result(&this.packet, &this.state))
+            }
+        }
+    }
+}
+
+impl<T> core::fmt::Debug for ScopedJoinFuture<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ScopedJoinFuture").field("finished", &self.inner.is_finished()).finish()
     }
 }
 

@@ -403,7 +403,8 @@ fn report_long_runner(
         LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
             "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
              std::thread::sleep or blocking I/O); use purloin::sync / purloin::sleep, or wrap \
-             the call in purloin::blocking() so the worker's other green threads move on"
+             the call in purloin::blocking() so the worker's other green threads move on (see \
+             \"Using async crates from green threads\" in the docs of purloin::future)"
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
             "purloin: {who} has kept its worker's OS thread in an uninterruptible kernel wait \

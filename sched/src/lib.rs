@@ -59,6 +59,7 @@ mod g;
 mod held;
 mod idle;
 mod join;
+mod join_future;
 mod lazy;
 #[cfg(all(test, loom))]
 mod loom_idle;
@@ -83,6 +84,7 @@ pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
 pub use fork::join;
 pub use join::JoinHandle;
+pub use join_future::JoinFuture;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{

@@ -119,6 +119,8 @@ pub(crate) enum Waiter {
     Green(crate::GreenThread),
     /// An OS thread, woken with its own unpark.
     Thread(crate::sync::thread::Thread),
+    /// An async task awaiting the handle (see `join_future`).
+    Waker(core::task::Waker),
 }
 
 impl Waiter {
@@ -136,6 +138,7 @@ impl Waiter {
                 g.unpark();
             }
             Waiter::Thread(t) => t.unpark(),
+            Waiter::Waker(w) => w.wake(),
         }
     }
 }

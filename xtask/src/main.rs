@@ -208,6 +208,39 @@ fn ci() -> Result<(), String> {
         "test context+fpu-env",
         cargo().args(["test", "-p", "purloin-context", "--features", "fpu-env"]),
     )?;
+    // The tokio bridge (purloin's `tokio` feature): its lints, tests and doc examples.
+    run(
+        "clippy purloin+tokio",
+        cargo().args([
+            "clippy",
+            "-p",
+            "purloin",
+            "--features",
+            "tokio",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    run(
+        "test purloin+tokio",
+        cargo().args([
+            "test",
+            "-p",
+            "purloin",
+            "--features",
+            "tokio",
+            "--test",
+            "tokio_bridge",
+            "--test",
+            "tokio_hyper",
+        ]),
+    )?;
+    run(
+        "doctest purloin+tokio",
+        cargo().args(["test", "-p", "purloin", "--features", "tokio", "--doc"]),
+    )?;
     // Some races only show in optimized code (a lost wake-up hid from debug builds).
     run(
         "test release hammer",
@@ -215,7 +248,9 @@ fn ci() -> Result<(), String> {
     )?;
     run(
         "doc",
-        cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+        cargo()
+            .args(["doc", "--workspace", "--no-deps", "--features", "purloin/tokio"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     loom(&LoomOpts {
         krate: None,
