@@ -7,6 +7,7 @@
 //! brpc#1727). Here the default is one lot per [`WORKERS_PER_LOT`] workers.
 
 use crate::lot::ParkingLot;
+use crate::sync::Padded;
 
 /// Workers per lot chosen by [`ParkingLots::for_workers`]: small enough that a lot's word is
 /// shared by few threads, large enough that a signal usually finds a sleeper in the first lot.
@@ -15,12 +16,6 @@ pub const WORKERS_PER_LOT: usize = 4;
 /// The most workers [`ParkingLots::signal_task`] wakes per call (brpc's cap: waking more costs
 /// the producer syscalls, and each woken worker wakes another if it finds more work).
 pub const MAX_SIGNAL: u32 = 2;
-
-/// A lot on its own 128-byte line (two 64-byte lines: adjacent-line prefetch on x86_64 and
-/// 128-byte lines on some ARM cores), so signals on one lot do not slow waiters on another.
-#[repr(align(128))]
-#[derive(Debug, Default)]
-struct Padded(ParkingLot);
 
 /// A fixed set of [`ParkingLot`]s shared by a pool of workers.
 ///
@@ -57,7 +52,8 @@ struct Padded(ParkingLot);
 /// ```
 #[derive(Debug)]
 pub struct ParkingLots {
-    lots: Box<[Padded]>,
+    /// Each lot padded, so signals on one lot do not slow waiters on another.
+    lots: Box<[Padded<ParkingLot>]>,
 }
 
 impl ParkingLots {

@@ -40,16 +40,17 @@ use std::time::{Duration, Instant};
 
 use crate::futex::{self, WaitResult};
 use crate::stats::{self, Event};
-use crate::sync::{Arc, AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicU32, Ordering, Padded};
 
 const EMPTY: u32 = 0;
 const NOTIFIED: u32 = 1;
 const PARKED: u32 = u32::MAX;
 
-/// On a cache line (pair) of its own: two parkers allocated back to back (a ping-pong pair,
+/// The shared part of a parker, padded: two parkers allocated back to back (a ping-pong pair,
 /// or workers created together) would otherwise share a line that both sides write.
-#[repr(align(128))]
-struct Inner {
+type Inner = Padded<Token>;
+
+struct Token {
     /// The token: `EMPTY`, `NOTIFIED` or `PARKED`, see the [module docs](self).
     state: AtomicU32,
 }
@@ -104,7 +105,10 @@ impl Parker {
     /// A parker with no token.
     #[must_use]
     pub fn new() -> Self {
-        Parker { inner: Arc::new(Inner { state: AtomicU32::new(EMPTY) }), _not_sync: PhantomData }
+        Parker {
+            inner: Arc::new(Padded(Token { state: AtomicU32::new(EMPTY) })),
+            _not_sync: PhantomData,
+        }
     }
 
     /// Blocks until a token is available, then consumes it. Returns at once if a token was

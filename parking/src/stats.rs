@@ -136,20 +136,17 @@ pub(crate) fn record(event: Event) {
 
 #[cfg(any(loom, feature = "stats"))]
 mod table {
-    use crate::sync::CounterCell;
+    use crate::sync::{CounterCell, Padded};
 
     pub(super) const EVENTS: usize = 6;
 
     /// One counter per 128-byte line, so events recorded by different threads do not share a
     /// line.
-    #[repr(align(128))]
-    pub(super) struct Slot(pub(super) CounterCell);
-
-    pub(super) struct Table(pub(super) [Slot; EVENTS]);
+    pub(super) struct Table(pub(super) [Padded<CounterCell>; EVENTS]);
 
     impl Table {
         pub(super) const fn new() -> Self {
-            Table([const { Slot(CounterCell::new(0)) }; EVENTS])
+            Table([const { Padded(CounterCell::new(0)) }; EVENTS])
         }
     }
 }

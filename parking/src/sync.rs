@@ -25,6 +25,23 @@ mod imp {
 pub use imp::AtomicU32;
 pub(crate) use imp::*;
 
+/// Pads and aligns `T` to 128 bytes, the crate's one rule against false sharing: two values
+/// written by different threads must not share a 128-byte pair of lines (x86_64 prefetches
+/// 64-byte lines in adjacent pairs; some ARM cores have 128-byte lines). Used for each lot of
+/// `ParkingLots`, each parker's token word and each statistics counter.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for Padded<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A diagnostic counter cell. Always a real `core` atomic, also under loom: counters are
 /// written with `Relaxed` increments and never read by the code they count, so they cannot
 /// change what a model explores, and keeping them out of loom's view keeps models small.
