@@ -195,7 +195,10 @@ impl Runtime {
             (Ok(v), _) => v,
             // The root was unwound by the detector: panic here with the report's headline.
             (Err(_), Some(report)) => panic!("{}", report.headline()),
-            (Err(payload), None) => std::panic::resume_unwind(payload),
+            (Err(payload), None) => match never_ran(&*payload) {
+                Some(why) => panic!("purloin: block_on: the root green thread never ran: {why}"),
+                None => std::panic::resume_unwind(payload),
+            },
         }
     }
 
@@ -281,6 +284,16 @@ impl Drop for Runtime {
             }
         }
     }
+}
+
+/// Why a green thread never ran, if its join payload says so: the error of its stack lease
+/// (an `io::Error`) or [`Cancelled`](crate::Cancelled) (the runtime shut down first), rather
+/// than a panic of its own.
+pub(crate) fn never_ran(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    if let Some(e) = payload.downcast_ref::<io::Error>() {
+        return Some(e.to_string());
+    }
+    payload.downcast_ref::<crate::Cancelled>().map(|c| c.to_string())
 }
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();

@@ -128,8 +128,9 @@ impl Builder {
     /// Starts the workers (and the monitor).
     ///
     /// # Errors
-    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, or
-    /// `max_threads` below the worker count; the OS error if a thread cannot be started.
+    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, a stack
+    /// size that cannot be leased (see [`StackSize::validate`]), or `max_threads` below the
+    /// worker count; the OS error if a thread cannot be started.
     pub fn build(self) -> io::Result<Scheduler> {
         let c = &self.config;
         if c.workers == 0 || c.workers > 32_767 {
@@ -158,6 +159,12 @@ impl Builder {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "purloin-sched: global_queue_interval must be at least 1 tick (Go uses 61)",
+            ));
+        }
+        if let Err(e) = c.stack_size.validate() {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("purloin-sched: Builder::stack_size({:?}) is refused: {e}", c.stack_size),
             ));
         }
         if c.max_threads < c.workers {

@@ -212,7 +212,8 @@ impl Chunk {
         let meta = geo.meta_bytes(slots);
         let len = meta + slots * geo.slot_size;
         let base = os::map_stack_memory(len, &|| {
-            format!("an arena of {slots} stacks of {}", DisplaySize(geo.usable))
+            let stacks = if slots == 1 { "stack" } else { "stacks" };
+            format!("an arena of {slots} {stacks} of {}", DisplaySize(geo.usable))
         })?;
         Ok(Chunk {
             base,
