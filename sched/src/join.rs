@@ -30,8 +30,9 @@ pub struct JoinHandle<T> {
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
     /// inline (pinned, or given its own stack at spawn).
     pub(crate) inline_stack: Option<usize>,
-    /// This handle's caller registered as the packet's waiter (by `wait_timeout`).
-    pub(crate) registered: bool,
+    /// Who registered as the packet's waiter (by `wait_timeout`), if anyone did: only that
+    /// green or OS thread is woken when the child finishes.
+    pub(crate) registered: Option<Registrar>,
 }
 
 // SAFETY: `sched` is only compared with the current worker's scheduler (never dereferenced
@@ -49,10 +50,10 @@ impl<T> JoinHandle<T> {
     /// yet, the joiner runs it inline instead (join-helping). From a plain OS thread it blocks
     /// the OS thread.
     pub fn join(self) -> ThreadResult<T> {
-        if self.registered {
+        if let Some(by) = self.registered {
             // A waiter was registered by `wait_timeout`; no inline run any more.
             while !self.task.is_done() {
-                crate::park();
+                wait_as(by, None);
             }
             return self.task.into_result();
         }
@@ -66,7 +67,7 @@ impl<T> JoinHandle<T> {
                 run_inline(*child, self.sched, bytes);
             }
         }
-        if !packet.is_done() && (self.registered || packet.register(Waiter::current())) {
+        if !packet.is_done() && packet.register(Waiter::current()) {
             // A lazily spawned child that has no identity yet is not made one just for this.
             let holder = self.thread.get().copied().or_else(|| packet.head().identity.peek());
             crate::set_wait_info(Some(crate::WaitInfo {
@@ -84,25 +85,34 @@ impl<T> JoinHandle<T> {
 
     /// Waits at most `timeout` for the green thread to finish; returns whether it has. Call
     /// [`JoinHandle::join`] afterwards to take the result. Blocks the calling OS thread (or
-    /// parks the calling green thread); it never runs the child inline.
+    /// parks the calling green thread); it never runs the child inline. A timeout too large
+    /// to be a deadline (`Duration::MAX`) waits without one.
+    ///
+    /// The first call registers its caller as the one to wake when the child finishes. Later
+    /// calls, and [`join`](JoinHandle::join), may come from another green or OS thread (the
+    /// handle is `Send`); such a caller is not woken by the child and checks every 10 ms.
     pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
         let packet = &self.task;
         if packet.is_done() {
             return true;
         }
-        let deadline = std::time::Instant::now() + timeout;
-        if !self.registered {
-            self.registered = true;
-            if !packet.register(Waiter::current()) {
-                return true;
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let by = match self.registered {
+            Some(by) => by,
+            None => {
+                let by = Registrar::current();
+                self.registered = Some(by);
+                if !packet.register(Waiter::current()) {
+                    return true;
+                }
+                by
             }
-        }
+        };
         while !packet.is_done() {
-            let now = std::time::Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return false;
             }
-            crate::park_timeout(deadline - now);
+            wait_as(by, deadline);
         }
         true
     }
@@ -119,6 +129,34 @@ impl<T> JoinHandle<T> {
     pub fn thread(&self) -> &GreenThread {
         self.thread
             .get_or_init(|| self.task.head().identity.get(self.sched, crate::worker::alloc_record))
+    }
+}
+
+/// Which green or OS thread registered as a packet's waiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Registrar {
+    Green(crate::GreenId),
+    Os(crate::sync::thread::ThreadId),
+}
+
+impl Registrar {
+    fn current() -> Registrar {
+        match crate::current() {
+            Some(g) => Registrar::Green(g.id()),
+            None => Registrar::Os(crate::sync::thread::current().id()),
+        }
+    }
+}
+
+/// One wait for a packet whose registered waiter is `by`: a park until woken (or until
+/// `deadline`) if that is the caller, else a check every 10 ms (nobody wakes this caller).
+fn wait_as(by: Registrar, deadline: Option<std::time::Instant>) {
+    const POLL: std::time::Duration = std::time::Duration::from_millis(10);
+    let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+    match (by == Registrar::current(), left) {
+        (true, None) => crate::park(),
+        (true, Some(left)) => crate::park_timeout(left),
+        (false, left) => crate::park_timeout(left.map_or(POLL, |l| l.min(POLL))),
     }
 }
 

@@ -556,7 +556,13 @@ impl Scheduler {
             for t in threads {
                 let _ = t.join();
             }
-            drain_queues(&shared);
+            drain_queues(&shared, true);
+        } else {
+            // The workers of the green threads that never yield are detached, but what is
+            // queued behind them is failed with `Cancelled`, so its joiners do not wait
+            // forever; only the stuck green threads themselves stay unfinished.
+            drain_queues(&shared, false);
+            report.unfinished = shared.live();
         }
         report
     }
@@ -605,7 +611,7 @@ where
             (std::sync::OnceLock::from(t), false)
         }
     };
-    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: false })
+    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
@@ -668,8 +674,10 @@ fn stop_workers(shared: &Arc<Shared>) {
 }
 
 /// After every worker stopped: drop queue entries left behind (stale entries of children run
-/// inline, whose records wait for them).
-fn drain_queues(shared: &Shared) {
+/// inline, whose records wait for them). With `workers_stopped` false (shutdown gave up on
+/// green threads that never yield, whose workers still run them), only what a thief may take
+/// is taken (queues and runnext; not the P's caches).
+fn drain_queues(shared: &Shared, workers_stopped: bool) {
     let mut pending = Vec::new();
     while let purloin_deque::Steal::Success(g) = shared.injector.steal() {
         pending.push(g);
@@ -679,6 +687,9 @@ fn drain_queues(shared: &Shared) {
             pending.push(g);
         }
         pending.extend(p.take_runnext());
+        if !workers_stopped {
+            continue;
+        }
         // SAFETY: every worker has stopped: nobody holds the P any more.
         let cached: Vec<_> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
         registry().give_free(cached);
