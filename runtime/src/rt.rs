@@ -18,7 +18,11 @@ pub struct Builder {
     deadlock_detection: bool,
     deadlock_grace: Duration,
     schedtrace: Option<Duration>,
+    shutdown_grace: Duration,
 }
+
+/// [`Builder::shutdown_grace`]'s default.
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
 
 impl Default for Builder {
     fn default() -> Self {
@@ -40,7 +44,17 @@ impl Builder {
             deadlock_detection: true,
             deadlock_grace: Duration::from_secs(1),
             schedtrace,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
+    }
+
+    /// How long dropping the [`Runtime`] waits for green threads that may still finish by
+    /// themselves (runnable ones, and parked ones a pending timer, I/O wait or blocking
+    /// section can wake) before unwinding them (default 250 ms). Parked green threads that
+    /// nothing pending can wake are unwound at once. See [`Runtime`] for the shutdown steps.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Builder {
+        self.shutdown_grace = grace;
+        self
     }
 
     /// Number of workers (processors; Go's GOMAXPROCS).
@@ -108,11 +122,12 @@ impl Builder {
             deadlock_detection: self.deadlock_detection,
             deadlock_grace: self.deadlock_grace,
             net,
+            fork_generation: fork::generation(),
         });
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
-        Ok(Runtime { sched: Some(sched), data, trace })
+        Ok(Runtime { sched: Some(sched), data, trace, grace: self.shutdown_grace })
     }
 }
 
@@ -123,14 +138,86 @@ pub(crate) struct RuntimeData {
     pub(crate) deadlock_grace: Duration,
     /// The netpoller (sockets used by this runtime's green threads register with it).
     pub(crate) net: Arc<crate::net::Driver>,
+    /// The process's fork generation when this runtime started (see `fork`).
+    fork_generation: u32,
 }
 
-/// A purloin runtime: workers running green threads. Dropping it shuts it down: runnable
-/// green threads finish, parked ones are unwound so their destructors run.
+impl RuntimeData {
+    /// Refuses to spawn on a runtime that was started before this process was forked: its
+    /// worker threads exist only in the parent, so nothing would ever run.
+    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
+        if self.fork_generation == fork::generation() {
+            return Ok(());
+        }
+        Err(io::Error::other(
+            "purloin: this process is a fork of the one that started the runtime, whose worker \
+             threads exist only in the parent, so a green thread spawned here would never run; \
+             in the child, exec a program, or build a new runtime (purloin::runtime::Builder) \
+             and spawn on it",
+        ))
+    }
+}
+
+/// Fork detection: a `pthread_atfork` child handler counts forks, so a runtime can tell it is
+/// being used in a child process that does not have its threads.
+mod fork {
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn in_child() {
+        // Relaxed: the child has one thread at this point.
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The number of forks between the first runtime's start and now, as seen by this
+    /// process (0 in the process that started it).
+    pub(super) fn generation() -> u32 {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            // SAFETY: registers a handler that only increments an atomic (async-signal-safe,
+            // as a fork child handler must be); no other arguments.
+            let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+            debug_assert_eq!(rc, 0, "pthread_atfork failed");
+        });
+        // Relaxed: a fork happens-before everything in the child.
+        GENERATION.load(Ordering::Relaxed)
+    }
+}
+
+/// A purloin runtime: workers running green threads.
+///
+/// # Shutdown
+///
+/// Dropping it (or [`Runtime::shutdown_timeout`]) shuts it down in this order:
+///
+/// 1. The schedtrace thread, if any, stops. Spawns from outside the runtime start failing;
+///    its green threads may still spawn.
+/// 2. Runnable green threads run to completion. This waits until none is alive, or for the
+///    grace period ([`Builder::shutdown_grace`], 250 ms by default; `shutdown_timeout`'s
+///    argument), or until nothing pending can wake the parked ones left (every worker idle,
+///    no timer, I/O wait or blocking section), whichever comes first: a green thread parked
+///    on a channel nobody will send on is not waited for.
+/// 3. Parked green threads are resumed with a forced unwind
+///    ([`ForcedUnwind`](crate::ForcedUnwind)), so their destructors run and their joiners
+///    get `Err`; again, until none is alive or for the grace period.
+/// 4. The workers and the monitor stop and are joined. Green threads that never reached a
+///    scheduling point are reported on stderr and their workers left running (detached);
+///    what was queued behind them is cancelled ([`Cancelled`](crate::Cancelled)).
+///
+/// Dropping a runtime from one of its own green threads hands the shutdown to a new OS
+/// thread (it cannot wait for itself): the drop returns at once and the shutdown proceeds
+/// once the dropping green thread has finished.
+///
+/// A runtime cannot be used in a child process forked after it started (its worker threads
+/// exist only in the parent): spawning there fails with an error that says so (the plain
+/// functions such as [`spawn`](crate::spawn) panic with it).
 pub struct Runtime {
     sched: Option<Arc<Scheduler>>,
     data: Arc<RuntimeData>,
     trace: Option<crate::stats::Schedtrace>,
+    grace: Duration,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -156,12 +243,29 @@ impl Runtime {
     }
 
     /// Spawns a green thread on this runtime.
+    ///
+    /// # Panics
+    /// If the runtime is shutting down, or this process is a fork of the one that started
+    /// it.
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.check_usable();
         self.scheduler().spawn(crate::local::with_locals(f))
+    }
+
+    /// Panics if this process is a fork of the one that started the runtime.
+    pub(crate) fn check_usable(&self) {
+        if let Err(e) = self.data.check_not_forked() {
+            panic!("{e}");
+        }
+    }
+
+    /// [`RuntimeData::check_not_forked`] of this runtime.
+    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
+        self.data.check_not_forked()
     }
 
     /// Runs `f` as a green thread of this runtime (the *root*) and blocks the calling thread
@@ -180,6 +284,7 @@ impl Runtime {
         if purloin_sched::in_green_thread() {
             return f();
         }
+        self.check_usable();
         let state = crate::scope::ScopeState::new();
         let wait = crate::scope::WaitAll(state.clone());
         // SAFETY: `wait` waits for the root in every exit path of this function (it is
@@ -273,8 +378,30 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        let own_green_thread =
+            with_current(|d| d.is_some_and(|d| std::ptr::eq(d, Arc::as_ptr(&self.data))));
+        if own_green_thread && self.sched.is_some() {
+            // It cannot wait for itself: a new OS thread shuts it down once this green thread
+            // (and the others) are done.
+            let this = Runtime {
+                sched: self.sched.take(),
+                data: self.data.clone(),
+                trace: self.trace.take(),
+                grace: self.grace,
+            };
+            let handed = std::thread::Builder::new()
+                .name("purloin-shutdown".into())
+                .spawn(move || drop(this));
+            if let Err(e) = handed {
+                eprintln!(
+                    "purloin: a runtime dropped from one of its own green threads could not \
+                     start a thread to shut it down ({e}); it keeps running"
+                );
+            }
+            return;
+        }
         if self.sched.is_some() {
-            let report = self.shutdown(Duration::from_secs(5));
+            let report = self.shutdown(self.grace);
             if report.unfinished > 0 {
                 eprintln!(
                     "purloin: {} green threads never reached a scheduling point during \

@@ -315,7 +315,9 @@ where
     let sched = if purloin_sched::in_green_thread() {
         SchedRef::Current
     } else {
-        SchedRef::Runtime(crate::rt::global().scheduler())
+        let rt = crate::rt::global();
+        rt.check_usable();
+        SchedRef::Runtime(rt.scheduler())
     };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
     let wait = WaitAll(scope.state.clone());

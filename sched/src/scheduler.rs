@@ -7,10 +7,15 @@
 //!
 //! 1. The phase becomes *draining*: spawns from outside the scheduler fail; green threads may
 //!    still spawn (their children are part of finishing).
-//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout.
+//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout,
+//!    or nothing pending can wake the ones left (every worker parked, nothing queued, no
+//!    timer, I/O wait or blocking section: [`Scheduler::is_quiescent`], seen twice 10 ms
+//!    apart), whichever comes first.
 //! 3. Green threads still alive are parked ones (or ones that never yield): every parked one is
 //!    resumed with a forced unwind ([`ForcedUnwind`](crate::ForcedUnwind)) so its destructors
 //!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
+//!    Built with `panic = "abort"`, an unwind would abort the process: the parked green
+//!    threads are left parked instead (their stacks leaked), with one line on stderr.
 //! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
 //!    monitor stops. Green threads that never reached a scheduling point are reported as
 //!    unfinished and their workers are left running (detached) rather than hanging the caller.
@@ -471,17 +476,7 @@ impl Scheduler {
     /// Only a wake-up from outside the scheduler (a plain OS thread) could change that; the
     /// runtime's deadlock detector uses it (Go's `checkdead`).
     pub fn is_quiescent(&self) -> bool {
-        let s = &*self.shared;
-        let (searching, parked) = s.idle.counts();
-        searching == 0
-            && parked as usize == s.active().len()
-            && s.live() > 0
-            && s.injector.is_empty()
-            && s.active()
-                .iter()
-                .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
-            && !s.poller.has_waiters()
-            && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
+        quiescent(&self.shared)
     }
 
     /// Attaches data of the layer above to this scheduler, readable from its green threads
@@ -502,7 +497,8 @@ impl Scheduler {
     /// unwinding the parked ones (and as long again for those to finish).
     ///
     /// The steps: (1) spawns from outside start failing; green threads may still spawn;
-    /// (2) runnable green threads run to completion, until none is alive or `timeout`;
+    /// (2) runnable green threads run to completion, until none is alive, or `timeout`, or
+    /// nothing pending can wake the rest ([`Scheduler::is_quiescent`]);
     /// (3) every parked green thread is resumed with a forced unwind, repeatedly (a destructor
     /// may park again), until none is alive or a second timeout; (4) every worker is woken,
     /// leaves its loop and is joined, and the monitor stops. Green threads that never reached a
@@ -529,7 +525,17 @@ impl Scheduler {
         shared.phase.store(PHASE_DRAINING, Ordering::Release);
         shared.wake_all();
         let mut report = ShutdownReport::default();
-        if !wait_all_done(&shared, timeout) {
+        let all_done = wait_all_done(&shared, timeout);
+        if !all_done && cfg!(panic = "abort") {
+            // A forced unwind is a panic, which aborts the process under `panic = "abort"`:
+            // leave the parked green threads parked (their stacks and captures are leaked).
+            report.unfinished = shared.live();
+            eprintln!(
+                "purloin: {} green threads were still alive at shutdown and were not unwound \
+                 (panic = \"abort\" cannot unwind them); their stacks are leaked",
+                report.unfinished
+            );
+        } else if !all_done {
             let deadline = Instant::now() + timeout.max(Duration::from_millis(100));
             loop {
                 report.cancelled += cancel_parked(&shared);
@@ -570,6 +576,13 @@ impl Scheduler {
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
+        if std::thread::panicking()
+            && current_worker().is_some_and(|m| Arc::ptr_eq(&m.shared, &self.shared))
+        {
+            // Unwinding from `shutdown_timeout`'s panic on one of our own green threads: a
+            // second panic here would abort. The scheduler keeps running (leaked).
+            return;
+        }
         if self.shared.phase.load(Ordering::Acquire) != PHASE_STOPPED {
             let report = self.shutdown_inner(Duration::from_secs(5));
             if report.unfinished > 0 {
@@ -614,15 +627,42 @@ where
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
 }
 
+/// [`Scheduler::is_quiescent`] of `s`.
+fn quiescent(s: &Shared) -> bool {
+    let (searching, parked) = s.idle.counts();
+    searching == 0
+        && parked as usize == s.active().len()
+        && s.live() > 0
+        && s.injector.is_empty()
+        && s.active()
+            .iter()
+            .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
+        && !s.poller.has_waiters()
+        && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
+}
+
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     // F5 (pairs with F6 in `note_finished`, or F2 of a worker's next park): the phase was
     // stored before this call.
     shared.fence_before_live_check();
     let mut guard = lock(&shared.all_done.0);
+    let mut quiet = 0;
     loop {
         if shared.live() == 0 {
             return true;
+        }
+        // Nothing pending can wake the green threads still alive (every worker parked, no
+        // queued work, timer, I/O wait or blocking section): waiting longer cannot help, so
+        // their unwinding starts now. Seen twice, 10 ms apart, so a wake-up in flight between
+        // a worker's park and its next search is not mistaken for quiescence.
+        if quiescent(shared) {
+            quiet += 1;
+            if quiet >= 2 {
+                return false;
+            }
+        } else {
+            quiet = 0;
         }
         let now = Instant::now();
         if now >= deadline {
