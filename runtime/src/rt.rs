@@ -34,11 +34,21 @@ impl Builder {
     /// The defaults: one worker per CPU, 1 MiB stacks, the monitor on, deadlock detection on
     /// (grace 1 s), schedtrace from the `PURLOIN_SCHEDTRACE` environment variable.
     pub fn new() -> Builder {
-        let schedtrace = std::env::var("PURLOIN_SCHEDTRACE")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&ms| ms > 0)
-            .map(Duration::from_millis);
+        let schedtrace = std::env::var("PURLOIN_SCHEDTRACE").ok().and_then(|v| {
+            parse_schedtrace(&v).unwrap_or_else(|| {
+                use std::sync::atomic::{AtomicBool, Ordering};
+                static WARNED: AtomicBool = AtomicBool::new(false);
+                // Relaxed: only decides who prints the warning.
+                if !WARNED.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "purloin: ignoring PURLOIN_SCHEDTRACE={v:?}: expected a whole number of \
+                         milliseconds between trace lines, such as PURLOIN_SCHEDTRACE=1000 (0 or \
+                         empty: off)"
+                    );
+                }
+                None
+            })
+        });
         Builder {
             sched: purloin_sched::Builder::new(),
             deadlock_detection: true,
@@ -104,7 +114,9 @@ impl Builder {
     }
 
     /// Prints one line of scheduler state to stderr every `interval` (Go's
-    /// `GODEBUG=schedtrace`); also set by `PURLOIN_SCHEDTRACE=<ms>`.
+    /// `GODEBUG=schedtrace`); also set by `PURLOIN_SCHEDTRACE=<ms>` (a value that is not a
+    /// whole number of milliseconds is ignored with a warning, once). [`Builder::build`]
+    /// refuses an interval of zero.
     pub fn schedtrace(mut self, interval: Option<Duration>) -> Builder {
         self.schedtrace = interval;
         self
@@ -116,6 +128,14 @@ impl Builder {
     /// Invalid configuration, or the OS refused threads, the netpoller, or the stack
     /// overflow handler.
     pub fn build(self) -> io::Result<Runtime> {
+        if self.schedtrace.is_some_and(|every| every.is_zero()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "purloin: Builder::schedtrace(Some(Duration::ZERO)) would print without pause; \
+                 use an interval of at least 1 ms (Go's schedtrace uses 1000 ms), or None to \
+                 turn it off",
+            ));
+        }
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
@@ -129,6 +149,17 @@ impl Builder {
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
         Ok(Runtime { sched: Some(sched), data, trace, grace: self.shutdown_grace })
     }
+}
+
+/// A `PURLOIN_SCHEDTRACE` value: `Some(None)` for off (empty or 0), `Some(Some(ms))`, or
+/// `None` if it is not a whole number of milliseconds.
+fn parse_schedtrace(v: &str) -> Option<Option<Duration>> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Some(None);
+    }
+    let ms: u64 = v.parse().ok()?;
+    Some((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
 /// Per-runtime state the facade keeps next to the scheduler (reachable from green threads
@@ -256,6 +287,11 @@ impl Runtime {
         self.scheduler().spawn(crate::local::with_locals(f))
     }
 
+    /// Whether the calling code runs on a green thread of this runtime.
+    fn is_current(&self) -> bool {
+        with_current(|d| d.is_some_and(|d| std::ptr::eq(d, Arc::as_ptr(&self.data))))
+    }
+
     /// Panics if this process is a fork of the one that started the runtime.
     pub(crate) fn check_usable(&self) {
         if let Err(e) = self.data.check_not_forked() {
@@ -275,13 +311,15 @@ impl Runtime {
     /// progress any more, it prints the parked green threads and what each waits on ("all
     /// green threads are asleep — deadlock!") and panics here.
     ///
-    /// Called from a green thread of this runtime, it just calls `f`.
+    /// Called from a green thread of this runtime, it just calls `f`. Called from a green
+    /// thread of another runtime, `f` still runs on this one (as its root) while the calling
+    /// green thread parks.
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
         T: Send,
     {
-        if purloin_sched::in_green_thread() {
+        if purloin_sched::in_green_thread() && self.is_current() {
             return f();
         }
         self.check_usable();
@@ -378,9 +416,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let own_green_thread =
-            with_current(|d| d.is_some_and(|d| std::ptr::eq(d, Arc::as_ptr(&self.data))));
-        if own_green_thread && self.sched.is_some() {
+        if self.sched.is_some() && self.is_current() {
             // It cannot wait for itself: a new OS thread shuts it down once this green thread
             // (and the others) are done.
             let this = Runtime {

@@ -142,3 +142,64 @@ fn an_address_space_limit_fails_joins_with_the_cause() {
     let per_failure = stdout.lines().find_map(|l| l.strip_prefix("PER_FAILURE_US ")).unwrap();
     eprintln!("one failed spawn-and-join under RLIMIT_AS: {per_failure} µs");
 }
+
+/// Item 9's small ones: configuration that cannot work is refused when the runtime is
+/// built, with a message.
+#[test]
+fn a_zero_schedtrace_interval_and_a_nul_in_a_thread_name_are_refused() {
+    let err = purloin::runtime::Builder::new().schedtrace(Some(Duration::ZERO)).build();
+    assert!(err.unwrap_err().to_string().contains("at least 1 ms"));
+    let err = purloin::runtime::Builder::new().thread_name("work\0er").build();
+    let err = err.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("NUL"), "{err}");
+    // A NUL in a green thread's name is harmless (it never reaches the OS).
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let h = rt.block_on(|| purloin::Builder::new().name("g\0t").spawn(|| 1).unwrap().join());
+    assert_eq!(h.unwrap(), 1);
+}
+
+/// `PURLOIN_SCHEDTRACE` that is not a number of milliseconds is reported once (in a child
+/// process, which builds two runtimes).
+#[test]
+fn a_garbage_schedtrace_variable_is_reported_once() {
+    const CHILD: &str = "PURLOIN_TEST_SCHEDTRACE_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        for _ in 0..2 {
+            let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+            assert_eq!(rt.block_on(|| 1), 1);
+        }
+        std::process::exit(0);
+    }
+    for garbage in ["garbage", "-5", "100ms"] {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "a_garbage_schedtrace_variable_is_reported_once", "--nocapture"])
+            .env(CHILD, "1")
+            .env("PURLOIN_SCHEDTRACE", garbage)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert_eq!(stderr.matches("ignoring PURLOIN_SCHEDTRACE").count(), 1, "{garbage}: {stderr}");
+        assert!(stderr.contains("PURLOIN_SCHEDTRACE=1000"), "the accepted form: {stderr}");
+        assert!(!stderr.contains("SCHED "), "no trace lines: {stderr}");
+    }
+}
+
+/// `block_on` of runtime B from a green thread of runtime A runs the closure on B (it used
+/// to run it inline on A).
+#[test]
+fn block_on_of_another_runtime_runs_there() {
+    let _w = common::watchdog("nested block_on", Duration::from_secs(60));
+    let a = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let b = purloin::runtime::Builder::new().workers(3).build().unwrap();
+    let (outer, inner) = a.block_on(|| {
+        let outer = purloin::stats().procs.len();
+        let inner = b.block_on(|| {
+            let h = purloin::spawn(|| purloin::stats().procs.len());
+            (purloin::stats().procs.len(), h.join().unwrap())
+        });
+        (outer, inner)
+    });
+    assert_eq!((outer, inner), (1, (3, 3)));
+}
