@@ -133,6 +133,24 @@ impl Stack {
         unsafe { self.raw.meta() }
     }
 
+    /// Whether a holder may keep this stack between uses (a scheduler's spare for its next
+    /// green thread) without holding more memory than the pool would: false for stacks above
+    /// [`Options::BIG_STACK_BYTES`](crate::Options::BIG_STACK_BYTES), whose return gives
+    /// their touched pages back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_stack::{lease, StackSize};
+    ///
+    /// assert!(lease(StackSize::Normal)?.worth_keeping());
+    /// assert!(!lease(StackSize::Bytes(64 << 20))?.worth_keeping());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn worth_keeping(&self) -> bool {
+        self.class.geo.usable <= crate::Options::BIG_STACK_BYTES
+    }
+
     /// Returns the stack to the shared pool *and* gives all of its memory back to the kernel
     /// now (`MADV_DONTNEED`), bypassing this thread's cache: for a stack that grew deep, or
     /// when the caller knows it will not need another stack soon. (Dropping keeps the memory
