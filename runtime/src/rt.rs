@@ -103,10 +103,14 @@ impl Builder {
         self
     }
 
-    /// Deadlock detection in [`Runtime::block_on`]: when nothing can make progress (every
-    /// worker parked, no timers, no I/O) for `grace`, report the parked green threads and what
-    /// they wait on, and panic in the root. Turn it off if plain OS threads outside the
-    /// runtime wake green threads after long pauses (they are invisible to the detector).
+    /// Deadlock detection: when nothing can make progress (every worker parked, no timers,
+    /// no I/O) for `grace` while [`Runtime::block_on`] or an OS thread outside the runtime
+    /// (a `join` from `main`, a scope's owner) waits on a green thread, report the parked
+    /// green threads and what they wait on; `block_on` then panics in its root, and for
+    /// outside waiters every parked green thread is unwound so their joins return `Err`
+    /// (Go prints "all goroutines are asleep - deadlock!" and exits). Turn it off if plain OS
+    /// threads outside the runtime wake green threads after long pauses (they are invisible
+    /// to the detector).
     pub fn deadlock_detection(mut self, on: bool, grace: Duration) -> Builder {
         self.deadlock_detection = on;
         self.deadlock_grace = grace;
@@ -147,7 +151,10 @@ impl Builder {
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
-        Ok(Runtime { sched: Some(sched), data, trace, grace: self.shutdown_grace })
+        let watch = self
+            .deadlock_detection
+            .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
+        Ok(Runtime { sched: Some(sched), data, trace, watch, grace: self.shutdown_grace })
     }
 }
 
@@ -248,6 +255,7 @@ pub struct Runtime {
     sched: Option<Arc<Scheduler>>,
     data: Arc<RuntimeData>,
     trace: Option<crate::stats::Schedtrace>,
+    watch: Option<crate::deadlock::Watch>,
     grace: Duration,
 }
 
@@ -401,6 +409,7 @@ impl Runtime {
 
     fn shutdown(&mut self, timeout: Duration) -> ShutdownReport {
         drop(self.trace.take());
+        drop(self.watch.take());
         let Some(sched) = self.sched.take() else { return ShutdownReport::default() };
         match Arc::try_unwrap(sched) {
             Ok(s) => s.shutdown_timeout(timeout),
@@ -423,6 +432,7 @@ impl Drop for Runtime {
                 sched: self.sched.take(),
                 data: self.data.clone(),
                 trace: self.trace.take(),
+                watch: self.watch.take(),
                 grace: self.grace,
             };
             let handed = std::thread::Builder::new()

@@ -322,6 +322,11 @@ where
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
     let wait = WaitAll(scope.state.clone());
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+    // An OS thread waiting for the scope's green threads: the deadlock watch counts it.
+    let _outside = match &scope.sched {
+        SchedRef::Runtime(s) => Some(s.outside_wait()),
+        SchedRef::Current => None,
+    };
     drop(wait);
     match result {
         Err(payload) => panic::resume_unwind(payload),

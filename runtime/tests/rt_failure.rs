@@ -203,3 +203,42 @@ fn block_on_of_another_runtime_runs_there() {
     });
     assert_eq!((outer, inner), (1, (3, 3)));
 }
+
+/// The README's first pattern (spawn on the global runtime and join from `main`) with a
+/// receive that can never complete: reported like Go's "all goroutines are asleep", and the
+/// join returns `Err` instead of hanging (in a child process: it reads the report).
+#[test]
+fn a_join_from_main_on_a_deadlocked_global_runtime_is_reported() {
+    const CHILD: &str = "PURLOIN_TEST_GLOBAL_DEADLOCK_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
+        let h = purloin::Builder::new().name("waits-forever").spawn(move || rx.recv());
+        let err = h.unwrap().join().unwrap_err();
+        assert!(err.downcast_ref::<purloin::ForcedUnwind>().is_some());
+        // A scope's owner waiting on a parked green thread is reported the same way.
+        let m = purloin::sync::Mutex::new(());
+        let held = m.lock().unwrap();
+        let scoped = catch_unwind(AssertUnwindSafe(|| {
+            purloin::scope(|s| {
+                s.spawn(|| drop(m.lock()));
+                std::mem::forget(held);
+            })
+        }));
+        println!("SCOPE {}", scoped.is_err());
+        drop(tx);
+        std::process::exit(0);
+    }
+    let _w = common::watchdog("global deadlock child", Duration::from_secs(60));
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_join_from_main_on_a_deadlocked_global_runtime_is_reported"])
+        .arg("--nocapture")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches("all green threads are asleep — deadlock!").count(), 2, "{stderr}");
+    assert!(stderr.contains("'waits-forever'"), "{stderr}");
+    assert!(stdout.contains("SCOPE true"), "{stdout}");
+}

@@ -52,6 +52,7 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> ThreadResult<T> {
         if let Some(by) = self.registered {
             // A waiter was registered by `wait_timeout`; no inline run any more.
+            let _outside = crate::outside::if_os_thread(self.sched);
             while !self.task.is_done() {
                 wait_as(by, None);
             }
@@ -75,6 +76,7 @@ impl<T> JoinHandle<T> {
                 object: packet as *const _ as *const u8 as usize,
                 holder: holder.map(|t| t.id()),
             }));
+            let _outside = crate::outside::if_os_thread(self.sched);
             while !packet.is_done() {
                 crate::park();
             }

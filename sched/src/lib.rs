@@ -58,6 +58,7 @@ mod idle;
 mod join;
 mod lazy;
 mod os;
+mod outside;
 mod p;
 mod poll;
 mod scheduler;
@@ -71,6 +72,7 @@ mod worker;
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use fork::join;
 pub use join::JoinHandle;
+pub use outside::OutsideWait;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{

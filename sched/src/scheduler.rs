@@ -490,6 +490,20 @@ impl Scheduler {
         quiescent(&self.shared)
     }
 
+    /// OS threads outside the scheduler that wait on one of its green threads now (in
+    /// [`JoinHandle::join`], or holding an [`OutsideWait`](crate::OutsideWait)): with
+    /// [`Scheduler::is_quiescent`], what tells a deadlock from green threads waiting for an OS
+    /// thread.
+    pub fn outside_waiters(&self) -> usize {
+        crate::outside::count(Arc::as_ptr(&self.shared))
+    }
+
+    /// Counts the calling OS thread as waiting on a green thread of this scheduler while the
+    /// guard lives (for waits the layer above implements, such as a scope's owner).
+    pub fn outside_wait(&self) -> crate::OutsideWait {
+        crate::OutsideWait::new(Arc::as_ptr(&self.shared))
+    }
+
     /// Attaches data of the layer above to this scheduler, readable from its green threads
     /// with [`with_user_data`]. Can be set once; returns the data back if already set.
     pub fn set_user_data(
