@@ -242,3 +242,42 @@ fn a_join_from_main_on_a_deadlocked_global_runtime_is_reported() {
     assert!(stderr.contains("'waits-forever'"), "{stderr}");
     assert!(stdout.contains("SCOPE true"), "{stdout}");
 }
+
+/// A stack overflow in a child its joiner runs inline (on the joiner's stack) names the
+/// child, and whose stack it ran on (it named only the stack's owner). Here the joiner is
+/// itself run inline by `block_on`'s root. In a child process: the overflow ends it.
+#[test]
+fn an_overflow_in_a_child_run_inline_names_the_child() {
+    const CHILD: &str = "PURLOIN_TEST_INLINE_OVERFLOW_CHILD";
+    #[allow(unconditional_recursion)]
+    fn recurse(n: u64) -> u64 {
+        let frame = std::hint::black_box([n; 512]);
+        recurse(frame[7] + 1) + frame[3]
+    }
+    if std::env::var_os(CHILD).is_some() {
+        let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+        rt.block_on(|| {
+            let joiner = purloin::Builder::new().spawn(|| {
+                let h = purloin::spawn(|| recurse(0));
+                println!("CHILD {}", h.thread().id().0);
+                std::io::Write::flush(&mut std::io::stdout()).unwrap();
+                h.join().ok()
+            });
+            joiner.unwrap().join().ok()
+        });
+        std::process::exit(0);
+    }
+    let _w = common::watchdog("inline overflow child", Duration::from_secs(60));
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "an_overflow_in_a_child_run_inline_names_the_child", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "the overflow ends the child: {stdout}\n{stderr}");
+    let child = stdout.lines().find_map(|l| l.strip_prefix("CHILD ")).expect(&stdout);
+    let expected = format!("green thread {child} (run inline on the stack of green thread ");
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains(") has overflowed its 1 MiB stack"), "{stderr}");
+}

@@ -221,10 +221,25 @@ fn as_inline_child(m: &crate::worker::M, host: GRef, child: InlineChild, run: im
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
     host.inline_child_id.store(child.known_id(), crate::sync::STAT);
+    label_inline(host, Some(child));
     run();
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
     host.inline_child_id.store(prev.map_or(0, InlineChild::known_id), crate::sync::STAT);
+    label_inline(host, prev);
+}
+
+/// Tells the host's stack which child runs inline on it (or none), so a stack overflow in
+/// the child names the child, not only its joiner.
+fn label_inline(host: GRef, child: Option<InlineChild>) {
+    // SAFETY: the running G's own cells are touched only by itself.
+    unsafe {
+        host.stack.with(|s| {
+            if let Some(s) = (*s).as_ref() {
+                s.set_inline(child.map(InlineChild::known_id));
+            }
+        })
+    };
 }
 
 /// Counts an inline run's child as finished.

@@ -127,6 +127,10 @@ pub(crate) struct SlotMeta {
     pub(crate) label: AtomicU32,
     pub(crate) id: AtomicU64,
     pub(crate) name: [AtomicU64; NAME_WORDS],
+    /// The id of a green thread its labelled owner runs inline on this stack (a joiner
+    /// running its child), 0 for none, `u64::MAX` for one without an id yet. Relaxed: written
+    /// and read by the thread running on the stack (the overflow handler runs there).
+    pub(crate) inline: AtomicU64,
 }
 
 impl SlotMeta {
@@ -138,6 +142,7 @@ impl SlotMeta {
             label: AtomicU32::new(0),
             id: AtomicU64::new(0),
             name: std::array::from_fn(|_| AtomicU64::new(0)),
+            inline: AtomicU64::new(0),
         }
     }
 
@@ -165,6 +170,7 @@ impl SlotMeta {
     pub(crate) fn clear_label(&self) {
         // Relaxed: clearing needs no payload published with it.
         self.label.store(0, Ordering::Relaxed);
+        self.inline.store(0, Ordering::Relaxed);
     }
 
     /// The label as `(id, name bytes, name length)`, without allocating (the overflow handler

@@ -121,6 +121,29 @@ impl Stack {
         self.meta().clear_label();
     }
 
+    /// Notes that the labelled green thread now runs another one inline on this stack (a
+    /// joiner running its not-yet-started child): the overflow report then names that one,
+    /// and its joiner. `Some(0)` names one without an id yet; `None` ends it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stack = purloin_stack::lease(purloin_stack::StackSize::Small)?;
+    /// stack.set_label(1, "joiner");
+    /// stack.set_inline(Some(2));
+    /// stack.set_inline(None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_inline(&self, child: Option<u64>) {
+        let v = match child {
+            None => 0,
+            Some(0) => u64::MAX,
+            Some(id) => id,
+        };
+        // Relaxed: read by the overflow handler on this same thread.
+        self.meta().inline.store(v, crate::sync::Ordering::Relaxed);
+    }
+
     /// The label set by [`Stack::set_label`], if any.
     pub fn label(&self) -> Option<(u64, String)> {
         let (id, bytes, len) = self.meta().read_label()?;
