@@ -108,3 +108,30 @@ fn a_long_sleep_is_unwound_after_the_grace_period() {
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert!(h.join().unwrap_err().downcast_ref::<purloin::ForcedUnwind>().is_some());
 }
+
+/// A short grace is for parked green threads: one that keeps running and reaching
+/// scheduling points (yielding) is still waited for (up to 5 s), not detached as stuck.
+#[test]
+fn a_busy_yielding_green_thread_finishes_despite_a_short_grace() {
+    let _w = common::watchdog("busy at shutdown", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = started.clone();
+    let h = rt.spawn(move || {
+        s.store(1, Ordering::SeqCst);
+        // Busy for 400 ms (longer than the grace and the unwinding wait after it), yielding.
+        let start = std::time::Instant::now();
+        let mut rounds = 0u64;
+        while start.elapsed() < Duration::from_millis(400) {
+            rounds += 1;
+            purloin::yield_now();
+        }
+        rounds
+    });
+    while started.load(Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    let report = rt.shutdown_timeout(Duration::from_millis(10));
+    assert_eq!(report.unfinished, 0, "{report:?}");
+    assert!(h.join().is_ok());
+}

@@ -14,8 +14,10 @@
 //! 3. Green threads still alive are parked ones (or ones that never yield): every parked one is
 //!    resumed with a forced unwind ([`ForcedUnwind`](crate::ForcedUnwind)) so its destructors
 //!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
-//!    Built with `panic = "abort"`, an unwind would abort the process: the parked green
-//!    threads are left parked instead (their stacks leaked), with one line on stderr.
+//!    Green threads that still reach scheduling points (yielding, not stuck) extend that
+//!    wait, up to 5 s in all. Built with `panic = "abort"`, an unwind would abort the
+//!    process: the parked green threads are left parked instead (their stacks leaked), with
+//!    one line on stderr.
 //! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
 //!    monitor stops. Green threads that never reached a scheduling point are reported as
 //!    unfinished and their workers are left running (detached) rather than hanging the caller.
@@ -561,13 +563,24 @@ impl Scheduler {
                 report.unfinished
             );
         } else if !all_done {
-            let deadline = Instant::now() + timeout.max(Duration::from_millis(100));
+            let wait = timeout.max(Duration::from_millis(100));
+            let mut deadline = Instant::now() + wait;
+            // Green threads still running and reaching scheduling points (yielding, not
+            // stuck) get more time, up to this bound: a short grace is meant for parked ones.
+            let hard_deadline = Instant::now() + wait.max(BUSY_SHUTDOWN_BOUND);
+            let mut ticks = sched_ticks(&shared);
             loop {
                 report.cancelled += cancel_parked(&shared);
                 if wait_all_done(&shared, Duration::from_millis(10)) {
                     break;
                 }
-                if Instant::now() >= deadline {
+                let now = Instant::now();
+                let now_ticks = sched_ticks(&shared);
+                if now_ticks != ticks {
+                    ticks = now_ticks;
+                    deadline = deadline.max((now + wait).min(hard_deadline));
+                }
+                if now >= deadline {
                     report.unfinished = shared.live();
                     break;
                 }
@@ -664,6 +677,16 @@ fn quiescent(s: &Shared) -> bool {
             .all(|p| !p.has_work() && !p.has_pinned() && p.next_timer_deadline(s).is_none())
         && !s.poller.has_waiters()
         && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
+}
+
+/// How long shutdown keeps waiting for green threads that still reach scheduling points
+/// after the parked ones were unwound (see `shutdown_inner`).
+const BUSY_SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+/// Scheduling rounds of every processor so far: changes while green threads still reach
+/// scheduling points.
+fn sched_ticks(shared: &Shared) -> u64 {
+    shared.ps.iter().map(|p| p.schedtick.load(Ordering::Relaxed)).fold(0, u64::wrapping_add)
 }
 
 fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
