@@ -568,16 +568,18 @@ impl Scheduler {
             // Green threads still running and reaching scheduling points (yielding, not
             // stuck) get more time, up to this bound: a short grace is meant for parked ones.
             let hard_deadline = Instant::now() + wait.max(BUSY_SHUTDOWN_BOUND);
-            let mut ticks = sched_ticks(&shared);
+            let (mut ticks, mut live) = (sched_ticks(&shared), shared.live());
             loop {
                 report.cancelled += cancel_parked(&shared);
                 if wait_all_done(&shared, Duration::from_millis(10)) {
                     break;
                 }
                 let now = Instant::now();
-                let now_ticks = sched_ticks(&shared);
-                if now_ticks != ticks {
-                    ticks = now_ticks;
+                let (now_ticks, now_live) = (sched_ticks(&shared), shared.live());
+                // Progress: scheduling rounds, or green threads finishing (an unwinding one
+                // may take a while, printing its panic, without a scheduling point).
+                if now_ticks != ticks || now_live < live {
+                    (ticks, live) = (now_ticks, now_live);
                     deadline = deadline.max((now + wait).min(hard_deadline));
                 }
                 if now >= deadline {
