@@ -125,3 +125,64 @@ pub fn detect() -> Option<DeadlockReport> {
     };
     (!report.cycles.is_empty()).then_some(report)
 }
+
+/// The deadlock watch of a runtime: Go's `checkdead` for OS threads outside the runtime that
+/// wait on its green threads (a `join` from `main`, a scope's owner). When such a thread
+/// waits and the runtime has been quiescent for the grace period (every worker parked,
+/// nothing queued, no timer, I/O wait or blocking section), nothing can ever wake the
+/// green threads it waits on: the report goes to stderr and every parked green thread is
+/// unwound ([`ForcedUnwind`](crate::ForcedUnwind)), so the waiting joins return `Err`
+/// instead of hanging. Stops and joins on drop.
+pub(crate) struct Watch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::Duration) -> Watch {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let (s, st) = (std::sync::Arc::downgrade(sched), stop.clone());
+    let every = (grace / 4).clamp(Duration::from_millis(1), Duration::from_millis(100));
+    let thread = std::thread::Builder::new()
+        .name("purloin-deadlock".into())
+        .spawn(move || {
+            let mut quiet_since: Option<Instant> = None;
+            while !st.load(Ordering::Acquire) {
+                std::thread::park_timeout(every);
+                let Some(sched) = s.upgrade() else { break };
+                if st.load(Ordering::Acquire) {
+                    break;
+                }
+                if sched.outside_waiters() == 0 || !sched.is_quiescent() {
+                    quiet_since = None;
+                    continue;
+                }
+                let since = *quiet_since.get_or_insert_with(Instant::now);
+                if since.elapsed() < grace {
+                    continue;
+                }
+                let report = report(&sched, None);
+                eprintln!(
+                    "{report}  (an OS thread outside the runtime waits on one of them: every \
+                     parked green thread is unwound, so its join returns Err)"
+                );
+                for p in &report.parked {
+                    sched.cancel(&p.thread);
+                }
+                quiet_since = None;
+            }
+        })
+        .ok();
+    Watch { stop, thread }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}

@@ -18,7 +18,11 @@ pub struct Builder {
     deadlock_detection: bool,
     deadlock_grace: Duration,
     schedtrace: Option<Duration>,
+    shutdown_grace: Duration,
 }
+
+/// [`Builder::shutdown_grace`]'s default.
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
 
 impl Default for Builder {
     fn default() -> Self {
@@ -30,17 +34,37 @@ impl Builder {
     /// The defaults: one worker per CPU, 1 MiB stacks, the monitor on, deadlock detection on
     /// (grace 1 s), schedtrace from the `PURLOIN_SCHEDTRACE` environment variable.
     pub fn new() -> Builder {
-        let schedtrace = std::env::var("PURLOIN_SCHEDTRACE")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&ms| ms > 0)
-            .map(Duration::from_millis);
+        let schedtrace = std::env::var("PURLOIN_SCHEDTRACE").ok().and_then(|v| {
+            parse_schedtrace(&v).unwrap_or_else(|| {
+                use std::sync::atomic::{AtomicBool, Ordering};
+                static WARNED: AtomicBool = AtomicBool::new(false);
+                // Relaxed: only decides who prints the warning.
+                if !WARNED.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "purloin: ignoring PURLOIN_SCHEDTRACE={v:?}: expected a whole number of \
+                         milliseconds between trace lines, such as PURLOIN_SCHEDTRACE=1000 (0 or \
+                         empty: off)"
+                    );
+                }
+                None
+            })
+        });
         Builder {
             sched: purloin_sched::Builder::new(),
             deadlock_detection: true,
             deadlock_grace: Duration::from_secs(1),
             schedtrace,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
+    }
+
+    /// How long dropping the [`Runtime`] waits for green threads that may still finish by
+    /// themselves (runnable ones, and parked ones a pending timer, I/O wait or blocking
+    /// section can wake) before unwinding them (default 250 ms). Parked green threads that
+    /// nothing pending can wake are unwound at once. See [`Runtime`] for the shutdown steps.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Builder {
+        self.shutdown_grace = grace;
+        self
     }
 
     /// Number of workers (processors; Go's GOMAXPROCS).
@@ -79,10 +103,14 @@ impl Builder {
         self
     }
 
-    /// Deadlock detection in [`Runtime::block_on`]: when nothing can make progress (every
-    /// worker parked, no timers, no I/O) for `grace`, report the parked green threads and what
-    /// they wait on, and panic in the root. Turn it off if plain OS threads outside the
-    /// runtime wake green threads after long pauses (they are invisible to the detector).
+    /// Deadlock detection: when nothing can make progress (every worker parked, no timers,
+    /// no I/O) for `grace` while [`Runtime::block_on`] or an OS thread outside the runtime
+    /// (a `join` from `main`, a scope's owner) waits on a green thread, report the parked
+    /// green threads and what they wait on; `block_on` then panics in its root, and for
+    /// outside waiters every parked green thread is unwound so their joins return `Err`
+    /// (Go prints "all goroutines are asleep - deadlock!" and exits). Turn it off if plain OS
+    /// threads outside the runtime wake green threads after long pauses (they are invisible
+    /// to the detector).
     pub fn deadlock_detection(mut self, on: bool, grace: Duration) -> Builder {
         self.deadlock_detection = on;
         self.deadlock_grace = grace;
@@ -90,7 +118,9 @@ impl Builder {
     }
 
     /// Prints one line of scheduler state to stderr every `interval` (Go's
-    /// `GODEBUG=schedtrace`); also set by `PURLOIN_SCHEDTRACE=<ms>`.
+    /// `GODEBUG=schedtrace`); also set by `PURLOIN_SCHEDTRACE=<ms>` (a value that is not a
+    /// whole number of milliseconds is ignored with a warning, once). [`Builder::build`]
+    /// refuses an interval of zero.
     pub fn schedtrace(mut self, interval: Option<Duration>) -> Builder {
         self.schedtrace = interval;
         self
@@ -102,18 +132,41 @@ impl Builder {
     /// Invalid configuration, or the OS refused threads, the netpoller, or the stack
     /// overflow handler.
     pub fn build(self) -> io::Result<Runtime> {
+        if self.schedtrace.is_some_and(|every| every.is_zero()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "purloin: Builder::schedtrace(Some(Duration::ZERO)) would print without pause; \
+                 use an interval of at least 1 ms (Go's schedtrace uses 1000 ms), or None to \
+                 turn it off",
+            ));
+        }
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
             deadlock_detection: self.deadlock_detection,
             deadlock_grace: self.deadlock_grace,
             net,
+            fork_generation: fork::generation(),
         });
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
-        Ok(Runtime { sched: Some(sched), data, trace })
+        let watch = self
+            .deadlock_detection
+            .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
+        Ok(Runtime { sched: Some(sched), data, trace, watch, grace: self.shutdown_grace })
     }
+}
+
+/// A `PURLOIN_SCHEDTRACE` value: `Some(None)` for off (empty or 0), `Some(Some(ms))`, or
+/// `None` if it is not a whole number of milliseconds.
+fn parse_schedtrace(v: &str) -> Option<Option<Duration>> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Some(None);
+    }
+    let ms: u64 = v.parse().ok()?;
+    Some((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
 /// Per-runtime state the facade keeps next to the scheduler (reachable from green threads
@@ -123,14 +176,87 @@ pub(crate) struct RuntimeData {
     pub(crate) deadlock_grace: Duration,
     /// The netpoller (sockets used by this runtime's green threads register with it).
     pub(crate) net: Arc<crate::net::Driver>,
+    /// The process's fork generation when this runtime started (see `fork`).
+    fork_generation: u32,
 }
 
-/// A purloin runtime: workers running green threads. Dropping it shuts it down: runnable
-/// green threads finish, parked ones are unwound so their destructors run.
+impl RuntimeData {
+    /// Refuses to spawn on a runtime that was started before this process was forked: its
+    /// worker threads exist only in the parent, so nothing would ever run.
+    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
+        if self.fork_generation == fork::generation() {
+            return Ok(());
+        }
+        Err(io::Error::other(
+            "purloin: this process is a fork of the one that started the runtime, whose worker \
+             threads exist only in the parent, so a green thread spawned here would never run; \
+             in the child, exec a program, or build a new runtime (purloin::runtime::Builder) \
+             and spawn on it",
+        ))
+    }
+}
+
+/// Fork detection: a `pthread_atfork` child handler counts forks, so a runtime can tell it is
+/// being used in a child process that does not have its threads.
+mod fork {
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn in_child() {
+        // Relaxed: the child has one thread at this point.
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The number of forks between the first runtime's start and now, as seen by this
+    /// process (0 in the process that started it).
+    pub(super) fn generation() -> u32 {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            // SAFETY: registers a handler that only increments an atomic (async-signal-safe,
+            // as a fork child handler must be); no other arguments.
+            let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+            debug_assert_eq!(rc, 0, "pthread_atfork failed");
+        });
+        // Relaxed: a fork happens-before everything in the child.
+        GENERATION.load(Ordering::Relaxed)
+    }
+}
+
+/// A purloin runtime: workers running green threads.
+///
+/// # Shutdown
+///
+/// Dropping it (or [`Runtime::shutdown_timeout`]) shuts it down in this order:
+///
+/// 1. The schedtrace thread, if any, stops. Spawns from outside the runtime start failing;
+///    its green threads may still spawn.
+/// 2. Runnable green threads run to completion. This waits until none is alive, or for the
+///    grace period ([`Builder::shutdown_grace`], 250 ms by default; `shutdown_timeout`'s
+///    argument), or until nothing pending can wake the parked ones left (every worker idle,
+///    no timer, I/O wait or blocking section), whichever comes first: a green thread parked
+///    on a channel nobody will send on is not waited for.
+/// 3. Parked green threads are resumed with a forced unwind
+///    ([`ForcedUnwind`](crate::ForcedUnwind)), so their destructors run and their joiners
+///    get `Err`; again, until none is alive or for the grace period.
+/// 4. The workers and the monitor stop and are joined. Green threads that never reached a
+///    scheduling point are reported on stderr and their workers left running (detached);
+///    what was queued behind them is cancelled ([`Cancelled`](crate::Cancelled)).
+///
+/// Dropping a runtime from one of its own green threads hands the shutdown to a new OS
+/// thread (it cannot wait for itself): the drop returns at once and the shutdown proceeds
+/// once the dropping green thread has finished.
+///
+/// A runtime cannot be used in a child process forked after it started (its worker threads
+/// exist only in the parent): spawning there fails with an error that says so (the plain
+/// functions such as [`spawn`](crate::spawn) panic with it).
 pub struct Runtime {
     sched: Option<Arc<Scheduler>>,
     data: Arc<RuntimeData>,
     trace: Option<crate::stats::Schedtrace>,
+    watch: Option<crate::deadlock::Watch>,
+    grace: Duration,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -156,12 +282,34 @@ impl Runtime {
     }
 
     /// Spawns a green thread on this runtime.
+    ///
+    /// # Panics
+    /// If the runtime is shutting down, or this process is a fork of the one that started
+    /// it.
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.check_usable();
         self.scheduler().spawn(crate::local::with_locals(f))
+    }
+
+    /// Whether the calling code runs on a green thread of this runtime.
+    fn is_current(&self) -> bool {
+        with_current(|d| d.is_some_and(|d| std::ptr::eq(d, Arc::as_ptr(&self.data))))
+    }
+
+    /// Panics if this process is a fork of the one that started the runtime.
+    pub(crate) fn check_usable(&self) {
+        if let Err(e) = self.data.check_not_forked() {
+            panic!("{e}");
+        }
+    }
+
+    /// [`RuntimeData::check_not_forked`] of this runtime.
+    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
+        self.data.check_not_forked()
     }
 
     /// Runs `f` as a green thread of this runtime (the *root*) and blocks the calling thread
@@ -171,15 +319,18 @@ impl Runtime {
     /// progress any more, it prints the parked green threads and what each waits on ("all
     /// green threads are asleep — deadlock!") and panics here.
     ///
-    /// Called from a green thread of this runtime, it just calls `f`.
+    /// Called from a green thread of this runtime, it just calls `f`. Called from a green
+    /// thread of another runtime, `f` still runs on this one (as its root) while the calling
+    /// green thread parks.
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
         T: Send,
     {
-        if purloin_sched::in_green_thread() {
+        if purloin_sched::in_green_thread() && self.is_current() {
             return f();
         }
+        self.check_usable();
         let state = crate::scope::ScopeState::new();
         let wait = crate::scope::WaitAll(state.clone());
         // SAFETY: `wait` waits for the root in every exit path of this function (it is
@@ -195,7 +346,10 @@ impl Runtime {
             (Ok(v), _) => v,
             // The root was unwound by the detector: panic here with the report's headline.
             (Err(_), Some(report)) => panic!("{}", report.headline()),
-            (Err(payload), None) => std::panic::resume_unwind(payload),
+            (Err(payload), None) => match never_ran(&*payload) {
+                Some(why) => panic!("purloin: block_on: the root green thread never ran: {why}"),
+                None => std::panic::resume_unwind(payload),
+            },
         }
     }
 
@@ -255,6 +409,7 @@ impl Runtime {
 
     fn shutdown(&mut self, timeout: Duration) -> ShutdownReport {
         drop(self.trace.take());
+        drop(self.watch.take());
         let Some(sched) = self.sched.take() else { return ShutdownReport::default() };
         match Arc::try_unwrap(sched) {
             Ok(s) => s.shutdown_timeout(timeout),
@@ -270,8 +425,29 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if self.sched.is_some() && self.is_current() {
+            // It cannot wait for itself: a new OS thread shuts it down once this green thread
+            // (and the others) are done.
+            let this = Runtime {
+                sched: self.sched.take(),
+                data: self.data.clone(),
+                trace: self.trace.take(),
+                watch: self.watch.take(),
+                grace: self.grace,
+            };
+            let handed = std::thread::Builder::new()
+                .name("purloin-shutdown".into())
+                .spawn(move || drop(this));
+            if let Err(e) = handed {
+                eprintln!(
+                    "purloin: a runtime dropped from one of its own green threads could not \
+                     start a thread to shut it down ({e}); it keeps running"
+                );
+            }
+            return;
+        }
         if self.sched.is_some() {
-            let report = self.shutdown(Duration::from_secs(5));
+            let report = self.shutdown(self.grace);
             if report.unfinished > 0 {
                 eprintln!(
                     "purloin: {} green threads never reached a scheduling point during \
@@ -281,6 +457,16 @@ impl Drop for Runtime {
             }
         }
     }
+}
+
+/// Why a green thread never ran, if its join payload says so: the error of its stack lease
+/// (an `io::Error`) or [`Cancelled`](crate::Cancelled) (the runtime shut down first), rather
+/// than a panic of its own.
+pub(crate) fn never_ran(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    if let Some(e) = payload.downcast_ref::<io::Error>() {
+        return Some(e.to_string());
+    }
+    payload.downcast_ref::<crate::Cancelled>().map(|c| c.to_string())
 }
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();

@@ -27,6 +27,9 @@ pub(crate) struct ScopeState {
     running: AtomicUsize,
     /// Green threads that panicked and whose result was not (yet) taken by a join.
     unjoined_panics: AtomicUsize,
+    /// Green threads that never ran (no stack could be leased, or the runtime shut down
+    /// first) and whose error was not (yet) taken by a join.
+    unjoined_unstarted: AtomicUsize,
     waiter: Mutex<Option<Waiter>>,
 }
 
@@ -40,6 +43,7 @@ impl ScopeState {
         Arc::new(ScopeState {
             running: AtomicUsize::new(0),
             unjoined_panics: AtomicUsize::new(0),
+            unjoined_unstarted: AtomicUsize::new(0),
             waiter: Mutex::new(None),
         })
     }
@@ -85,6 +89,27 @@ impl ScopeState {
     }
 }
 
+/// Counts a scoped green thread as finished if its closure is dropped without running: the
+/// green thread could not get a stack, or the runtime shut down before it started. Without
+/// it the scope's owner would wait forever for a count that never reaches zero.
+struct Unstarted(Option<Arc<ScopeState>>);
+
+impl Unstarted {
+    /// The closure runs: it counts itself (`ScopeState::finished`) when done.
+    fn disarm(mut self) -> Arc<ScopeState> {
+        self.0.take().expect("disarmed once")
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
+            state.finished(false);
+        }
+    }
+}
+
 /// Waits for the scope's green threads when dropped (every exit path of the owner).
 pub(crate) struct WaitAll(pub(crate) Arc<ScopeState>);
 
@@ -115,9 +140,10 @@ where
     T: Send + 'a,
 {
     let packet = Arc::new(Packet { result: Mutex::new(None) });
-    let (p2, st) = (packet.clone(), state.clone());
+    let (p2, unstarted) = (packet.clone(), Unstarted(Some(state.clone())));
     state.running.fetch_add(1, Ordering::Relaxed);
     let body = move || {
+        let st = unstarted.disarm();
         let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
         let panicked = result.is_err();
         *p2.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
@@ -166,9 +192,13 @@ impl<T> ScopedParts<'_, T> {
     /// and returns its result.
     pub(crate) fn join(self) -> ThreadResult<T> {
         // The body catches panics itself, so the scheduler-level result is Ok unless the
-        // green thread never ran (cancelled at shutdown).
+        // green thread never ran (no stack, or cancelled at shutdown).
         let ScopedParts { handle, packet, state, .. } = self;
-        handle.join()?;
+        if let Err(e) = handle.join() {
+            // The joiner sees this error: it no longer makes the scope panic.
+            state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+            return Err(e);
+        }
         take_result(&packet, &state)
     }
 
@@ -275,7 +305,11 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
         let this = self.get_mut();
         match core::pin::Pin::new(&mut this.inner).poll(cx) {
             core::task::Poll::Pending => core::task::Poll::Pending,
-            core::task::Poll::Ready(Err(e)) => core::task::Poll::Ready(Err(e)),
+            core::task::Poll::Ready(Err(e)) => {
+                // The awaiter sees this error: it no longer makes the scope panic.
+                this.state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+                core::task::Poll::Ready(Err(e))
+            }
             core::task::Poll::Ready(Ok(())) => {
                 core::task::Poll::Ready(take_result(&this.packet, &this.state))
             }
@@ -335,7 +369,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
 /// Creates a scope for spawning green threads that borrow non-`'static` data, like
 /// [`std::thread::scope`]: every green thread spawned in it is joined before `scope` returns,
-/// and if any of them panicked (and was not joined), `scope` panics after joining all.
+/// and if any of them panicked (and was not joined), `scope` panics after joining all. So
+/// does a green thread that never ran (its stack could not be leased, or the runtime shut
+/// down first); joining its handle returns that error instead.
 ///
 /// From a green thread the scope's threads run on the same runtime; from a plain thread, on
 /// the global runtime.
@@ -360,16 +396,29 @@ where
     let sched = if purloin_sched::in_green_thread() {
         SchedRef::Current
     } else {
-        SchedRef::Runtime(crate::rt::global().scheduler())
+        let rt = crate::rt::global();
+        rt.check_usable();
+        SchedRef::Runtime(rt.scheduler())
     };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
     let wait = WaitAll(scope.state.clone());
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+    // An OS thread waiting for the scope's green threads: the deadlock watch counts it.
+    let _outside = match &scope.sched {
+        SchedRef::Runtime(s) => Some(s.outside_wait()),
+        SchedRef::Current => None,
+    };
     drop(wait);
     match result {
         Err(payload) => panic::resume_unwind(payload),
         Ok(_) if scope.state.unjoined_panics.load(Ordering::Relaxed) > 0 => {
             panic!("a scoped green thread panicked")
+        }
+        Ok(_) if scope.state.unjoined_unstarted.load(Ordering::Relaxed) > 0 => {
+            panic!(
+                "purloin: scope: a scoped green thread never ran (its stack could not be leased, \
+                 or the runtime shut down first); join its handle to get the error"
+            )
         }
         Ok(r) => r,
     }

@@ -127,7 +127,9 @@ impl Builder {
     ///
     /// # Errors
     /// The runtime is shutting down; the stack size is invalid or cannot be mapped (the
-    /// message names the cause and the fix); a pinned spawn outside a green thread.
+    /// message names the cause and the fix); a pinned spawn outside a green thread; a spawn
+    /// from outside in a child process forked after the global runtime started (its worker
+    /// threads exist only in the parent).
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -143,7 +145,9 @@ impl Builder {
                  the spawner's worker)",
             ))
         } else {
-            crate::rt::global().scheduler().spawn_with(self.opts, f)
+            let rt = crate::rt::global();
+            rt.check_not_forked()?;
+            rt.scheduler().spawn_with(self.opts, f)
         }
     }
 

@@ -19,6 +19,10 @@
 //!   `rendezvous_hand_off` and `select_two_senders` fail with "Causality violation: Concurrent
 //!   write accesses to `UnsafeCell`" (the packet), `rendezvous_close_race` and
 //!   `mutex_exclusion_and_wakeup` with "Concurrent read and write accesses".
+//! - treating a claimed but unwritten slot as empty in the bounded ring's
+//!   `discard_all_messages` (loop `while head != tail` replaced by a stop at the first slot
+//!   whose stamp is not `head + 1`): `bounded_receiver_drop_vs_send` fails with "queued
+//!   message kept alive by a sender" (the message written after the discard stays queued).
 #![cfg(loom)]
 
 use std::time::{Duration, Instant};
@@ -30,6 +34,15 @@ use purloin::sync::channel::{
     RecvError, RecvTimeoutError, SendError, TryRecvError, bounded, unbounded,
 };
 use purloin::sync::{Butex, ButexWait, Condvar, Mutex, OnceLock, RwLock, Semaphore, WaitGroup};
+
+/// Counts its drops (a message dropped exactly once).
+struct D(Arc<AtomicUsize>);
+
+impl Drop for D {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 fn far() -> Option<Instant> {
     // Under loom an OS-thread wait with a deadline may time out at any point (the futex
@@ -225,12 +238,6 @@ fn rendezvous_hand_off() {
 fn rendezvous_close_race() {
     loom::model(|| {
         let drops = Arc::new(AtomicUsize::new(0));
-        struct D(Arc<AtomicUsize>);
-        impl Drop for D {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let (tx, rx) = bounded::<D>(0);
         let d2 = drops.clone();
         let t = thread::spawn(move || match tx.send(D(d2)) {
@@ -276,12 +283,6 @@ fn unbounded_across_blocks() {
 fn unbounded_receiver_drop_vs_send() {
     loom::model(|| {
         let drops = Arc::new(AtomicUsize::new(0));
-        struct D(Arc<AtomicUsize>);
-        impl Drop for D {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let (tx, rx) = unbounded::<D>();
         let d2 = drops.clone();
         let t = thread::spawn(move || {
@@ -292,6 +293,27 @@ fn unbounded_receiver_drop_vs_send() {
         drop(rx);
         t.join().unwrap();
         assert_eq!(drops.load(Ordering::SeqCst), 2);
+    });
+}
+
+/// Bounded ring, the last receiver leaves while a sender sends: the message is dropped
+/// exactly once, and already by the time the sender is done while it still holds its
+/// `Sender` (by the disconnection, or with the `SendError` that hands it back).
+#[test]
+fn bounded_receiver_drop_vs_send() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = bounded::<D>(1);
+        let d2 = drops.clone();
+        let t = thread::spawn(move || {
+            let _ = tx.send(D(d2));
+            tx
+        });
+        drop(rx);
+        let tx = t.join().unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "queued message kept alive by a sender");
+        drop(tx);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
     });
 }
 

@@ -10,12 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-struct Drops(Arc<AtomicUsize>);
-impl Drop for Drops {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use common::Drops;
 
 #[test]
 fn dropping_a_runtime_unwinds_parked_green_threads() {

@@ -413,3 +413,60 @@ fn shutdown_unwinds_channel_waiters() {
     assert_eq!(s2_rx.len(), 2);
     drop((s1_tx, s2_rx));
 }
+
+/// Messages still queued when the last receiver goes are dropped at once, in every flavor,
+/// while senders are still alive (crossbeam's and the docs' promise): a request carrying its
+/// reply sender then disconnects its requester instead of leaving it waiting.
+#[test]
+fn queued_messages_are_dropped_when_the_last_receiver_goes() {
+    let _w = watchdog("drop on receiver disconnect", Duration::from_secs(60));
+    for (name, (tx, rx)) in flavors::<Sender<u32>>() {
+        let rx2 = rx.clone();
+        let (reply_tx, reply_rx) = bounded::<u32>(1);
+        if name != "bounded(0)" {
+            // Queued (the rendezvous send below blocks until the receivers leave instead).
+            tx.send(reply_tx).unwrap();
+            drop((rx, rx2));
+            // The sender is alive, yet the reply channel's only sender was dropped.
+            assert_eq!(reply_rx.recv(), Err(RecvError), "{name}");
+            drop(tx);
+            continue;
+        }
+        let sender = thread::spawn(move || tx.send(reply_tx).is_err());
+        drop((rx, rx2));
+        assert!(sender.join().unwrap(), "{name}: the send failed");
+        assert_eq!(reply_rx.recv(), Err(RecvError), "{name}");
+    }
+}
+
+/// The same with drop counters, a full ring of every capacity and a wrapped head.
+#[test]
+fn every_queued_message_is_dropped_once_when_the_receivers_go() {
+    for cap in [1, 2, 3, 16] {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = bounded(cap);
+        // Move the head around the ring first.
+        for _ in 0..cap + cap / 2 {
+            tx.send(DropCounter(drops.clone())).unwrap();
+            drop(rx.recv().unwrap());
+        }
+        let before = drops.load(Ordering::SeqCst);
+        for _ in 0..cap {
+            tx.send(DropCounter(drops.clone())).unwrap();
+        }
+        drop(rx);
+        assert_eq!(drops.load(Ordering::SeqCst), before + cap, "cap {cap}");
+        let Err(SendError(m)) = tx.send(DropCounter(drops.clone())) else { panic!("disconnected") };
+        drop(m);
+        drop(tx);
+        assert_eq!(drops.load(Ordering::SeqCst), before + cap + 1, "cap {cap}: dropped once");
+    }
+}
+
+/// A capacity that cannot be allocated is a panic with a message, not an abort.
+#[test]
+fn an_impossible_capacity_panics_with_a_message() {
+    let payload = std::panic::catch_unwind(|| bounded::<u64>(1 << 40)).unwrap_err();
+    let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("bounded(1099511627776)") && msg.contains("capacity"), "{msg}");
+}

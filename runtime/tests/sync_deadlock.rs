@@ -145,3 +145,46 @@ fn a_green_thread_blocking_its_worker_in_a_std_lock_is_reported() {
         .unwrap();
     wait_until(|| rt.stats().global.long_runners > before);
 }
+
+/// Every build records what a parked green thread waits on (release builds printed "parked
+/// (no wait recorded)" before): run with `--release` to check the release side.
+#[test]
+fn waits_are_recorded_in_every_build() {
+    let _w = watchdog("wait kinds", Duration::from_secs(60));
+    let rt = runtime(2);
+    let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
+    let (tx2, rx2) = purloin::sync::channel::bounded::<u32>(0);
+    let m = Arc::new(Mutex::new(()));
+    let guard_holder = m.clone();
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = purloin::sync::channel::bounded::<()>(1);
+    let holder = spawn_named(&rt, "holder", move || {
+        let _g = guard_holder.lock().unwrap();
+        locked_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+    });
+    locked_rx.recv().unwrap();
+    let recv = spawn_named(&rt, "recv", move || rx.recv());
+    let send = spawn_named(&rt, "send", move || tx2.send(1));
+    let m2 = m.clone();
+    let lock = spawn_named(&rt, "lock", move || drop(m2.lock()));
+    wait_until(|| rt.scheduler().parked().len() == 4);
+    let kinds: Vec<(String, Option<WaitKind>)> = rt
+        .scheduler()
+        .parked()
+        .into_iter()
+        .map(|p| (p.name.as_deref().unwrap_or("").to_string(), p.wait.map(|w| w.kind)))
+        .collect();
+    let kind_of = |n: &str| kinds.iter().find(|(name, _)| name == n).and_then(|(_, k)| *k);
+    assert_eq!(kind_of("recv"), Some(WaitKind::ChannelRecv), "{kinds:?}");
+    assert_eq!(kind_of("send"), Some(WaitKind::ChannelSend), "{kinds:?}");
+    assert_eq!(kind_of("lock"), Some(WaitKind::Mutex), "{kinds:?}");
+    assert_eq!(kind_of("holder"), Some(WaitKind::ChannelRecv), "{kinds:?}");
+    release_tx.send(()).unwrap();
+    tx.send(1).unwrap();
+    assert_eq!(rx2.recv(), Ok(1));
+    holder.join().unwrap();
+    lock.join().unwrap();
+    assert_eq!(recv.join().unwrap(), Ok(1));
+    assert!(send.join().unwrap().is_ok());
+}

@@ -56,6 +56,10 @@ pub fn enter_blocking() {
     let p = m.p();
     bump(&p.stats.blocking);
     m.in_blocking.set(true);
+    // The P runs nothing while its holder blocks (and may be handed off): the monitor must
+    // not take this G for a long runner of whoever holds the P next (`exit_blocking` puts it
+    // back if this worker keeps the P).
+    p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
     // B1: Release ends this holder's use of the P's owner-only parts.
     p.enter_syscall();
     m.shared.monitor_kick();
@@ -73,6 +77,9 @@ pub fn exit_blocking() {
     let p = m.p();
     // B1: the CAS races the monitor's retake on the same word.
     if p.try_exit_syscall() {
+        if let Some(g) = m.current.get() {
+            p.running.store(g.as_ptr(), Ordering::Relaxed);
+        }
         return;
     }
     // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's

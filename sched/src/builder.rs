@@ -129,8 +129,10 @@ impl Builder {
     /// Validates the configuration and starts the workers (and the monitor).
     ///
     /// # Errors
-    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, or
-    /// `max_threads` below the worker count; the OS error if a thread cannot be started.
+    /// `InvalidInput` for 0 workers, more than 32,767, a global queue interval of 0, a stack
+    /// size that cannot be leased (see [`StackSize::validate`]), a thread name with a NUL
+    /// byte, or `max_threads` below the worker count; the OS error if a thread cannot be
+    /// started.
     ///
     /// # Examples
     ///
@@ -176,6 +178,22 @@ impl Builder {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "purloin-sched: global_queue_interval must be at least 1 tick (Go uses 61)",
+            ));
+        }
+        if c.thread_name.contains('\0') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: Builder::thread_name({:?}) contains a NUL byte, which OS \
+                     thread names cannot hold; remove it",
+                    c.thread_name
+                ),
+            ));
+        }
+        if let Err(e) = c.stack_size.validate() {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("purloin-sched: Builder::stack_size({:?}) is refused: {e}", c.stack_size),
             ));
         }
         if c.max_threads < c.workers {

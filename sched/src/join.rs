@@ -45,8 +45,9 @@ pub struct JoinHandle<T> {
     /// Stack bytes the child needs if its joiner runs it inline; `None` if it must never run
     /// inline (pinned, or given its own stack at spawn).
     pub(crate) inline_stack: Option<usize>,
-    /// This handle's caller registered as the packet's waiter (by `wait_timeout`).
-    pub(crate) registered: bool,
+    /// Who registered as the packet's waiter (by `wait_timeout`), if anyone did: only that
+    /// green or OS thread is woken when the child finishes.
+    pub(crate) registered: Option<Registrar>,
 }
 
 // SAFETY: `sched` is only compared with the current worker's scheduler (never dereferenced
@@ -64,10 +65,11 @@ impl<T> JoinHandle<T> {
     /// yet, the joiner runs it inline instead (join-helping). From a plain OS thread it blocks
     /// the OS thread.
     pub fn join(self) -> ThreadResult<T> {
-        if self.registered {
+        if let Some(by) = self.registered {
             // A waiter was registered by `wait_timeout`; no inline run any more.
+            let _outside = crate::outside::if_os_thread(self.sched);
             while !self.task.is_done() {
-                crate::park();
+                wait_as(by, None);
             }
             return self.task.into_result();
         }
@@ -81,7 +83,7 @@ impl<T> JoinHandle<T> {
                 run_inline(*child, self.sched, bytes);
             }
         }
-        if !packet.is_done() && (self.registered || packet.register(Waiter::current())) {
+        if !packet.is_done() && packet.register(Waiter::current()) {
             // A lazily spawned child that has no identity yet is not made one just for this.
             let holder = self.thread.get().copied().or_else(|| packet.head().identity.peek());
             crate::set_wait_info(Some(crate::WaitInfo {
@@ -89,6 +91,7 @@ impl<T> JoinHandle<T> {
                 object: packet as *const _ as *const u8 as usize,
                 holder: holder.map(|t| t.id()),
             }));
+            let _outside = crate::outside::if_os_thread(self.sched);
             while !packet.is_done() {
                 crate::park();
             }
@@ -99,25 +102,34 @@ impl<T> JoinHandle<T> {
 
     /// Waits at most `timeout` for the green thread to finish; returns whether it has. Call
     /// [`JoinHandle::join`] afterwards to take the result. Blocks the calling OS thread (or
-    /// parks the calling green thread); it never runs the child inline.
+    /// parks the calling green thread); it never runs the child inline. A timeout too large
+    /// to be a deadline (`Duration::MAX`) waits without one.
+    ///
+    /// The first call registers its caller as the one to wake when the child finishes. Later
+    /// calls, and [`join`](JoinHandle::join), may come from another green or OS thread (the
+    /// handle is `Send`); such a caller is not woken by the child and checks every 10 ms.
     pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
         let packet = &self.task;
         if packet.is_done() {
             return true;
         }
-        let deadline = std::time::Instant::now() + timeout;
-        if !self.registered {
-            self.registered = true;
-            if !packet.register(Waiter::current()) {
-                return true;
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let by = match self.registered {
+            Some(by) => by,
+            None => {
+                let by = Registrar::current();
+                self.registered = Some(by);
+                if !packet.register(Waiter::current()) {
+                    return true;
+                }
+                by
             }
-        }
+        };
         while !packet.is_done() {
-            let now = std::time::Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return false;
             }
-            crate::park_timeout(deadline - now);
+            wait_as(by, deadline);
         }
         true
     }
@@ -134,6 +146,34 @@ impl<T> JoinHandle<T> {
     pub fn thread(&self) -> &GreenThread {
         self.thread
             .get_or_init(|| self.task.head().identity.get(self.sched, crate::ready::alloc_record))
+    }
+}
+
+/// Which green or OS thread registered as a packet's waiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Registrar {
+    Green(crate::GreenId),
+    Os(crate::sync::thread::ThreadId),
+}
+
+impl Registrar {
+    fn current() -> Registrar {
+        match crate::current() {
+            Some(g) => Registrar::Green(g.id()),
+            None => Registrar::Os(crate::sync::thread::current().id()),
+        }
+    }
+}
+
+/// One wait for a packet whose registered waiter is `by`: a park until woken (or until
+/// `deadline`) if that is the caller, else a check every 10 ms (nobody wakes this caller).
+fn wait_as(by: Registrar, deadline: Option<std::time::Instant>) {
+    const POLL: std::time::Duration = std::time::Duration::from_millis(10);
+    let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+    match (by == Registrar::current(), left) {
+        (true, None) => crate::park(),
+        (true, Some(left)) => crate::park_timeout(left),
+        (false, left) => crate::park_timeout(left.map_or(POLL, |l| l.min(POLL))),
     }
 }
 
@@ -196,10 +236,25 @@ fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
     host.inline_child_id.store(child.known_id(), crate::sync::STAT);
+    label_inline(host, Some(child));
     run();
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
     host.inline_child_id.store(prev.map_or(0, InlineChild::known_id), crate::sync::STAT);
+    label_inline(host, prev);
+}
+
+/// Tells the host's stack which child runs inline on it (or none), so a stack overflow in
+/// the child names the child, not only its joiner.
+fn label_inline(host: GRef, child: Option<InlineChild>) {
+    // SAFETY: the running G's own cells are touched only by itself.
+    unsafe {
+        host.stack.with(|s| {
+            if let Some(s) = (*s).as_ref() {
+                s.set_inline(child.map(InlineChild::known_id));
+            }
+        })
+    };
 }
 
 /// Counts an inline run's child as finished.

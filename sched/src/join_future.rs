@@ -119,7 +119,7 @@ impl<T> IntoFuture for JoinHandle<T> {
 
     fn into_future(self) -> JoinFuture<T> {
         let JoinHandle { task, registered, .. } = self;
-        JoinFuture { task: Some(task), forward: None, registered }
+        JoinFuture { task: Some(task), forward: None, registered: registered.is_some() }
     }
 }
 

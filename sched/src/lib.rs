@@ -64,6 +64,7 @@ mod lazy;
 #[cfg(all(test, loom))]
 mod loom_idle;
 mod os;
+mod outside;
 mod p;
 mod poll;
 mod ready;
@@ -85,6 +86,7 @@ pub use builder::{Builder, SpawnOptions};
 pub use fork::join;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
+pub use outside::OutsideWait;
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{

@@ -3,14 +3,14 @@
 
 use std::io;
 use std::sync::Arc as StdArc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::builder::{Builder, SpawnOptions};
 use crate::g;
 use crate::join::JoinHandle;
 use crate::registry::for_each_parked;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
-use crate::shutdown::{cancel_parked, drain_queues, stop_workers, wait_all_done};
+use crate::shutdown::{drain_queues, stop_workers, unwind_remaining, wait_all_done};
 use crate::stats::{Stats, stats_of};
 use crate::sync::{Arc, Ordering, lock};
 use crate::task::TaskCell;
@@ -334,17 +334,21 @@ impl Scheduler {
     /// h.join().unwrap();
     /// ```
     pub fn is_quiescent(&self) -> bool {
-        let s = &*self.shared;
-        let (searching, parked) = s.idle.counts();
-        searching == 0
-            && parked as usize == s.active().len()
-            && s.live() > 0
-            && s.injector.is_empty()
-            && s.active().iter().all(|p| {
-                !p.has_work() && !p.has_pinned() && p.timers.next_deadline(s.epoch).is_none()
-            })
-            && !s.poller.has_waiters()
-            && lock(&s.spares).len() + s.active().len() >= s.threads_alive.load(Ordering::Relaxed)
+        self.shared.quiescent()
+    }
+
+    /// OS threads outside the scheduler that wait on one of its green threads now (in
+    /// [`JoinHandle::join`], or holding an [`OutsideWait`](crate::OutsideWait)): with
+    /// [`Scheduler::is_quiescent`], what tells a deadlock from green threads waiting for an OS
+    /// thread.
+    pub fn outside_waiters(&self) -> usize {
+        crate::outside::count(Arc::as_ptr(&self.shared))
+    }
+
+    /// Counts the calling OS thread as waiting on a green thread of this scheduler while the
+    /// guard lives (for waits the layer above implements, such as a scope's owner).
+    pub fn outside_wait(&self) -> crate::OutsideWait {
+        crate::OutsideWait::new(Arc::as_ptr(&self.shared))
     }
 
     /// Attaches data of the layer above to this scheduler, readable from its green threads
@@ -365,7 +369,8 @@ impl Scheduler {
     /// unwinding the parked ones (and as long again for those to finish).
     ///
     /// The steps: (1) spawns from outside start failing; green threads may still spawn;
-    /// (2) runnable green threads run to completion, until none is alive or `timeout`;
+    /// (2) runnable green threads run to completion, until none is alive, or `timeout`, or
+    /// nothing pending can wake the rest ([`Scheduler::is_quiescent`]);
     /// (3) every parked green thread is resumed with a forced unwind, repeatedly (a destructor
     /// may park again), until none is alive or a second timeout; (4) every worker is woken,
     /// leaves its loop and is joined, and the monitor stops. Green threads that never reached a
@@ -411,17 +416,7 @@ impl Scheduler {
         shared.wake_all();
         let mut report = ShutdownReport::default();
         if !wait_all_done(&shared, timeout) {
-            let deadline = Instant::now() + timeout.max(Duration::from_millis(100));
-            loop {
-                report.cancelled += cancel_parked(&shared);
-                if wait_all_done(&shared, Duration::from_millis(10)) {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    report.unfinished = shared.live();
-                    break;
-                }
-            }
+            (report.cancelled, report.unfinished) = unwind_remaining(&shared, timeout);
         }
         shared.phase.store(PHASE_STOPPED, Ordering::Release);
         stop_workers(&shared);
@@ -437,7 +432,13 @@ impl Scheduler {
             for t in threads {
                 let _ = t.join();
             }
-            drain_queues(&shared);
+            drain_queues(&shared, true);
+        } else {
+            // The workers of the green threads that never yield are detached, but what is
+            // queued behind them is failed with `Cancelled`, so its joiners do not wait
+            // forever; only the stuck green threads themselves stay unfinished.
+            drain_queues(&shared, false);
+            report.unfinished = shared.live();
         }
         report
     }
@@ -445,6 +446,13 @@ impl Scheduler {
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
+        if std::thread::panicking()
+            && current_worker().is_some_and(|m| Arc::ptr_eq(&m.shared, &self.shared))
+        {
+            // Unwinding from `shutdown_timeout`'s panic on one of our own green threads: a
+            // second panic here would abort. The scheduler keeps running (leaked).
+            return;
+        }
         if self.shared.phase.load(Ordering::Acquire) != PHASE_STOPPED {
             let report = self.shutdown_inner(Duration::from_secs(5));
             if report.unfinished > 0 {
@@ -486,7 +494,7 @@ where
             (std::sync::OnceLock::from(t), false)
         }
     };
-    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: false })
+    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
 }
 
 /// Spawns on the scheduler running the current green thread.

@@ -280,6 +280,28 @@ impl Shared {
         started.saturating_sub(finished) as usize
     }
 
+    /// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent): every worker parked,
+    /// nothing queued, no timer, I/O wait or blocking section, green threads alive.
+    pub(crate) fn quiescent(&self) -> bool {
+        let (searching, parked) = self.idle.counts();
+        searching == 0
+            && parked as usize == self.active().len()
+            && self.live() > 0
+            && self.injector.is_empty()
+            && self.active().iter().all(|p| {
+                !p.has_work() && !p.has_pinned() && p.timers.next_deadline(self.epoch).is_none()
+            })
+            && !self.poller.has_waiters()
+            && lock(&self.spares).len() + self.active().len()
+                >= self.threads_alive.load(Ordering::Relaxed)
+    }
+
+    /// Scheduling rounds of every processor so far: changes while green threads still reach
+    /// scheduling points.
+    pub(crate) fn sched_ticks(&self) -> u64 {
+        self.ps.iter().map(|p| p.schedtick.load(Ordering::Relaxed)).fold(0, u64::wrapping_add)
+    }
+
     pub(crate) fn is_running(&self) -> bool {
         self.phase.load(Ordering::Acquire) == PHASE_RUNNING
     }

@@ -5,10 +5,18 @@
 //!
 //! 1. The phase becomes *draining*: spawns from outside the scheduler fail; green threads may
 //!    still spawn (their children are part of finishing).
-//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout.
+//! 2. Runnable green threads run to completion; we wait until none is alive, or the timeout,
+//!    or nothing pending can wake the ones left (every worker parked, nothing queued, no
+//!    timer, I/O wait or blocking section:
+//!    [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent), seen twice 10 ms apart),
+//!    whichever comes first.
 //! 3. Green threads still alive are parked ones (or ones that never yield): every parked one is
 //!    resumed with a forced unwind ([`ForcedUnwind`](crate::ForcedUnwind)) so its destructors
 //!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
+//!    Green threads that still reach scheduling points (yielding, not stuck) extend that
+//!    wait, up to 5 s in all. Built with `panic = "abort"`, an unwind would abort the
+//!    process: the parked green threads are left parked instead (their stacks leaked), with
+//!    one line on stderr.
 //! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
 //!    monitor stops. Green threads that never reached a scheduling point are reported as
 //!    unfinished and their workers are left running (detached) rather than hanging the caller.
@@ -28,6 +36,7 @@ pub(crate) fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
     // stored before this call.
     shared.fence_before_live_check();
     let mut guard = lock(&shared.all_done.0);
+    let mut quiet = 0;
     loop {
         if shared.live() == 0 {
             return true;
@@ -36,12 +45,67 @@ pub(crate) fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
         if now >= deadline {
             return false;
         }
+        // Nothing pending can wake the green threads still alive (every worker parked, no
+        // queued work, timer, I/O wait or blocking section): waiting longer cannot help, so
+        // their unwinding starts now. Seen twice, 10 ms apart, so a wake-up in flight between
+        // a worker's park and its next search is not mistaken for quiescence.
+        if shared.quiescent() {
+            quiet += 1;
+            if quiet >= 2 {
+                return false;
+            }
+        } else {
+            quiet = 0;
+        }
         // Re-check at least every 10 ms: the notification comes from `note_finished`.
         let wait = (deadline - now).min(Duration::from_millis(10));
         guard = match shared.all_done.1.wait_timeout(guard, wait) {
             Ok((g, _)) => g,
             Err(p) => p.into_inner().0,
         };
+    }
+}
+
+/// How long shutdown keeps waiting for green threads that still reach scheduling points
+/// after the parked ones were unwound (see [`unwind_remaining`]).
+const BUSY_SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+/// Step 3, after `wait_all_done(shared, timeout)` gave up: unwinds the parked green threads
+/// until none is alive or the grace ends. Returns `(cancelled, unfinished)`.
+pub(crate) fn unwind_remaining(shared: &Arc<Shared>, timeout: Duration) -> (usize, usize) {
+    if cfg!(panic = "abort") {
+        // A forced unwind is a panic, which aborts the process under `panic = "abort"`:
+        // leave the parked green threads parked (their stacks and captures are leaked).
+        let unfinished = shared.live();
+        eprintln!(
+            "purloin: {unfinished} green threads were still alive at shutdown and were not \
+             unwound (panic = \"abort\" cannot unwind them); their stacks are leaked"
+        );
+        return (0, unfinished);
+    }
+    let mut cancelled = 0;
+    let wait = timeout.max(Duration::from_millis(100));
+    let mut deadline = Instant::now() + wait;
+    // Green threads still running and reaching scheduling points (yielding, not stuck) get
+    // more time, up to this bound: a short grace is meant for parked ones.
+    let hard_deadline = Instant::now() + wait.max(BUSY_SHUTDOWN_BOUND);
+    let (mut ticks, mut live) = (shared.sched_ticks(), shared.live());
+    loop {
+        cancelled += cancel_parked(shared);
+        if wait_all_done(shared, Duration::from_millis(10)) {
+            return (cancelled, 0);
+        }
+        let now = Instant::now();
+        let (now_ticks, now_live) = (shared.sched_ticks(), shared.live());
+        // Progress: scheduling rounds, or green threads finishing (an unwinding one may take
+        // a while, printing its panic, without a scheduling point).
+        if now_ticks != ticks || now_live < live {
+            (ticks, live) = (now_ticks, now_live);
+            deadline = deadline.max((now + wait).min(hard_deadline));
+        }
+        if now >= deadline {
+            return (cancelled, shared.live());
+        }
     }
 }
 
@@ -69,8 +133,10 @@ pub(crate) fn stop_workers(shared: &Arc<Shared>) {
 }
 
 /// After every worker stopped: drop queue entries left behind (stale entries of children run
-/// inline, whose records wait for them).
-pub(crate) fn drain_queues(shared: &Shared) {
+/// inline, whose records wait for them). With `workers_stopped` false (shutdown gave up on
+/// green threads that never yield, whose workers still run them), only what a thief may take
+/// is taken (queues and runnext; not the P's caches).
+pub(crate) fn drain_queues(shared: &Shared, workers_stopped: bool) {
     let mut pending = Vec::new();
     while let purloin_deque::Steal::Success(g) = shared.injector.steal() {
         pending.push(g);
@@ -80,6 +146,9 @@ pub(crate) fn drain_queues(shared: &Shared) {
             pending.push(g);
         }
         pending.extend(p.take_runnext());
+        if !workers_stopped {
+            continue;
+        }
         // SAFETY: every worker has stopped: nobody holds the P any more.
         let cached: Vec<_> = p.free_gs.with_mut(|v| unsafe { core::mem::take(&mut *v) });
         registry().give_free(cached);

@@ -277,7 +277,10 @@ impl M {
         if let Some(s) = stack {
             s.clear_label();
             // Keep it for the next G that has none; the previous spare goes back to the pool.
-            drop(self.spare_stack.replace(Some(s)));
+            // A big stack goes back at once: the pool gives its touched pages back.
+            if s.worth_keeping() {
+                drop(self.spare_stack.replace(Some(s)));
+            }
         }
         let pin = g.pinned_to.load(Ordering::Relaxed);
         if pin != NOT_PINNED {

@@ -151,6 +151,11 @@ pub(crate) fn spin_for(d: core::time::Duration) {
     }
 }
 
+/// A lock for process-wide diagnostic bookkeeping held in `static`s (`outside.rs`): always
+/// std's, also under loom (loom's mutexes cannot be built in a `const`; the bookkeeping is not
+/// part of any modelled protocol and the lock is never held across a park).
+pub(crate) use std::sync::{Mutex as DiagMutex, MutexGuard as DiagMutexGuard};
+
 #[cfg(not(loom))]
 std::thread_local! {
     static CURRENT_WORKER: core::cell::Cell<*const ()> = const { core::cell::Cell::new(core::ptr::null()) };

@@ -479,10 +479,36 @@ pub struct WaitInfo {
 /// ```
 pub fn set_wait_info(info: Option<WaitInfo>) {
     let Some(g) = running_g() else { return };
+    store_wait_info(g, info);
+}
+
+impl GreenThread {
+    /// [`set_wait_info`] for the calling green thread, given its handle (from [`current`]):
+    /// no thread-local lookup, so waits can afford to record themselves in every build. A
+    /// child run inline records on its host's record (the one that parks).
+    ///
+    /// Call it only from the green thread `self` names.
+    #[inline]
+    pub fn set_own_wait_info(&self, info: Option<WaitInfo>) {
+        use crate::sync::STAT as Relaxed;
+        // Relaxed: `host` is written by this same green thread when it starts or ends an
+        // inline run (program order).
+        let host = self.g.host.load(Relaxed);
+        // SAFETY: a non-null `host` names the live record of the joiner running us inline.
+        let g = unsafe { GRef::from_ptr(host) }.unwrap_or(self.g);
+        store_wait_info(g, info);
+    }
+}
+
+/// Writes `info` into `g`'s wait fields (Relaxed: racy diagnostics).
+#[inline]
+fn store_wait_info(g: GRef, info: Option<WaitInfo>) {
     use crate::sync::STAT as Relaxed;
     match info {
         Some(i) => {
-            let k = WaitKind::ALL.iter().position(|k| *k == i.kind).unwrap_or(0) as u32 + 1;
+            // The declaration order is `ALL`'s order (checked in debug builds).
+            let k = i.kind as u32 + 1;
+            debug_assert_eq!(WaitKind::ALL[k as usize - 1], i.kind);
             g.wait_object.store(i.object, Relaxed);
             g.wait_holder.store(i.holder.map_or(0, |h| h.0), Relaxed);
             g.wait_kind.store(k, Relaxed);

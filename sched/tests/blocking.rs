@@ -120,3 +120,19 @@ fn a_long_runner_with_many_stretches_is_reported_once() {
     h.join().unwrap();
     assert_eq!(sched.stats().global.long_runners, 1);
 }
+
+/// A green thread inside `blocking()` is doing what it was told to: the monitor hands its
+/// processor off and does not report it as having blocked its worker (it used to: after the
+/// handoff the processor still named it as running, and the idle new holder looked blocked).
+#[test]
+fn a_blocking_section_is_not_reported_as_blocking_its_worker() {
+    let _w = common::watchdog("no false report", Duration::from_secs(60));
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(5)).build().unwrap();
+    let h =
+        sched.spawn(|| purloin_sched::blocking(|| std::thread::sleep(Duration::from_millis(300))));
+    h.join().unwrap();
+    let g = sched.stats().global;
+    assert!(g.handoffs >= 1, "the processor was handed off: {g:?}");
+    assert_eq!(g.long_runners, 0, "a blocking section reported as a long runner: {g:?}");
+}

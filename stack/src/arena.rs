@@ -127,6 +127,10 @@ pub(crate) struct SlotMeta {
     pub(crate) label: AtomicU32,
     pub(crate) id: AtomicU64,
     pub(crate) name: [AtomicU64; NAME_WORDS],
+    /// The id of a green thread its labelled owner runs inline on this stack (a joiner
+    /// running its child), 0 for none, `u64::MAX` for one without an id yet. Relaxed: written
+    /// and read by the thread running on the stack (the overflow handler runs there).
+    pub(crate) inline: AtomicU64,
 }
 
 impl SlotMeta {
@@ -138,6 +142,7 @@ impl SlotMeta {
             label: AtomicU32::new(0),
             id: AtomicU64::new(0),
             name: std::array::from_fn(|_| AtomicU64::new(0)),
+            inline: AtomicU64::new(0),
         }
     }
 
@@ -165,6 +170,7 @@ impl SlotMeta {
     pub(crate) fn clear_label(&self) {
         // Relaxed: clearing needs no payload published with it.
         self.label.store(0, Ordering::Relaxed);
+        self.inline.store(0, Ordering::Relaxed);
     }
 
     /// The label as `(id, name bytes, name length)`, without allocating (the overflow handler
@@ -212,7 +218,8 @@ impl Chunk {
         let meta = geo.meta_bytes(slots);
         let len = meta + slots * geo.slot_size;
         let base = os::map_stack_memory(len, &|| {
-            format!("an arena of {slots} stacks of {}", DisplaySize(geo.usable))
+            let stacks = if slots == 1 { "stack" } else { "stacks" };
+            format!("an arena of {slots} {stacks} of {}", DisplaySize(geo.usable))
         })?;
         Ok(Chunk {
             base,

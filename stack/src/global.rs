@@ -219,6 +219,8 @@ fn named_index(size: StackSize) -> Option<usize> {
 #[inline]
 pub fn lease(size: StackSize) -> io::Result<Stack> {
     #[cfg(not(loom))]
+    crate::fault::check(size)?;
+    #[cfg(not(loom))]
     if let Some(index) = named_index(size)
         && let Some((class, raw)) = crate::cache::take(index)
     {

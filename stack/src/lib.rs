@@ -92,6 +92,9 @@
 mod arena;
 #[cfg(not(loom))]
 mod cache;
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod fault;
 mod global;
 mod options;
 mod os;

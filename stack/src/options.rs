@@ -18,6 +18,11 @@ use crate::os;
 /// | [`pool_capacity`](Options::pool_capacity) | 256 | returned stacks per size class kept as they are in the shared pool (fewer for big stacks: at most 256 MiB per class); beyond it, returns trim to `keep_resident` |
 /// | [`resident_capacity`](Options::resident_capacity) | 4096 | returned stacks per size class that keep their top `keep_resident` bytes; beyond it, returns give back all of their memory |
 ///
+/// Stacks bigger than [`Options::BIG_STACK_BYTES`] (16 MiB) are neither cached per thread
+/// nor kept as they are in the shared pool: each return gives back all but their top
+/// `keep_resident` bytes (one `madvise`), so a deep recursion on a big stack does not stay
+/// resident after its green thread ended.
+///
 /// # Examples
 ///
 /// ```
@@ -43,6 +48,9 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Stacks with more usable bytes than this are returned without their memory (see the
+    /// table above).
+    pub const BIG_STACK_BYTES: usize = 16 << 20;
     /// Byte budget per size class of one thread's cache (see [`Options::thread_cache`]).
     pub const THREAD_CACHE_BYTES: usize = 16 << 20;
     /// Byte budget per size class of the shared pool's untrimmed stacks (see
@@ -152,7 +160,7 @@ impl Options {
 
     /// The per-thread cache capacity for stacks of `usable` bytes.
     pub(crate) fn thread_cache_for(&self, usable: usize) -> usize {
-        if self.thread_cache == 0 {
+        if self.thread_cache == 0 || usable > Self::BIG_STACK_BYTES {
             return 0;
         }
         self.thread_cache.min((Self::THREAD_CACHE_BYTES / usable).max(1))
@@ -160,6 +168,9 @@ impl Options {
 
     /// The shared pool's bound on untrimmed stacks of `usable` bytes.
     pub(crate) fn pool_capacity_for(&self, usable: usize) -> usize {
+        if usable > Self::BIG_STACK_BYTES {
+            return 0;
+        }
         self.pool_capacity.min((Self::POOL_BYTES / usable).max(1))
     }
 

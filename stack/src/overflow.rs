@@ -343,6 +343,17 @@ impl Msg {
 fn format_report(hit: &GuardHit, addr: usize) -> Msg {
     let mut m = Msg::new();
     m.bytes(b"\ngreen thread ");
+    // Relaxed: written by the thread running on this stack, which is the one handling the
+    // fault.
+    match hit.meta.inline.load(crate::sync::real::Ordering::Relaxed) {
+        0 => {}
+        u64::MAX => {
+            m.bytes(b"(a child without an id yet, run inline on the stack of green thread ");
+        }
+        child => {
+            m.dec(child).bytes(b" (run inline on the stack of green thread ");
+        }
+    }
     match hit.meta.read_label() {
         Some((id, name, len)) => {
             m.dec(id).bytes(b" '").bytes(&name[..len]).bytes(b"'");
@@ -350,6 +361,9 @@ fn format_report(hit: &GuardHit, addr: usize) -> Msg {
         None => {
             m.bytes(b"<unlabelled>");
         }
+    }
+    if hit.meta.inline.load(crate::sync::real::Ordering::Relaxed) != 0 {
+        m.bytes(b")");
     }
     m.bytes(b" has overflowed its ").size(hit.usable).bytes(b" stack\n");
     m.bytes(b"purloin-stack: fault at ")

@@ -88,6 +88,30 @@ impl StackSize {
         StackSize::Bytes(bytes.max(1).div_ceil(page) * page)
     }
 
+    /// Checks that this size can be leased: `Ok` for the named classes and for custom sizes
+    /// that are a positive multiple of the page size and at most [`StackSize::MAX_BYTES`]. A
+    /// scheduler calls this when it is configured, so a bad default is refused up front rather
+    /// than by every spawn.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`](io::ErrorKind::InvalidInput), with a message that says which rule the
+    /// size breaks and how to fix it (the error [`lease`](crate::lease) would return).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_stack::StackSize;
+    ///
+    /// assert!(StackSize::Normal.validate().is_ok());
+    /// assert!(StackSize::Bytes(0).validate().is_err());
+    /// assert!(StackSize::Bytes(1).validate().is_err());
+    /// assert!(StackSize::Bytes(1 << 40).validate().is_err());
+    /// ```
+    pub fn validate(self) -> io::Result<()> {
+        self.usable_bytes().map(|_| ())
+    }
+
     /// The usable size this request maps to, after validation: the named classes are rounded
     /// up to the page size; custom sizes must already be valid.
     pub(crate) fn usable_bytes(self) -> io::Result<usize> {

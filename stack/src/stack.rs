@@ -121,6 +121,29 @@ impl Stack {
         self.meta().clear_label();
     }
 
+    /// Notes that the labelled green thread now runs another one inline on this stack (a
+    /// joiner running its not-yet-started child): the overflow report then names that one,
+    /// and its joiner. `Some(0)` names one without an id yet; `None` ends it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stack = purloin_stack::lease(purloin_stack::StackSize::Small)?;
+    /// stack.set_label(1, "joiner");
+    /// stack.set_inline(Some(2));
+    /// stack.set_inline(None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_inline(&self, child: Option<u64>) {
+        let v = match child {
+            None => 0,
+            Some(0) => u64::MAX,
+            Some(id) => id,
+        };
+        // Relaxed: read by the overflow handler on this same thread.
+        self.meta().inline.store(v, crate::sync::Ordering::Relaxed);
+    }
+
     /// The label set by [`Stack::set_label`], if any.
     pub fn label(&self) -> Option<(u64, String)> {
         let (id, bytes, len) = self.meta().read_label()?;
@@ -131,6 +154,24 @@ impl Stack {
         // SAFETY: `class` is the pool the slot came from, and it outlives every `Stack`
         // (process-wide pools are never dropped; see `ClassPool`).
         unsafe { self.raw.meta() }
+    }
+
+    /// Whether a holder may keep this stack between uses (a scheduler's spare for its next
+    /// green thread) without holding more memory than the pool would: false for stacks above
+    /// [`Options::BIG_STACK_BYTES`](crate::Options::BIG_STACK_BYTES), whose return gives
+    /// their touched pages back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_stack::{lease, StackSize};
+    ///
+    /// assert!(lease(StackSize::Normal)?.worth_keeping());
+    /// assert!(!lease(StackSize::Bytes(64 << 20))?.worth_keeping());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn worth_keeping(&self) -> bool {
+        self.class.geo.usable <= crate::Options::BIG_STACK_BYTES
     }
 
     /// Returns the stack to the shared pool *and* gives all of its memory back to the kernel

@@ -89,3 +89,37 @@ fn idle_large_stacks_cost_a_page_not_a_huge_page() {
     println!("idle 8 MiB stack: {per_stack} bytes of RSS");
     assert!(per_stack < 64 * 1024, "{per_stack} bytes per idle 8 MiB stack");
 }
+
+/// Resident pages of `[lo, hi)` (inside a stack arena, which stays mapped).
+fn resident_pages(lo: *mut u8, hi: *mut u8) -> usize {
+    let page = purloin_stack::page_size();
+    let mut vec = vec![0u8; (hi as usize - lo as usize) / page];
+    // SAFETY: page-aligned range of an arena mapping; one byte per page fits in `vec`.
+    let rc = unsafe { libc::mincore(lo.cast(), hi as usize - lo as usize, vec.as_mut_ptr()) };
+    assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+    vec.iter().filter(|&&b| b & 1 != 0).count()
+}
+
+/// A stack above `Options::BIG_STACK_BYTES` keeps only its top pages resident once returned
+/// (neither the thread cache nor the pool keeps it as it is), so a deep recursion on it does
+/// not stay resident until `trim`; a Large one keeps its pages for fast reuse until `trim`.
+#[test]
+fn big_stacks_give_their_touched_pages_back_on_return() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let big = lease(StackSize::Bytes(32 * MIB)).unwrap();
+    assert!(!big.worth_keeping());
+    touch(&big, 24 * MIB);
+    let (limit, top) = (big.limit(), big.top());
+    assert!(resident_pages(limit, top) >= 24 * MIB / purloin_stack::page_size());
+    drop(big);
+    // The top `keep_resident` (8 KiB) may stay; nothing below.
+    assert_eq!(resident_pages(limit, top.wrapping_sub(64 * 1024)), 0);
+    let large = lease(StackSize::Large).unwrap();
+    assert!(large.worth_keeping());
+    touch(&large, 4 * MIB);
+    let (limit, top) = (large.limit(), large.top());
+    drop(large);
+    assert!(resident_pages(limit, top) > 0, "a Large stack is cached as it is");
+    trim();
+    assert_eq!(resident_pages(limit, top), 0, "trim gives the cached Large stack back");
+}

@@ -5,6 +5,7 @@
 //! cargo xtask ci                                            everything CI checks, in order
 //! cargo xtask invariants                                    the architecture's absences
 //! cargo xtask bench [-p CRATE] [FILTER]                     criterion benches + ratio table
+//! cargo xtask soak  [SECONDS [THREADS]]                     the runtime's soak (release)
 //! ```
 //!
 //! Kept std-only so it builds in seconds on a fresh machine.
@@ -44,6 +45,10 @@ commands:
   bench [-p CRATE] [FILTER]
         run the criterion benches (all crates or one) and print each benchmark's
         time and its ratio to the best peer in the same group
+  soak  [SECONDS [THREADS]]
+        run the runtime's soak example in release: rounds of THREADS green threads
+        (default 100000) doing mutex, channel, timed-wait and spawn/join work for
+        SECONDS (default 60), with exactly-once checks and bounded resident memory
 ";
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Some("ci") if args.len() == 1 => ci(),
         Some("invariants") if args.len() == 1 => architecture_invariants(),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench(&opts)),
+        Some("soak") if args.len() <= 3 => soak(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -418,6 +424,13 @@ fn parse_bench(args: &[String]) -> Result<BenchOpts, String> {
         }
     }
     Ok(opts)
+}
+
+/// `cargo xtask soak`: the runtime's soak example, in release.
+fn soak(args: &[String]) -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args(["run", "--release", "-p", "purloin", "--example", "soak", "--"]).args(args);
+    run("soak", &mut cmd)
 }
 
 fn bench(opts: &BenchOpts) -> Result<(), String> {

@@ -11,26 +11,29 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
 }
 
-/// Adds the open-file-limit hint to EMFILE/ENFILE errors (the most common failure of a
-/// server under load), keeping the error kind.
+/// Passes EMFILE/ENFILE errors (the most common failure of a server under load) through
+/// unchanged, so callers can still match on `raw_os_error()`, and prints the cause and the
+/// fix to stderr, once per process and limit.
 pub(crate) fn explain(e: io::Error, what: &str) -> io::Error {
-    match e.raw_os_error() {
-        Some(libc::EMFILE) => io::Error::new(
-            e.kind(),
-            format!(
-                "{what} failed: {e}: the process reached its open-file limit \
-                 (RLIMIT_NOFILE); raise it (ulimit -n) or close sockets"
-            ),
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static PROCESS_LIMIT: AtomicBool = AtomicBool::new(false);
+    static SYSTEM_LIMIT: AtomicBool = AtomicBool::new(false);
+    let (told, hint) = match e.raw_os_error() {
+        Some(libc::EMFILE) => (
+            &PROCESS_LIMIT,
+            "the process reached its open-file limit (RLIMIT_NOFILE); raise it (ulimit -n) or \
+             close sockets",
         ),
-        Some(libc::ENFILE) => io::Error::new(
-            e.kind(),
-            format!(
-                "{what} failed: {e}: the system-wide open-file limit was reached \
-                 (/proc/sys/fs/file-max)"
-            ),
-        ),
-        _ => e,
+        Some(libc::ENFILE) => {
+            (&SYSTEM_LIMIT, "the system-wide open-file limit was reached (/proc/sys/fs/file-max)")
+        }
+        _ => return e,
+    };
+    // Relaxed: only decides who prints the hint.
+    if !told.swap(true, Ordering::Relaxed) {
+        eprintln!("purloin::net: {what} failed: {e}: {hint} (said once)");
     }
+    e
 }
 
 /// A new non-blocking, close-on-exec socket.

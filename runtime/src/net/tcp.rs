@@ -93,7 +93,8 @@ impl TcpListener {
     /// # Errors
     /// The listener was [`close`](TcpListener::close)d ([`SocketClosed`](super::SocketClosed)),
     /// it is in non-blocking mode and no connection is pending (`WouldBlock`), or the OS
-    /// refused (for example the open-file limit; the message says so).
+    /// refused (for example the open-file limit: the OS error, `EMFILE`, is returned as it
+    /// is, and the cause and fix are printed to stderr once).
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (fd, addr) = self.src.read_op(|l| sys::accept(l.as_raw_fd()))?;
         Ok((TcpStream::from_fd(fd), addr))

@@ -121,7 +121,8 @@ impl UnixListener {
     /// # Errors
     /// The listener was [`close`](UnixListener::close)d ([`SocketClosed`](super::SocketClosed)),
     /// it is in non-blocking mode and no connection is pending (`WouldBlock`), or the OS
-    /// refused (for example the open-file limit; the message says so).
+    /// refused (for example the open-file limit: the OS error, `EMFILE`, is returned as it
+    /// is, and the cause and fix are printed to stderr once).
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
         let (s, addr) = self.src.read_op(|l| l.accept()).map_err(|e| sys::explain(e, "accept"))?;
         Ok((UnixStream::from_std(s)?, addr))
@@ -238,7 +239,8 @@ impl UnixStream {
     /// A connected pair of anonymous sockets (`socketpair(2)`).
     ///
     /// # Errors
-    /// The open-file limit (the message says so).
+    /// The open-file limit (the OS error, `EMFILE`, as it is; the cause and fix are printed
+    /// to stderr once).
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
         let (a, b) = StdStream::pair().map_err(|e| sys::explain(e, "socketpair"))?;
         Ok((UnixStream::from_std(a)?, UnixStream::from_std(b)?))
@@ -429,7 +431,8 @@ impl UnixDatagram {
     /// peer that knows it through a pair).
     ///
     /// # Errors
-    /// The open-file limit (the message says so).
+    /// The open-file limit (the OS error, `EMFILE`, as it is; the cause and fix are printed
+    /// to stderr once).
     pub fn unbound() -> io::Result<UnixDatagram> {
         UnixDatagram::from_std(StdDatagram::unbound().map_err(|e| sys::explain(e, "socket"))?)
     }
@@ -437,7 +440,8 @@ impl UnixDatagram {
     /// A connected pair of anonymous datagram sockets.
     ///
     /// # Errors
-    /// The open-file limit (the message says so).
+    /// The open-file limit (the OS error, `EMFILE`, as it is; the cause and fix are printed
+    /// to stderr once).
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
         let (a, b) = StdDatagram::pair().map_err(|e| sys::explain(e, "socketpair"))?;
         Ok((UnixDatagram::from_std(a)?, UnixDatagram::from_std(b)?))

@@ -235,17 +235,17 @@ impl Waiter {
 
 /// Records what a green thread waits on for the runtime's deadlock report, and clears it when
 /// the wait ends (also when it unwinds).
-struct WaitInfoGuard(bool);
+struct WaitInfoGuard(Option<GreenThread>);
 
 impl WaitInfoGuard {
     #[inline]
     fn set(who: &Who, info: Option<WaitInfo>) -> WaitInfoGuard {
         match (who, info) {
-            (Who::Green(_), Some(info)) if super::RECORD_WAITS => {
-                purloin_sched::set_wait_info(Some(info));
-                WaitInfoGuard(true)
+            (Who::Green(g), Some(info)) => {
+                g.set_own_wait_info(Some(info));
+                WaitInfoGuard(Some(*g))
             }
-            _ => WaitInfoGuard(false),
+            _ => WaitInfoGuard(None),
         }
     }
 }
@@ -253,8 +253,8 @@ impl WaitInfoGuard {
 impl Drop for WaitInfoGuard {
     #[inline]
     fn drop(&mut self) {
-        if self.0 {
-            purloin_sched::set_wait_info(None);
+        if let Some(g) = self.0 {
+            g.set_own_wait_info(None);
         }
     }
 }

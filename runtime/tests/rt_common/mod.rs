@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Aborts the test process with a message if still running after `limit` (a hang must fail
@@ -31,5 +31,14 @@ pub fn watchdog(what: &'static str, limit: Duration) -> Watchdog {
 impl Drop for Watchdog {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Counts its drops in the shared counter (a green thread's destructors ran).
+pub struct Drops(pub Arc<AtomicUsize>);
+
+impl Drop for Drops {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -232,7 +232,8 @@ pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
 }
 
 /// Builds the error for a failed memory call: names the call, what it was for, the cause
-/// (diagnosed from `/proc` on this cold path only) and the fix.
+/// (diagnosed from `/proc` on this cold path only) and the fix. The OS error is kept as the
+/// error's [`source`](std::error::Error::source), so callers can still match on its errno.
 pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::Error {
     let kind = err.kind();
     let cause_and_fix = match err.raw_os_error() {
@@ -245,21 +246,89 @@ pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::E
               kernel version (uname -r)"
             .to_string(),
     };
-    io::Error::new(
-        kind,
-        format!(
-            "purloin-stack: {op} of {} for {what} failed: {err}: {cause_and_fix}",
-            DisplaySize(len)
-        ),
-    )
+    let message = format!(
+        "purloin-stack: {op} of {} for {what} failed: {err}: {cause_and_fix}",
+        DisplaySize(len)
+    );
+    io::Error::new(kind, Explained { message, os: err })
+}
+
+/// An explained OS error: the message, with the OS error as its source.
+#[derive(Debug)]
+struct Explained {
+    message: String,
+    os: io::Error,
+}
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Explained {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.os)
+    }
+}
+
+/// What an ENOMEM diagnosis looks at (read from `/proc` and `getrlimit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MemoryFacts {
+    /// The process's memory mappings (lines of `/proc/self/maps`).
+    pub(crate) maps: Option<usize>,
+    /// `vm.max_map_count`.
+    pub(crate) max_map_count: Option<u64>,
+    /// The soft `RLIMIT_AS`, if finite.
+    pub(crate) address_space_limit: Option<usize>,
+    /// The process's virtual size (`VmSize` of `/proc/self/status`).
+    pub(crate) vm_size: Option<usize>,
+    /// `vm.overcommit_memory`.
+    pub(crate) overcommit: Option<u64>,
+}
+
+/// How long one reading of the facts is reused: counting the mappings of a process at the
+/// map-count limit reads about 5 MB of `/proc/self/maps` (~20 ms), which must not be paid
+/// again by every failed lease of a burst.
+const FACTS_REUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
+static LAST_FACTS: Mutex<Option<(std::time::Instant, MemoryFacts)>> = Mutex::new(None);
+
+/// The facts, read at most once per [`FACTS_REUSE`].
+fn memory_facts() -> MemoryFacts {
+    let mut last = lock(&LAST_FACTS);
+    let now = std::time::Instant::now();
+    if let Some((at, facts)) = *last
+        && now.duration_since(at) < FACTS_REUSE
+    {
+        return facts;
+    }
+    let facts = MemoryFacts {
+        maps: count_mappings(),
+        max_map_count: read_number("/proc/sys/vm/max_map_count"),
+        address_space_limit: address_space_limit(),
+        vm_size: vm_size(),
+        overcommit: read_number("/proc/sys/vm/overcommit_memory"),
+    };
+    *last = Some((now, facts));
+    facts
 }
 
 /// Why a memory call returned ENOMEM, and what to do about it.
 fn diagnose_enomem(op: &str, len: usize) -> String {
-    let maps = count_mappings();
-    let max = read_number("/proc/sys/vm/max_map_count");
-    if let (Some(maps), Some(max)) = (maps, max)
-        && maps + 8 >= max as usize
+    enomem_cause(op, len, &memory_facts())
+}
+
+/// The ENOMEM diagnosis from `facts` (a pure function, so every branch is testable).
+///
+/// In order: the map count is at `vm.max_map_count` (the kernel's `map_count >=
+/// sysctl_max_map_count` check; any call that adds or splits a mapping fails there); a mapping
+/// that would take the virtual size past `RLIMIT_AS`; strict overcommit; for `mmap`, no room
+/// in the address space; else (`mprotect`, `madvise`) the kernel's own allocations (page
+/// tables, mapping records) failed.
+pub(crate) fn enomem_cause(op: &str, len: usize, facts: &MemoryFacts) -> String {
+    if let (Some(maps), Some(max)) = (facts.maps, facts.max_map_count)
+        && maps + 16 >= max as usize
     {
         let per_stack = if op.starts_with("mprotect") {
             " (each mprotect guard page costs two mappings: it splits the arena)"
@@ -273,17 +342,24 @@ fn diagnose_enomem(op: &str, len: usize) -> String {
              guards, or keep fewer stacks alive"
         );
     }
+    if op.starts_with("mmap")
+        && let Some(limit) = facts.address_space_limit
+        && facts.vm_size.is_none_or(|size| size.saturating_add(len) > limit)
+    {
+        return format!(
+            "the address-space limit (RLIMIT_AS, `ulimit -v`) of {} is exhausted (this \
+             request: {}{}); raise it (ulimit -v unlimited) or use smaller stacks \
+             (StackSize::Small) or fewer of them",
+            DisplaySize(limit),
+            DisplaySize(len),
+            match facts.vm_size {
+                Some(size) => format!(", already mapped: {}", DisplaySize(size)),
+                None => String::new(),
+            }
+        );
+    }
     if op.starts_with("mmap") {
-        if let Some(limit) = address_space_limit() {
-            return format!(
-                "the address-space limit (RLIMIT_AS, `ulimit -v`) of {} is exhausted (this \
-                 request: {}); raise it (ulimit -v unlimited) or use smaller stacks \
-                 (StackSize::Small) or fewer of them",
-                DisplaySize(limit),
-                DisplaySize(len)
-            );
-        }
-        if read_number("/proc/sys/vm/overcommit_memory") == Some(2) {
+        if facts.overcommit == Some(2) {
             return "vm.overcommit_memory is 2 (strict accounting), which ignores MAP_NORESERVE, \
                     so whole stack arenas count against CommitLimit (see /proc/meminfo); use \
                     smaller stacks (StackSize::Small) or fewer of them, or allow overcommit \
@@ -294,18 +370,43 @@ fn diagnose_enomem(op: &str, len: usize) -> String {
                 exhausted); use smaller stacks (StackSize::Small) or fewer of them"
             .to_string();
     }
-    "the kernel is out of memory for page tables; free memory or keep fewer stacks alive"
-        .to_string()
+    let maps = match (facts.maps, facts.max_map_count) {
+        (Some(maps), Some(max)) => format!(" ({maps} of vm.max_map_count {max} mappings in use)"),
+        _ => String::new(),
+    };
+    format!(
+        "the kernel is out of memory for page tables{maps}; free memory or keep fewer stacks \
+         alive"
+    )
 }
 
-/// Lines of `/proc/self/maps`: the process's memory mappings (cold path only).
+/// Lines of `/proc/self/maps`: the process's memory mappings (cold path only). Read through
+/// a fixed buffer: at the map-count limit, a growing heap buffer could itself need a mapping.
 pub(crate) fn count_mappings() -> Option<usize> {
-    let maps = std::fs::read("/proc/self/maps").ok()?;
-    Some(maps.iter().filter(|&&b| b == b'\n').count())
+    use std::io::Read;
+    let mut file = std::fs::File::open("/proc/self/maps").ok()?;
+    let mut buf = [0u8; 16 * 1024];
+    let mut lines = 0;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Some(lines),
+            Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 fn read_number(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The process's virtual size (`VmSize`), in bytes.
+fn vm_size() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// The soft RLIMIT_AS, if finite.
@@ -371,5 +472,51 @@ mod tests {
         );
         // Far below the map-count limit here, so the page-table diagnosis applies.
         assert!(msg.contains("; ") || msg.contains("free memory"), "{msg}");
+    }
+
+    #[test]
+    fn enomem_causes_are_told_apart() {
+        let mib = 1 << 20;
+        let at_map_limit = MemoryFacts {
+            maps: Some(65_525),
+            max_map_count: Some(65_530),
+            address_space_limit: None,
+            vm_size: Some(100 * mib),
+            overcommit: Some(0),
+        };
+        for op in ["mprotect(PROT_NONE)", "mmap", "madvise(MADV_GUARD_INSTALL)"] {
+            let msg = enomem_cause(op, 4096, &at_map_limit);
+            assert!(msg.contains("vm.max_map_count (65530)"), "{op}: {msg}");
+            assert!(!msg.contains("page tables"), "{op}: {msg}");
+        }
+        let rlimited = MemoryFacts {
+            maps: Some(300),
+            max_map_count: Some(65_530),
+            address_space_limit: Some(600 * mib),
+            vm_size: Some(500 * mib),
+            overcommit: Some(0),
+        };
+        let msg = enomem_cause("mmap", 512 * mib, &rlimited);
+        assert!(msg.contains("RLIMIT_AS") && msg.contains("already mapped: 500 MiB"), "{msg}");
+        // A request that fits the limit is not blamed on it.
+        let msg = enomem_cause("mmap", 4 * mib, &rlimited);
+        assert!(!msg.contains("RLIMIT_AS"), "{msg}");
+        let msg = enomem_cause("mprotect(PROT_NONE)", 4096, &rlimited);
+        assert!(msg.contains("page tables") && msg.contains("300 of vm.max_map_count"), "{msg}");
+        let strict = MemoryFacts { overcommit: Some(2), ..rlimited };
+        assert!(enomem_cause("mmap", 4 * mib, &strict).contains("overcommit_memory is 2"));
+    }
+
+    #[test]
+    fn explained_errors_keep_the_os_error() {
+        let err = explain("mmap", "a test", 4096, io::Error::from_raw_os_error(libc::ENOMEM));
+        let source = std::error::Error::source(err.get_ref().unwrap()).unwrap();
+        let os = source.downcast_ref::<io::Error>().unwrap();
+        assert_eq!(os.raw_os_error(), Some(libc::ENOMEM));
+    }
+
+    #[test]
+    fn mappings_are_counted() {
+        assert!(count_mappings().unwrap() > 5);
     }
 }

@@ -79,7 +79,7 @@ impl<T> Channel<T> {
     /// # Panics
     ///
     /// If `cap` is 0 (that is the rendezvous flavor) or absurdly large (its lap arithmetic
-    /// would overflow).
+    /// would overflow, or its ring cannot be allocated).
     pub(crate) fn with_capacity(cap: usize) -> Channel<T> {
         assert!(cap > 0, "the array flavor needs a capacity of at least 1");
         let mark_bit = cap
@@ -92,12 +92,20 @@ impl<T> Channel<T> {
                      below usize::MAX / 8, or unbounded()"
                 )
             });
-        let buffer = (0..cap)
-            .map(|i| Slot {
-                stamp: AtomicUsize::new(i),
-                msg: UnsafeCell::new(MaybeUninit::uninit()),
-            })
-            .collect();
+        let mut buffer = Vec::new();
+        if let Err(e) = buffer.try_reserve_exact(cap) {
+            panic!(
+                "purloin::sync::channel::bounded({cap}): capacity overflow: the ring of {cap} \
+                 slots of {} bytes cannot be allocated ({e}); use a smaller capacity, or \
+                 unbounded()",
+                size_of::<Slot<T>>()
+            );
+        }
+        buffer.extend((0..cap).map(|i| Slot {
+            stamp: AtomicUsize::new(i),
+            msg: UnsafeCell::new(MaybeUninit::uninit()),
+        }));
+        let buffer = buffer.into_boxed_slice();
         Channel {
             head: CachePadded(AtomicUsize::new(0)),
             tail: CachePadded(AtomicUsize::new(0)),
@@ -391,6 +399,52 @@ impl<T> Channel<T> {
         } else {
             false
         }
+    }
+
+    /// The last receiver left: disconnect (sends fail from now on) and drop the queued
+    /// messages now rather than when the last sender leaves (a message may carry a reply
+    /// sender whose requester waits for the disconnection). Returns whether this call
+    /// disconnected it.
+    pub(crate) fn disconnect_receivers(&self) -> bool {
+        // A4.
+        let tail = self.tail.fetch_or(self.mark_bit, Ordering::AcqRel);
+        let first = tail & self.mark_bit == 0;
+        if first {
+            self.senders.notify_all();
+            self.receivers.notify_all();
+        }
+        self.discard_all_messages(tail);
+        first
+    }
+
+    /// Drops the messages from `head` up to `tail` (the tail when the channel was marked
+    /// disconnected: no send can claim a slot after it). Only the last receiver calls this,
+    /// so nobody else moves `head`; a slot claimed by a sender before the mark but not yet
+    /// written is waited for (its stamp becomes `head + 1`).
+    fn discard_all_messages(&self, tail: usize) {
+        let tail = tail & !self.mark_bit;
+        let backoff = Backoff::new();
+        // Relaxed: only receivers move `head`, and we are the last one.
+        let mut head = self.head.load(Ordering::Relaxed);
+        while head != tail {
+            let index = head & (self.mark_bit - 1);
+            let lap = head & !(self.one_lap - 1);
+            // SAFETY: `index < cap`, as in `start_send`.
+            let slot = unsafe { self.buffer.get_unchecked(index) };
+            // A2: Acquire pairs with the sender's Release stamp store.
+            if slot.stamp.load(Ordering::Acquire) == head + 1 {
+                // SAFETY: A2 made the message visible; no other receiver exists, so it is
+                // ours alone, and moving `head` past it below means it is dropped once.
+                slot.msg.with_mut(|m| unsafe { (*m).assume_init_drop() });
+                head = if index + 1 < self.cap { head + 1 } else { lap.wrapping_add(self.one_lap) };
+            } else {
+                // A sender claimed this slot before the mark and is still writing.
+                backoff.snooze();
+            }
+        }
+        // Release: the channel's destructor (or a later receive on the disconnected, empty
+        // channel) sees the slots as empty.
+        self.head.store(head, Ordering::Release);
     }
 
     pub(crate) fn senders(&self) -> &Waiters {

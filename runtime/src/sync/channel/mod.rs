@@ -450,7 +450,7 @@ impl<T> Drop for Receiver<T> {
         if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             match &self.shared.flavor {
                 Flavor::Array(c) => {
-                    c.disconnect();
+                    c.disconnect_receivers();
                 }
                 Flavor::List(c) => {
                     c.disconnect_receivers();
