@@ -3,7 +3,7 @@
 //! memory sampled after the first round and at the end (it must stay bounded).
 //!
 //! ```text
-//! cargo run --release -p purloin --example soak -- [SECONDS [THREADS]]
+//! cargo bench -p purloin --bench profile_soak -- [SECONDS [THREADS]]
 //! cargo xtask soak [SECONDS [THREADS]]          # the same
 //! ```
 //!
@@ -82,7 +82,7 @@ fn round(n: usize, counter: &Arc<Mutex<u64>>, timeouts: &Arc<AtomicU64>) -> Resu
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let secs: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(60);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let rt = purloin::runtime::Builder::new().build().expect("a runtime");
