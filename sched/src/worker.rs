@@ -416,7 +416,10 @@ impl M {
         // F2 is also the fence of this worker's finishes since its last park (L2).
         shared.notify_if_draining();
         let p = &shared.ps[pi];
-        let due = p.timers.next_deadline(shared.epoch);
+        // Every P's earliest timer, not only this one's: a timer of a P whose holder is busy
+        // running a green thread is fired by a worker that wakes for it and steals it (the
+        // last steal pass), Go's `stealWork` timer stealing (issue 20 item 2).
+        let due = crate::timers::earliest(shared.active(), shared.epoch);
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())
