@@ -13,10 +13,13 @@
 //!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
 //!  → steal half (random start, coprime stride, 4 passes; on the last, a victim's runnext
 //!    after 3 µs unless the victim scheduled meanwhile)
-//!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = next timer)
+//!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = the earliest timer
+//!    of any P, so a busy P's due timer wakes an idle worker, which fires it on its last
+//!    steal pass: Go's timer stealing)
 //! ```
 //!
-//! The monitor polls the poller when busy workers have not for 10 ms (Go's sysmon). A yield
+//! The monitor polls the poller when busy workers have not for 10 ms, and fires the due
+//! timers of P's whose holder is running a green thread (Go's sysmon). A yield
 //! with nothing else runnable locally and no fairness tick due resumes the G at once
 //! (`switch`).
 //!
