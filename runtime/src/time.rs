@@ -20,10 +20,12 @@
 //! }
 //! ```
 //!
-//! Each timer channel is fed by a small green thread that sleeps on the scheduler's timers
-//! (of the current runtime; from a plain thread, the global runtime's). A timer of a worker
-//! that is busy with a long CPU-bound green thread fires late, like every timer of that
-//! worker.
+//! Each timer channel is fed by a callback timer of the scheduler
+//! ([`purloin_sched::Timer`], of the current runtime; from a plain thread, the global
+//! runtime's): a pending [`after`] costs one heap entry, not a green thread, and is dropped
+//! (its channel disconnects) when its runtime shuts down, which does not wait for it. A timer
+//! of a worker that is busy with a long CPU-bound green thread is fired by an idle worker or
+//! the scheduler's monitor instead.
 //!
 //! # No `timeout(d, || ...)`
 //!
@@ -42,7 +44,6 @@ use std::time::{Duration, Instant};
 
 use crate::loom::{Arc, AtomicBool, Ordering};
 use crate::sync::channel::{self, Receiver, TrySendError};
-use crate::{GreenThread, StackSize};
 
 /// Sleeps for `duration`.
 ///
@@ -82,12 +83,11 @@ pub fn sleep_until(deadline: Instant) {
 
 /// A channel that receives the current time once, `duration` from now (Go's `time.After`).
 ///
-/// The green thread behind it lives until the time comes even if the receiver is dropped
-/// earlier (a small stack and a timer): in a loop that would create many long-lived ones,
-/// prefer a [`Ticker`] or a `recv_timeout`. It also counts as a live green thread when its
-/// runtime shuts down, so dropping a runtime with an hour-long `after` pending waits for the
-/// shutdown timeout (5 s for a plain drop; choose it with `Runtime::shutdown_timeout`)
-/// before the timer is unwound.
+/// A pending one costs a timer entry in the scheduler (no green thread): if the receiver is
+/// dropped earlier, the entry stays until the time comes, then the send finds no receiver.
+/// In a loop that would create many long ones, prefer a [`Ticker`] or a `recv_timeout`. A
+/// runtime that shuts down drops its pending timers (their channels disconnect) without
+/// waiting for them.
 ///
 /// # Examples
 ///
@@ -116,10 +116,17 @@ pub fn after(duration: Duration) -> Receiver<Instant> {
 /// ```
 pub fn at(deadline: Instant) -> Receiver<Instant> {
     let (tx, rx) = channel::bounded(1);
-    spawn_timer(move || {
-        sleep_until(deadline);
+    // Runs on the scheduler's timer path: a `try_send` never blocks.
+    let send = move || {
         let _ = tx.try_send(Instant::now());
-    });
+    };
+    // Nobody cancels an `after`: the timer handle is not kept.
+    match purloin_sched::call_at(deadline, send) {
+        Ok(_timer) => {}
+        Err(send) => {
+            crate::rt::global().scheduler().call_at(deadline, send);
+        }
+    }
     rx
 }
 
@@ -157,8 +164,8 @@ pub fn never<T>() -> Receiver<T> {
 /// assert!(b > a);
 /// ```
 pub fn tick(period: Duration) -> Receiver<Instant> {
-    let (rx, _stop, _feeder) = start_ticker(period);
-    // Nobody stops this one: its feeder ends when it finds the channel without receivers.
+    let (rx, _stopped, _timer) = start_ticker(period);
+    // Nobody stops this one: its timer ends when it finds the channel without receivers.
     rx
 }
 
@@ -191,7 +198,7 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
 pub struct Ticker {
     rx: Receiver<Instant>,
     stopped: Arc<AtomicBool>,
-    feeder: GreenThread,
+    timer: purloin_sched::Timer,
 }
 
 impl Ticker {
@@ -200,8 +207,8 @@ impl Ticker {
     /// # Panics
     /// If `period` is zero.
     pub fn new(period: Duration) -> Ticker {
-        let (rx, stopped, feeder) = start_ticker(period);
-        Ticker { rx, stopped, feeder }
+        let (rx, stopped, timer) = start_ticker(period);
+        Ticker { rx, stopped, timer }
     }
 
     /// The channel the ticks arrive on (for `select!`, `recv`, `recv_timeout`, …).
@@ -215,11 +222,14 @@ impl Ticker {
     }
 
     /// Stops the ticker: no tick is sent after this returns, except one already in the
-    /// channel.
+    /// channel (or one being sent at this very moment by the timer callback on another
+    /// thread).
     pub fn stop(&self) {
-        // Release: pairs with the feeder's Acquire loads (only the flag is published).
+        // Release: pairs with the callback's Acquire load (only the flag is published).
         self.stopped.store(true, Ordering::Release);
-        self.feeder.unpark();
+        // Drops the callback (and its sender: the channel disconnects once drained), or
+        // keeps a callback running right now from being re-armed.
+        self.timer.cancel();
     }
 }
 
@@ -235,8 +245,8 @@ impl fmt::Debug for Ticker {
     }
 }
 
-/// Starts a ticker's feeding green thread: the channel, the stop flag, the feeder.
-fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, GreenThread) {
+/// Starts a ticker's periodic callback timer: the channel, the stop flag, the timer.
+fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, purloin_sched::Timer) {
     assert!(
         !period.is_zero(),
         "purloin::time: a ticker's period must be greater than zero (a zero period would fire \
@@ -245,60 +255,22 @@ fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, GreenT
     let (tx, rx) = channel::bounded(1);
     let stopped = Arc::new(AtomicBool::new(false));
     let stop = stopped.clone();
-    let start = Instant::now();
-    let feeder = spawn_timer(move || {
-        let mut next = start + period;
-        loop {
-            // Parks (not `sleep_until`) so that `stop` can end the wait by unparking.
-            // Acquire: pairs with the Release store in `Ticker::stop`.
-            while !stop.load(Ordering::Acquire) && Instant::now() < next {
-                crate::park_deadline(next);
-            }
-            if stop.load(Ordering::Acquire) {
-                return;
-            }
-            let now = Instant::now();
-            match tx.try_send(now) {
-                Ok(()) | Err(TrySendError::Full(_)) => {}
-                Err(TrySendError::Disconnected(_)) => return,
-            }
-            next = next_tick(next, period, now);
+    let first = Instant::now() + period;
+    // Runs on the scheduler's timer path: a `try_send` never blocks. The scheduler skips
+    // missed periods (a tick that fell behind keeps its phase).
+    let feed = move |now: Instant| {
+        // Acquire: pairs with the Release store in `Ticker::stop`.
+        if stop.load(Ordering::Acquire) {
+            return false;
         }
-    });
-    (rx, stopped, feeder)
-}
-
-/// The first tick time after `now` on the grid `last + k * period` (skips missed periods).
-fn next_tick(last: Instant, period: Duration, now: Instant) -> Instant {
-    let next = last + period;
-    if next > now {
-        return next;
-    }
-    let behind = now - last;
-    let periods = behind.as_nanos() / period.as_nanos() + 1;
-    last + period * u32::try_from(periods).unwrap_or(u32::MAX)
-}
-
-/// Spawns a timer's green thread (small stack) on the current runtime, or the global one.
-fn spawn_timer(f: impl FnOnce() + Send + 'static) -> GreenThread {
-    let h = crate::Builder::new()
-        .name("purloin-timer")
-        .stack_size(StackSize::Small)
-        .spawn(f)
-        .unwrap_or_else(|e| panic!("purloin::time: cannot start a timer's green thread: {e}"));
-    *h.thread()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_tick_skips_missed_periods() {
-        let t0 = Instant::now();
-        let p = Duration::from_millis(10);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(3)), t0 + p);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(10)), t0 + 2 * p);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(47)), t0 + 5 * p);
-    }
+        match tx.try_send(now) {
+            Ok(()) | Err(TrySendError::Full(_)) => true,
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    };
+    let timer = match purloin_sched::call_every(first, period, feed) {
+        Ok(timer) => timer,
+        Err(feed) => crate::rt::global().scheduler().call_every(first, period, feed),
+    };
+    (rx, stopped, timer)
 }

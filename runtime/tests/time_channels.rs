@@ -53,9 +53,22 @@ fn after_in_select_against_a_quiet_channel() {
             recv(after(Duration::from_millis(1))) -> _ => {}
         }
     });
-    // The hour-long timer's green thread is still parked: shut down without waiting for it
-    // (a plain drop would wait the default 5 s before unwinding it).
+    // The hour-long timer is still pending (a heap entry, no green thread).
     runtime.shutdown_timeout(Duration::from_millis(1));
+}
+
+/// A pending `after` is a callback timer, not a green thread: a runtime shuts down without
+/// waiting for it (the 60 s shutdown timeout is never used: the old green-thread timer kept
+/// the shutdown waiting the whole timeout, so the watchdog failed it), and the timer is
+/// dropped with the runtime, disconnecting its channel.
+#[test]
+fn pending_after_does_not_hold_the_shutdown() {
+    let _w = watchdog("pending_after_does_not_hold_the_shutdown", 20);
+    let runtime = rt(2);
+    let far = runtime.block_on(|| after(Duration::from_secs(3600)));
+    let report = runtime.shutdown_timeout(Duration::from_secs(60));
+    assert_eq!(report.unfinished, 0);
+    assert_eq!(far.try_recv(), Err(channel::TryRecvError::Disconnected));
 }
 
 /// Ticks keep coming on a 2-worker runtime while one worker runs a green thread that spins

@@ -68,7 +68,7 @@ pub(crate) struct P {
     pub(crate) syscall_tick: AtomicU64,
     /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
     pub(crate) schedtick: AtomicU64,
-    /// Green threads sleeping until a deadline.
+    /// Deadlines: timed parks and callback timers (fired by anyone: `timers`).
     pub(crate) timers: Timers,
     /// Free G records (holder only).
     pub(crate) free_gs: UnsafeCell<Vec<GRef>>,

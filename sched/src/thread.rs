@@ -231,8 +231,14 @@ pub fn park_deadline(deadline: Instant) {
     // The timer wakes the record that parks: the running one (the host, when it runs a child
     // inline).
     let g = m.current.get().expect("on a green thread");
-    add_timer(m, deadline, GreenThread { g, generation: g.generation() });
+    let (p, seq) = add_timer(m, deadline, GreenThread { g, generation: g.generation() });
     park();
+    // Issue 20 item 3: a wait that ended before its deadline (an unpark, a spurious wake-up)
+    // deletes its timer, so the heap holds only live timers (the first `m` may be stale: this
+    // green thread may have resumed on another worker).
+    if let Some(m) = current_worker() {
+        m.shared.ps[p].timers.delete(m.shared.epoch, seq);
+    }
 }
 
 /// [`park`] for at most `timeout`.
@@ -317,14 +323,18 @@ pub(crate) fn running_g() -> Option<GRef> {
     current_worker()?.current.get()
 }
 
-fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) {
+/// Adds a timer waking `g` at `deadline`; returns the P whose heap holds it and its sequence
+/// (for the deletion when the wait ends).
+fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) -> (usize, u64) {
+    let wake = crate::timers::Action::Wake(g);
     if let Some(h) = m.held() {
-        h.p().timers.add(m.shared.epoch, deadline, g);
+        (m.p.get(), h.p().timers.add(m.shared.epoch, deadline, wake))
     } else {
         // In a blocking section (or without a P): use P 0's heap; its holder or a searcher
         // fires it. A timer never needs the P's owner-only parts.
-        m.shared.ps[0].timers.add(m.shared.epoch, deadline, g);
+        let seq = m.shared.ps[0].timers.add(m.shared.epoch, deadline, wake);
         m.shared.wake_worker(0);
+        (0, seq)
     }
 }
 

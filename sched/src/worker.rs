@@ -13,10 +13,13 @@
 //!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
 //!  → steal half (random start, coprime stride, 4 passes; on the last, a victim's runnext
 //!    after 3 µs unless the victim scheduled meanwhile)
-//!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = next timer)
+//!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = the earliest timer
+//!    of any P, so a busy P's due timer wakes an idle worker, which fires it on its last
+//!    steal pass: Go's timer stealing)
 //! ```
 //!
-//! The monitor polls the poller when busy workers have not for 10 ms (Go's sysmon). A yield
+//! The monitor polls the poller when busy workers have not for 10 ms, and fires the due
+//! timers of P's whose holder is running a green thread (Go's sysmon). A yield
 //! with nothing else runnable locally and no fairness tick due resumes the G at once
 //! (`switch`).
 //!
@@ -416,7 +419,10 @@ impl M {
         // F2 is also the fence of this worker's finishes since its last park (L2).
         shared.notify_if_draining();
         let p = &shared.ps[pi];
-        let due = p.timers.next_deadline(shared.epoch);
+        // Every P's earliest timer, not only this one's: a timer of a P whose holder is busy
+        // running a green thread is fired by a worker that wakes for it and steals it (the
+        // last steal pass), Go's `stealWork` timer stealing (issue 20 item 2).
+        let due = crate::timers::earliest(shared.active(), shared.epoch);
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())

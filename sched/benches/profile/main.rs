@@ -10,6 +10,7 @@
 //!   fib [n] [workers]              fib(n) with fork-join: the cost per fork
 //!   queued                         no-op green threads through the queues, no joins
 //!   parked [n]                     n green threads that park, then are released
+//!   timed_wait [n]                 timed parks (1 h) that end early: ns/wait, peak RSS
 //! ```
 #![allow(missing_docs)]
 
@@ -19,6 +20,7 @@ mod queued;
 mod quick;
 mod spawn100k;
 mod spawn_join_loop;
+mod timed_wait;
 
 fn main() {
     // `cargo bench` passes `--bench`; helpers take only plain arguments.
@@ -31,10 +33,11 @@ fn main() {
         "fib" => fib::run(rest),
         "queued" => queued::run(rest),
         "parked" => parked::run(rest),
+        "timed_wait" => timed_wait::run(rest),
         other => {
             eprintln!(
                 "profile: unknown helper '{other}'; use one of quick, spawn_join_loop, \
-                 spawn100k, fib, queued, parked (see benches/profile/main.rs)"
+                 spawn100k, fib, queued, parked, timed_wait (see benches/profile/main.rs)"
             );
             std::process::exit(2);
         }
