@@ -180,7 +180,9 @@ fn semaphore_timeout_unblocks_the_queue() {
     let big = rt.spawn(move || {
         s.acquire_deadline(5, Some(std::time::Instant::now() + Duration::from_millis(20))).is_none()
     });
-    wait_until(|| rt.scheduler().parked().len() == 1);
+    // Either `big` is parked in the queue, or (on a loaded machine) its 20 ms already ran out:
+    // waiting only for "parked" could wait forever after it timed out.
+    wait_until(|| rt.scheduler().parked().len() == 1 || big.is_finished());
     let s = sem.clone();
     let small = rt.spawn(move || s.acquire().forget());
     assert!(big.join().unwrap(), "the big request times out");
