@@ -112,6 +112,8 @@ impl Builder {
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
         let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
+        #[cfg(not(loom))]
+        crate::debugging::start_from_env();
         Ok(Runtime { sched: Some(sched), data, trace })
     }
 }
@@ -233,6 +235,8 @@ impl Runtime {
                 if since.elapsed() >= self.data.deadlock_grace && sched.is_quiescent() {
                     let report = crate::deadlock::report(sched, Some(*handle.thread()));
                     eprintln!("{report}");
+                    #[cfg(not(loom))]
+                    eprintln!("{}", sched.dump());
                     sched.cancel(handle.thread());
                     return Some(report);
                 }

@@ -507,3 +507,15 @@ impl crate::Scheduler {
 pub fn current_dump() -> Option<Dump> {
     crate::worker::current_worker().map(|m| dump_of(&m.shared, true))
 }
+
+/// [`Scheduler::states`](crate::Scheduler::states) of the scheduler running the current green
+/// thread (`None` on a plain thread).
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current_worker_states().is_none());
+/// ```
+pub fn current_worker_states() -> Option<Dump> {
+    crate::worker::current_worker().map(|m| dump_of(&m.shared, false))
+}

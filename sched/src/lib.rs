@@ -84,7 +84,9 @@ mod worker;
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
 #[cfg(not(loom))]
-pub use dump::{Dump, Frame, GreenDump, GreenState, StackTrace, current_dump};
+pub use dump::{
+    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
+};
 pub use fork::join;
 pub use join::JoinHandle;
 pub use poll::Poller;
