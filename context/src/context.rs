@@ -278,6 +278,131 @@ impl Context {
         unsafe { run_ontop(transfer, ontop) }
     }
 
+    /// Runs `f(data)` on the stack of the suspended context `self` and returns, leaving
+    /// `self` suspended exactly as it was: nothing of the suspended code runs, and resuming
+    /// `self` later continues it as if `visit` had never happened.
+    ///
+    /// This is for looking at a suspended execution from the inside — typically walking its
+    /// stack with a DWARF unwinder (`_Unwind_Backtrace`, the `backtrace` crate's
+    /// `trace_unsynchronized`): `f` is called by a frame that sits right below the suspended
+    /// code's `resume` call, so a walk from `f` goes up through the suspended frames and ends
+    /// at the entry trampoline. brpc's bthread tracer gets the same view by switching onto
+    /// the bthread's stack.
+    ///
+    /// How: `visit` saves the few words the switch stored at the context's stack pointer,
+    /// switches to it with [`resume_ontop`](Context::resume_ontop) and a function that calls
+    /// `f` and switches straight back, abandons the context left suspended inside that
+    /// function, and writes the saved words back. The suspended code's frames (everything
+    /// above those words) are never written: the visit's own frames lie below them, in stack
+    /// memory the suspended code does not use. A repeated visit therefore does not grow the
+    /// stack.
+    ///
+    /// `f` must not unwind: a panic in it aborts the process (it would otherwise unwind
+    /// through the suspended code's frames).
+    ///
+    /// Not available under loom (a loom context is a thread, not a stack).
+    ///
+    /// # Safety
+    ///
+    /// - `self` must be suspended (made by [`Context::new`] or received in a [`Transfer`]), its
+    ///   stack valid, and no other thread may resume it or touch its stack during the call
+    ///   (the caller owns it, as it would to resume it).
+    /// - The stack must have room below the suspended stack pointer for `f` and what it
+    ///   calls (an unwinder needs a few KiB): an overflow there hits the guard page, if any.
+    /// - The obligations of [`resume`](Context::resume) about thread-locals apply to `f`,
+    ///   which runs on the calling OS thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static SEEN: AtomicUsize = AtomicUsize::new(0);
+    ///
+    /// extern "C-unwind" fn child(t: Transfer) -> ! {
+    ///     let marker = 7usize; // a local on the child's stack
+    ///     // SAFETY: `t.context` is the parent, suspended in `resume`.
+    ///     let t = unsafe { t.context.resume(&marker as *const usize as usize) };
+    ///     // SAFETY: as above.
+    ///     unsafe { t.context.resume(t.data + marker) };
+    ///     unreachable!();
+    /// }
+    ///
+    /// fn look(sp_hint: usize) {
+    ///     // Runs on the child's stack: a local here lies below the child's frames.
+    ///     let here = 0u8;
+    ///     if (&here as *const u8 as usize) < sp_hint {
+    ///         SEEN.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let r = stack.as_mut_ptr_range();
+    /// // SAFETY: the buffer outlives the context.
+    /// let ctx = unsafe { Context::new(r.end, r.start, child) };
+    /// // SAFETY: `ctx` is fresh.
+    /// let t = unsafe { ctx.resume(0) };
+    /// let mut child = t.context;
+    /// for _ in 0..3 {
+    ///     // SAFETY: `child` is suspended in `resume`, owned here; 64 KiB is plenty for `look`.
+    ///     unsafe { child.visit(t.data, look) };
+    /// }
+    /// assert_eq!(SEEN.load(Ordering::Relaxed), 3);
+    /// // The child continues as if never visited.
+    /// // SAFETY: `child` is suspended in `resume`.
+    /// assert_eq!(unsafe { child.resume(35) }.data, 42);
+    /// ```
+    #[cfg(not(loom))]
+    pub unsafe fn visit(&mut self, data: usize, f: fn(usize)) {
+        const N: usize = backend::SAVED_FRAME_SIZE;
+        let saved_at = self.raw.as_ptr();
+        let mut saved = [0u8; N];
+        // SAFETY: `saved_at .. saved_at + N` holds the words the switch saved (the caller
+        // vouches `self` is suspended and its stack valid and ours).
+        unsafe { core::ptr::copy_nonoverlapping(saved_at, saved.as_mut_ptr(), N) };
+        let call = Visit { f, data };
+        let target = Context { raw: self.raw, _not_sync: PhantomData };
+        // SAFETY: `target` is the suspended context (the caller's obligations); `visit_ontop`
+        // cannot unwind (it aborts on a panic of `f`) and switches straight back to us.
+        let t = unsafe { target.resume_ontop(&call as *const Visit as usize, visit_ontop) };
+        // The context suspended inside `visit_ontop` is abandoned: dropping it does nothing.
+        let _ = t.context;
+        // SAFETY: as above; the visit's frames lay below `saved_at + N` and are gone with the
+        // abandoned context, so restoring the saved words leaves the stack as we found it.
+        unsafe { core::ptr::copy_nonoverlapping(saved.as_ptr(), saved_at, N) };
+    }
+
+    /// The saved stack pointer of this suspended context: everything the suspended code uses
+    /// lies at or above it, so `stack_pointer() - stack_limit` is the room left below it (what
+    /// [`visit`](Context::visit) may use). Under loom: 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    ///
+    /// extern "C-unwind" fn entry(_: Transfer) -> ! {
+    ///     unreachable!("never resumed")
+    /// }
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let r = stack.as_mut_ptr_range();
+    /// // SAFETY: the buffer outlives the context.
+    /// let ctx = unsafe { Context::new(r.end, r.start, entry) };
+    /// let sp = ctx.stack_pointer();
+    /// assert!(sp > r.start as usize && sp < r.end as usize);
+    /// ```
+    pub fn stack_pointer(&self) -> usize {
+        #[cfg(not(loom))]
+        {
+            self.raw.as_ptr() as usize
+        }
+        #[cfg(loom)]
+        {
+            0
+        }
+    }
+
     /// A context that stands for "no context", for the `context` field of a [`Transfer`]
     /// when there is none to give: typically returned by a `resume_ontop` function that moved
     /// the context it received somewhere else (see the example of
@@ -359,6 +484,33 @@ fn check_stack(stack_top: *mut u8, stack_limit: *mut u8) {
         "Context::new: the stack is {size} bytes, smaller than MIN_STACK_SIZE \
          ({MIN_STACK_SIZE}); allocate a bigger stack"
     );
+}
+
+/// What [`Context::visit`] runs on the visited stack.
+#[cfg(not(loom))]
+struct Visit {
+    f: fn(usize),
+    data: usize,
+}
+
+/// The `ontop` function of [`Context::visit`], running on the visited stack.
+#[cfg(not(loom))]
+fn visit_ontop(t: Transfer) -> Transfer {
+    visit_and_return(t.context, t.data)
+}
+
+/// Calls the visitor and switches back to the visiting context; never returns (its context is
+/// abandoned). `extern "C"`: a panic of the visitor aborts instead of unwinding into the
+/// visited frames.
+#[cfg(not(loom))]
+extern "C" fn visit_and_return(back: Context, call: usize) -> ! {
+    // SAFETY: `call` is the address of the `Visit` in `Context::visit`'s frame, which waits
+    // in `resume_ontop` until we switch back below.
+    let call = unsafe { &*(call as *const Visit) };
+    (call.f)(call.data);
+    // SAFETY: `back` is the visiting context, suspended in `resume_ontop`.
+    unsafe { back.resume(0) };
+    unreachable!("an abandoned visit was resumed")
 }
 
 /// Calls the `ontop` function delivered by a switch, if any.

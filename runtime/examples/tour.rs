@@ -34,6 +34,7 @@ fn main() {
     echo_over_loopback();
     children_signals_timers();
     scheduler_stats();
+    dump_of_a_stuck_thread();
 }
 
 fn section(title: &str) {
@@ -384,4 +385,30 @@ fn scheduler_stats() {
         s.total.parks, s.global.wakes_sent, s.global.wakes_skipped, s.global.handoffs
     );
     println!("   (set PURLOIN_SCHEDTRACE=1000 for a line like this every second)");
+}
+
+/// A dump: every green thread, and where a parked one is stuck (its own stack).
+fn dump_of_a_stuck_thread() {
+    section("a dump: where every green thread is (purloin::debugging)");
+    let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
+    let waiter = purloin::spawn(move || rx.recv());
+    while !purloin::debugging::dump()
+        .threads
+        .iter()
+        .any(|t| t.id == waiter.thread().id() && t.state == purloin::sched::GreenState::Parked)
+    {
+        std::thread::yield_now();
+    }
+    let dump = purloin::debugging::dump();
+    if let Some(t) = dump.threads.iter().find(|t| t.id == waiter.thread().id()) {
+        println!("   green thread {} is {}; its stack, innermost first:", t.id, t.state);
+        if let Some(bt) = &t.backtrace {
+            for f in bt.frames.iter().take(8) {
+                println!("     {}", f.function.as_deref().unwrap_or("?"));
+            }
+        }
+    }
+    println!("   (PURLOIN_DUMP_SIGNAL=SIGQUIT prints the whole dump on `kill -QUIT`)");
+    tx.send(1).unwrap();
+    waiter.join().unwrap().unwrap();
 }

@@ -167,6 +167,8 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
                     "{report}  (an OS thread outside the runtime waits on one of them: every \
                      parked green thread is unwound, so its join returns Err)"
                 );
+                #[cfg(not(loom))]
+                eprintln!("{}", sched.dump());
                 for p in &report.parked {
                     sched.cancel(&p.thread);
                 }

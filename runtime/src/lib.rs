@@ -52,12 +52,16 @@
 #![warn(missing_docs)]
 
 mod deadlock;
+#[cfg(not(loom))]
+pub mod debugging;
 pub mod fs;
 pub mod future;
 pub mod io;
 mod local;
 mod loom;
 pub mod machine;
+#[cfg(not(loom))]
+pub mod metrics;
 pub mod net;
 pub mod process;
 mod rt;

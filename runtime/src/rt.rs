@@ -154,6 +154,8 @@ impl Builder {
         let watch = self
             .deadlock_detection
             .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
+        #[cfg(not(loom))]
+        crate::debugging::start_from_env();
         Ok(Runtime { sched: Some(sched), data, trace, watch, grace: self.shutdown_grace })
     }
 }
@@ -387,6 +389,8 @@ impl Runtime {
                 if since.elapsed() >= self.data.deadlock_grace && sched.is_quiescent() {
                     let report = crate::deadlock::report(sched, Some(*handle.thread()));
                     eprintln!("{report}");
+                    #[cfg(not(loom))]
+                    eprintln!("{}", sched.dump());
                     sched.cancel(handle.thread());
                     return Some(report);
                 }

@@ -61,6 +61,9 @@ pub(crate) const PARKED: u32 = 4;
 pub(crate) const CLAIMED: u32 = 5;
 /// Finished; the record waits for its last reference to be dropped.
 pub(crate) const DONE: u32 = 6;
+/// Parked, and claimed by a dump that is walking its stack (see `dump`): like `PARKING`, an
+/// unpark leaves `NOTIFIED` and the dump, not the unparker, queues it.
+pub(crate) const INSPECTED: u32 = 7;
 const STATUS_MASK: u32 = 0xF;
 /// An unpark arrived while the G was not parked; its next park returns at once.
 pub(crate) const NOTIFIED: u32 = 1 << 4;
@@ -339,6 +342,47 @@ impl G {
         }
     }
 
+    /// A dump claims a parked G of `generation` to walk its stack: `PARKED => INSPECTED`
+    /// (D1). While INSPECTED, the G's context and stack belong to the dump: an unpark or a
+    /// cancel finds a status that is not `PARKED` and only sets `NOTIFIED` (the unchanged
+    /// default arm of `unpark`), so nobody else queues it. Returns false if the G is not
+    /// parked (any more) or the generation is gone.
+    #[cfg_attr(loom, allow(dead_code))] // used by `dump` (not built under loom) and the models
+    pub(crate) fn begin_inspect(&self, generation: u32) -> bool {
+        let cur = self.state.load(Ordering::Relaxed);
+        if generation_of(cur) != generation || status_of(cur) != PARKED {
+            return false;
+        }
+        let next = (cur & !(STATUS_MASK as u64)) | INSPECTED as u64;
+        // Acquire pairs with G1 (the context saved by the switch that parked it) and with
+        // D2 of an earlier dump (the stack words it restored).
+        self.state.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// The dump is done with the G's stack: `INSPECTED => PARKED` (D2), or, if an unpark or
+    /// cancel arrived meanwhile (`NOTIFIED`), `INSPECTED => RUNNABLE` with the token consumed,
+    /// like `publish_parked`. Returns false in the second case: the caller must queue the G.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn end_inspect(&self) -> bool {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert_eq!(status_of(cur), INSPECTED);
+            let (next, parked) = if bits_of(cur) & NOTIFIED != 0 {
+                ((cur & !((STATUS_MASK | NOTIFIED) as u64)) | RUNNABLE as u64, false)
+            } else {
+                ((cur & !(STATUS_MASK as u64)) | PARKED as u64, true)
+            };
+            // Release (D2): publishes the restored context and stack words to whoever moves
+            // the G out of PARKED next (an unparker's AcqRel CAS, G1's partner) or, in the
+            // RUNNABLE case, to the worker that claims it (through the queue push, G2).
+            // Acquire: pairs with the unparker's Release (G3), handed on through the queue.
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return parked,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
     /// On g0 after a yield: `RUNNING => RUNNABLE` (keeps flags). The caller queues it.
     ///
     /// A read-modify-write, not a store: an unpark (`NOTIFIED`) or a cancel (`CANCEL`) may set
@@ -602,6 +646,42 @@ mod loom_state {
                 seen || resumed_itself || requeued.load(Ordering::SeqCst) == 1,
                 "lost wake-up: parked with the condition unseen and nobody to resume it"
             );
+        });
+    }
+
+    /// A dump's capture of a parked G (`begin_inspect` .. `end_inspect`) racing an unpark:
+    /// the G is queued exactly once (by the unparker if it won `PARKED => RUNNABLE` before the
+    /// claim, else by the dump), never while the dump owns its stack, and never lost. Mutation
+    /// check: `end_inspect` storing `PARKED` unconditionally (ignoring `NOTIFIED`) fails this
+    /// model ("queued 0 times": a lost wake-up); making `unpark` treat `INSPECTED` like
+    /// `PARKED` fails it ("queued while inspected").
+    #[test]
+    fn inspect_racing_unpark_queues_exactly_once() {
+        loom::model(|| {
+            let g = registry().alloc();
+            let generation = g.prepare_spawn();
+            assert!(g.claim_for_run());
+            assert!(g.begin_park());
+            assert!(g.publish_parked());
+            let queued = Arc::new(AtomicUsize::new(0));
+            let inspecting = Arc::new(AtomicUsize::new(0));
+            let (q2, i2) = (queued.clone(), inspecting.clone());
+            let unparker = thread::spawn(move || {
+                if g.unpark(generation) == Unparked::Queue {
+                    assert_eq!(i2.load(Ordering::SeqCst), 0, "queued while inspected");
+                    q2.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            if g.begin_inspect(generation) {
+                inspecting.store(1, Ordering::SeqCst);
+                // (the stack walk)
+                inspecting.store(0, Ordering::SeqCst);
+                if !g.end_inspect() {
+                    queued.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            unparker.join().unwrap();
+            assert_eq!(queued.load(Ordering::SeqCst), 1, "queued exactly once");
         });
     }
 

@@ -53,6 +53,8 @@
 mod blocking;
 mod builder;
 mod cells;
+#[cfg(not(loom))]
+mod dump;
 mod entry;
 mod fork;
 mod g;
@@ -83,6 +85,10 @@ mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
+#[cfg(not(loom))]
+pub use dump::{
+    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
+};
 pub use fork::join;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;

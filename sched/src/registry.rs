@@ -124,7 +124,9 @@ pub(crate) fn for_each_parked(sched: *const Shared, mut f: impl FnMut(GRef, u32)
         // SAFETY: we hold a reference, so the record is not recycled under us; `sched` is
         // written only at spawn, before the G is published.
         let ours = unsafe { gref.sched.with(|s| *s) } == sched;
-        if ours && g::status_of(w) == g::PARKED {
+        // INSPECTED is parked too (a dump is walking its stack; an unpark or cancel of it is
+        // honoured when the dump ends).
+        if ours && matches!(g::status_of(w), g::PARKED | g::INSPECTED) {
             f(gref, g::generation_of(w));
         }
         if gref.drop_ref() {

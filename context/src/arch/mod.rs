@@ -10,7 +10,7 @@
 cfg_if::cfg_if! {
     if #[cfg(all(target_arch = "x86_64", unix, not(target_vendor = "apple")))] {
         mod x86_64;
-        pub(crate) use self::x86_64::{init, switch, valgrind_request};
+        pub(crate) use self::x86_64::{SAVED_FRAME_SIZE, init, switch, valgrind_request};
     } else if #[cfg(target_arch = "aarch64")] {
         compile_error!(
             "purloin-context: aarch64 is not supported yet (planned: AAPCS64 with BTI landing \

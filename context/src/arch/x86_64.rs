@@ -143,6 +143,14 @@ use crate::context::{Context, Entry, Transfer};
 /// Bytes `Context::new` writes below the (aligned) stack top.
 pub(crate) const INITIAL_FRAME_SIZE: usize = 24;
 
+/// Bytes a switch saves at a suspended context's stack pointer `S` (the resume address, the
+/// FP word with `fpu-env`, RBX, RBP; see "Stack layouts"): resuming it pops them, so a
+/// function run on top of it overwrites only `S .. S + SAVED_FRAME_SIZE` and lower addresses.
+#[cfg(not(feature = "fpu-env"))]
+pub(crate) const SAVED_FRAME_SIZE: usize = 24;
+#[cfg(feature = "fpu-env")]
+pub(crate) const SAVED_FRAME_SIZE: usize = 32;
+
 // With `fpu-env`, MXCSR (all 32 bits, as boost.context does) and the x87 control word are
 // stored in one 8-byte slot between the saved RBX and the resume address.
 cfg_if::cfg_if! {

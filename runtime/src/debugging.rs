@@ -1,0 +1,133 @@
+//! Debugging a stuck program: where every green thread is, what it waits on, and what the
+//! scheduler did.
+//!
+//! # 1. Dump every green thread
+//!
+//! [`dump`] lists the green threads of the runtime (the current one on a green thread, the
+//! global one elsewhere): id, name, state (running on worker N, in a blocking section,
+//! runnable, parked, finished but not joined), what a parked one waits on, and a symbolized
+//! backtrace of each parked green thread's *own* stack — walked on that stack without running
+//! any of its code (see `purloin_sched::Dump` for how). Its `Display` reads like Go's SIGQUIT
+//! traceback:
+//!
+//! ```
+//! let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+//! rt.block_on(|| {
+//!     let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
+//!     let stuck = purloin::spawn(move || rx.recv()); // nobody sends: it parks
+//!     while purloin::debugging::dump().count(purloin::sched::GreenState::Parked) == 0 {
+//!         purloin::yield_now();
+//!     }
+//!     let dump = purloin::debugging::dump();
+//!     println!("{dump}");
+//!     // green thread 4294967298 [parked: a channel receive 0x...]:
+//!     //     0: purloin_sched::switch::switch_out_from
+//!     //     ...
+//!     //     5: rust_out::main::{{closure}}::{{closure}}
+//!     drop(tx);
+//!     let _ = stuck.join();
+//! });
+//! ```
+//!
+//! # 2. Ask a running program for a dump
+//!
+//! Set `PURLOIN_DUMP_SIGNAL=SIGQUIT` (or `SIGUSR1`, ...; a number works too) before the first
+//! runtime is built, or call [`dump_on_signal`]: each delivery writes the dump to stderr and
+//! the program keeps running (Go exits on SIGQUIT; purloin does not). The dump is written by
+//! an ordinary thread fed by [`signal`](crate::signal)'s self-pipe dispatcher, never inside a
+//! signal handler. `kill -QUIT <pid>` (or Ctrl-\ in the terminal) then shows where everything
+//! is.
+//!
+//! # 3. The deadlock report
+//!
+//! When every green thread of a runtime is parked and nothing can wake them (no timer, no I/O,
+//! no plain thread holding a handle), `block_on` reports the deadlock
+//! ([`DeadlockReport`](crate::DeadlockReport): who waits on what, and the wait-for cycles
+//! among them), followed by the dump, so the report shows the stacks of the green threads in
+//! the cycle. [`detect_deadlock`](crate::detect_deadlock) builds the report on demand.
+//!
+//! # 4. Metrics
+//!
+//! [`stats`](crate::stats) snapshots the scheduler's counters;
+//! [`metrics::prometheus`](crate::metrics::prometheus) renders them, with queue depths and green threads by state, in
+//! the Prometheus text format for whatever serves your `/metrics`. `PURLOIN_SCHEDTRACE=1000`
+//! prints one line of scheduler state per second on stderr (Go's `GODEBUG=schedtrace`).
+
+use std::io;
+
+use purloin_sched::Dump;
+
+use crate::signal::{Signal, Signals};
+
+/// Every green thread of the runtime running the current green thread (of the global runtime,
+/// from a plain thread), with backtraces of the parked ones. See the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// let h = purloin::spawn(purloin::park);
+/// while purloin::debugging::dump().count(purloin::sched::GreenState::Parked) == 0 {
+///     std::thread::yield_now();
+/// }
+/// let dump = purloin::debugging::dump();
+/// let me = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
+/// assert!(me.backtrace.as_ref().unwrap().contains("purloin_sched::thread::park"));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn dump() -> Dump {
+    purloin_sched::current_dump().unwrap_or_else(|| crate::rt::global().scheduler().dump())
+}
+
+/// From now on, each delivery of `signal` writes [`dump`] of the global runtime to stderr
+/// (the program keeps running). Returns an error if the signal cannot be watched.
+///
+/// # Errors
+/// `signal` is one that cannot be caught or is reserved (see [`signal`](crate::signal)), or
+/// the dispatcher thread could not be started.
+///
+/// # Examples
+///
+/// ```no_run
+/// purloin::debugging::dump_on_signal(purloin::signal::Signal::QUIT).unwrap();
+/// // `kill -QUIT <pid>` now prints every green thread's stack to stderr.
+/// ```
+pub fn dump_on_signal(signal: Signal) -> io::Result<()> {
+    let signals = Signals::new(&[signal])?;
+    std::thread::Builder::new().name("purloin-dump".into()).spawn(move || {
+        loop {
+            signals.recv();
+            let dump = crate::rt::global().scheduler().dump();
+            eprintln!("{dump}");
+        }
+    })?;
+    Ok(())
+}
+
+/// Reads `PURLOIN_DUMP_SIGNAL` (a name such as `SIGQUIT` or `QUIT`, or a number) once per
+/// process and starts [`dump_on_signal`] for it.
+pub(crate) fn start_from_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(v) = std::env::var("PURLOIN_DUMP_SIGNAL") else { return };
+        let name = v.trim().trim_start_matches("SIG");
+        let n = match name {
+            "QUIT" => libc::SIGQUIT,
+            "USR1" => libc::SIGUSR1,
+            "USR2" => libc::SIGUSR2,
+            "HUP" => libc::SIGHUP,
+            "INT" => libc::SIGINT,
+            "TERM" => libc::SIGTERM,
+            other => match other.parse() {
+                Ok(n) => n,
+                Err(_) => {
+                    eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: not a signal name or number");
+                    return;
+                }
+            },
+        };
+        if let Err(e) = dump_on_signal(Signal::from_raw(n)) {
+            eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: {e}");
+        }
+    });
+}

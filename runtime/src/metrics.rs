@@ -1,0 +1,105 @@
+//! Metrics in the Prometheus text exposition format (version 0.0.4), without an HTTP
+//! dependency: serve [`prometheus`]'s string from whatever `/metrics` handler you have.
+//!
+//! Counters (`_total`) are the scheduler's [`Stats`] (monotonic since the runtime
+//! started, per worker with a `worker` label); gauges are queue depths, workers searching and
+//! parked, live green threads and green threads by state (one pass over the green-thread
+//! records, no green thread held).
+
+use std::fmt::Write as _;
+
+use purloin_sched::{Dump, GreenState, Stats};
+
+/// The metrics of the runtime running the current green thread (of the global runtime, from
+/// a plain thread) in the Prometheus text format.
+///
+/// # Examples
+///
+/// ```
+/// purloin::spawn(|| ()).join().unwrap();
+/// let text = purloin::metrics::prometheus();
+/// assert!(text.contains("# TYPE purloin_switches_total counter"));
+/// ```
+pub fn prometheus() -> String {
+    let states = purloin_sched::current_worker_states()
+        .unwrap_or_else(|| crate::rt::global().scheduler().states());
+    render(&crate::stats(), &states)
+}
+
+/// Renders a stats snapshot and a state dump (see [`prometheus`]).
+pub(crate) fn render(s: &Stats, states: &Dump) -> String {
+    let mut out = String::new();
+    let mut counter = |name: &str, help: &str, per: &dyn Fn(&purloin_sched::ProcStats) -> u64| {
+        let _ = writeln!(out, "# HELP purloin_{name}_total {help}");
+        let _ = writeln!(out, "# TYPE purloin_{name}_total counter");
+        for (i, p) in s.procs.iter().enumerate() {
+            let _ = writeln!(out, "purloin_{name}_total{{worker=\"{i}\"}} {}", per(p));
+        }
+    };
+    counter("switches", "Green threads switched in.", &|p| p.switches);
+    counter("spawned", "Green threads spawned.", &|p| p.spawned);
+    counter("yields", "Yields.", &|p| p.yields);
+    counter("steals", "Successful steals.", &|p| p.steals);
+    counter("steal_attempts", "Steal attempts.", &|p| p.steal_attempts);
+    counter("stolen", "Green threads moved by steals.", &|p| p.stolen);
+    counter("global_pulls", "Takes from the global queue.", &|p| p.global_pulls);
+    counter("worker_parks", "Times a worker parked its OS thread.", &|p| p.parks);
+    counter("inline_joins", "Children run inline by their joiner.", &|p| p.inline_joins);
+    counter("blocking_sections", "Blocking sections entered.", &|p| p.blocking);
+    let mut global = |name: &str, help: &str, v: u64| {
+        let _ = writeln!(out, "# HELP purloin_{name}_total {help}");
+        let _ = writeln!(out, "# TYPE purloin_{name}_total counter");
+        let _ = writeln!(out, "purloin_{name}_total {v}");
+    };
+    global("wakes_sent", "Wake-ups sent to parked workers.", s.global.wakes_sent);
+    global("wakes_skipped", "Submissions that needed no wake-up.", s.global.wakes_skipped);
+    global("handoffs", "Processors handed off from blocked workers.", s.global.handoffs);
+    global("threads_started", "Worker OS threads started.", s.global.threads_started);
+    global("long_runners", "Green threads reported for running too long.", s.global.long_runners);
+    let mut gauge = |name: &str, help: &str, rows: &[(String, u64)]| {
+        let _ = writeln!(out, "# HELP purloin_{name} {help}");
+        let _ = writeln!(out, "# TYPE purloin_{name} gauge");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "purloin_{name}{labels} {v}");
+        }
+    };
+    let local: Vec<(String, u64)> = s
+        .queue_lens
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("{{worker=\"{i}\"}}"), *n as u64))
+        .collect();
+    gauge("local_queue_depth", "Runnable green threads in a worker's local queue.", &local);
+    gauge(
+        "global_queue_depth",
+        "Green threads in the global queue.",
+        &[(String::new(), s.global_queue_len as u64)],
+    );
+    gauge("workers", "Processors.", &[(String::new(), s.procs.len() as u64)]);
+    gauge(
+        "workers_searching",
+        "Workers searching for work.",
+        &[(String::new(), s.searching.into())],
+    );
+    gauge("workers_parked", "Workers parked.", &[(String::new(), s.parked.into())]);
+    gauge("threads", "OS threads running as workers.", &[(String::new(), s.threads as u64)]);
+    gauge(
+        "green_threads_live",
+        "Green threads spawned and not finished.",
+        &[(String::new(), s.live as u64)],
+    );
+    let by_state: Vec<(String, u64)> = [
+        ("running", GreenState::Running { worker: 0 }),
+        ("blocking", GreenState::Blocking { worker: None }),
+        ("runnable", GreenState::Runnable),
+        ("not_started", GreenState::NotStarted),
+        ("parked", GreenState::Parked),
+        ("run_inline", GreenState::RunInline),
+        ("finished", GreenState::Finished),
+    ]
+    .into_iter()
+    .map(|(name, st)| (format!("{{state=\"{name}\"}}"), states.count(st) as u64))
+    .collect();
+    gauge("green_threads", "Green threads by state.", &by_state);
+    out
+}

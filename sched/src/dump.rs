@@ -1,0 +1,521 @@
+//! Dumps: every green thread of a scheduler with its state, what it waits on, and — for a
+//! parked one — a backtrace of its own stack (Go's `runtime.Stack(all)`, brpc's bthread
+//! tracer).
+//!
+//! # Capturing a parked green thread's stack
+//!
+//! A parked G's registers are saved in its [`Context`](purloin_context::Context) and nothing
+//! runs on its stack. The dump claims it, walks its stack from the inside, and lets it go:
+//!
+//! 1. `PARKED => INSPECTED` (`G::begin_inspect`, D1). From here the dump owns the G's context
+//!    and stack, as a worker owns a G that is switching out (`PARKING`): an unpark (or a
+//!    shutdown's cancel) finds a status that is not `PARKED`, so it only sets `NOTIFIED` and
+//!    does not queue the G. `unpark` itself is unchanged — no new branch on the wake path.
+//! 2. [`Context::visit`](purloin_context::Context::visit) switches onto the G's stack, on
+//!    this OS thread, with a function that walks the stack with the DWARF unwinder
+//!    ([`backtrace::trace_unsynchronized`], `_Unwind_Backtrace`) into a fixed buffer of
+//!    instruction pointers and switches straight back. None of the G's code runs; its saved
+//!    words are restored, so a visit leaves no trace on its stack. The walk goes up from the
+//!    switch through the G's frames and ends at the entry trampoline, whose CFI says "no
+//!    caller".
+//! 3. `INSPECTED => PARKED` (`G::end_inspect`, D2) — or, if an unpark arrived meanwhile,
+//!    `INSPECTED => RUNNABLE` with the token consumed, and the dump queues the G (exactly what
+//!    g0 does when an unpark races a park: `publish_parked`).
+//!
+//! Symbolizing happens afterwards, on the caller's stack.
+//!
+//! # Memory ordering
+//!
+//! - (D1) `begin_inspect`'s CAS is AcqRel: its Acquire pairs with G1 (`publish_parked`'s
+//!   Release after the context was stored) and with an earlier dump's D2, so the dump sees
+//!   the saved context and stack words.
+//! - (D2) `end_inspect`'s CAS is AcqRel: its Release publishes the restored context and stack
+//!   words to the next party to move the G out of `PARKED` (an unparker's AcqRel CAS) or, when
+//!   it makes the G `RUNNABLE`, to the worker that claims it through the queue (G2). Its
+//!   Acquire pairs with the Release of the unpark that left `NOTIFIED` (G3), whose writes the
+//!   queue push then hands on to the G.
+//!
+//! The race with unpark is modelled in `g.rs` (`inspect_racing_unpark_queues_exactly_once`).
+//!
+//! Running and runnable green threads are reported without a backtrace: a running one's
+//! stack changes under us, and a runnable one sits in a queue from which a worker may claim
+//! it at any moment. The green thread calling the dump is the exception: its own stack is
+//! walked in place.
+
+use core::fmt;
+use std::sync::Arc;
+
+use crate::g::{self, GRef};
+use crate::registry::{recycle_anywhere, registry};
+use crate::shared::Shared;
+use crate::sync::Ordering;
+use crate::thread::{GreenId, WaitInfo, wait_info_of};
+
+/// Instruction pointers captured per green thread at most.
+const MAX_FRAMES: usize = 128;
+
+/// Room a walk needs below a parked green thread's stack pointer (the unwinder's context and
+/// its search for frame descriptions take a few KiB). A green thread parked closer to its stack
+/// limit is reported without a backtrace rather than risking its guard page.
+const WALK_HEADROOM: usize = 32 * 1024;
+
+/// What a green thread is doing at the moment of a [`Dump`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GreenState {
+    /// Running on the worker holding processor `worker`.
+    Running {
+        /// The processor's index.
+        worker: usize,
+    },
+    /// Running in a blocking section ([`blocking`](crate::blocking)): on the processor
+    /// `worker` if it still holds it, or `None` once the processor was handed to another
+    /// worker (also, for an instant, a green thread being switched in).
+    Blocking {
+        /// The processor's index, if it still holds one.
+        worker: Option<usize>,
+    },
+    /// In a run queue, ready to run.
+    Runnable,
+    /// Spawned and never run yet.
+    NotStarted,
+    /// Parked: waiting for an unpark (see [`GreenDump::wait`]).
+    Parked,
+    /// Being run inline by the green thread that joins it (join-helping).
+    RunInline,
+    /// Finished; its join handle has not taken the result yet.
+    Finished,
+}
+
+impl fmt::Display for GreenState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GreenState::Running { worker } => write!(f, "running on worker {worker}"),
+            GreenState::Blocking { worker: Some(w) } => {
+                write!(f, "in a blocking section on worker {w}")
+            }
+            GreenState::Blocking { worker: None } => {
+                f.write_str("in a blocking section (its processor handed off)")
+            }
+            GreenState::Runnable => f.write_str("runnable"),
+            GreenState::NotStarted => f.write_str("runnable, not started"),
+            GreenState::Parked => f.write_str("parked"),
+            GreenState::RunInline => f.write_str("run inline by its joiner"),
+            GreenState::Finished => f.write_str("finished, not joined"),
+        }
+    }
+}
+
+/// One frame of a [`StackTrace`]: an instruction pointer and, where the debug info knows it,
+/// the function, file and line (one frame per inlined function).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Frame {
+    /// The instruction pointer (a return address for every frame but the innermost).
+    pub ip: usize,
+    /// The demangled function name.
+    pub function: Option<String>,
+    /// The source file.
+    pub file: Option<std::path::PathBuf>,
+    /// The line in `file`.
+    pub line: Option<u32>,
+}
+
+/// A symbolized backtrace of a green thread's own stack, innermost frame first, starting at
+/// the scheduler's switch out (for a parked green thread: inside `park`).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct StackTrace {
+    /// The frames.
+    pub frames: Vec<Frame>,
+}
+
+impl StackTrace {
+    /// Whether some frame's function name contains `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = purloin_sched::StackTrace::default();
+    /// assert!(!t.contains("main"));
+    /// ```
+    pub fn contains(&self, name: &str) -> bool {
+        self.frames.iter().any(|f| f.function.as_deref().is_some_and(|n| n.contains(name)))
+    }
+}
+
+impl fmt::Display for StackTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, fr) in self.frames.iter().enumerate() {
+            match &fr.function {
+                Some(name) => writeln!(f, "  {i:3}: {name}")?,
+                None => writeln!(f, "  {i:3}: {:#x} (no symbol)", fr.ip)?,
+            }
+            if let (Some(file), Some(line)) = (&fr.file, fr.line) {
+                writeln!(f, "           at {}:{line}", file.display())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One green thread in a [`Dump`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct GreenDump {
+    /// Its id.
+    pub id: GreenId,
+    /// Its name, if it has one.
+    pub name: Option<Arc<str>>,
+    /// What it is doing.
+    pub state: GreenState,
+    /// What it waits on, if parked in a primitive that records it.
+    pub wait: Option<WaitInfo>,
+    /// The child it runs inline (join-helping), if any.
+    pub running_inline: Option<GreenId>,
+    /// Its stack, innermost frame first: for parked green threads, and for the one calling
+    /// the dump. `None` for running and runnable ones (their stacks may change under us), for
+    /// stackless tasks, and for one parked too close to its stack limit for the walk.
+    pub backtrace: Option<StackTrace>,
+}
+
+/// Every green thread of a scheduler at one moment (a racy snapshot: each green thread is
+/// looked at once, in turn; a parked one cannot run while its stack is walked). `Display`s
+/// like Go's SIGQUIT traceback.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dump = sched.dump();
+/// let t = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
+/// assert_eq!(t.state, purloin_sched::GreenState::Parked);
+/// println!("{dump}");
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Dump {
+    /// The green threads, by id.
+    pub threads: Vec<GreenDump>,
+    /// Number of processors (workers).
+    pub workers: usize,
+}
+
+impl Dump {
+    /// Number of green threads in `state` (compared by variant, ignoring worker numbers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dump = purloin_sched::Dump::default();
+    /// assert_eq!(dump.count(purloin_sched::GreenState::Parked), 0);
+    /// ```
+    pub fn count(&self, state: GreenState) -> usize {
+        let d = core::mem::discriminant(&state);
+        self.threads.iter().filter(|t| core::mem::discriminant(&t.state) == d).count()
+    }
+}
+
+impl fmt::Display for Dump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "purloin: {} green threads on {} workers", self.threads.len(), self.workers)?;
+        for t in &self.threads {
+            writeln!(f)?;
+            write!(f, "green thread {}", t.id)?;
+            if let Some(name) = &t.name {
+                write!(f, " \"{name}\"")?;
+            }
+            write!(f, " [{}", t.state)?;
+            if let Some(w) = t.wait {
+                write!(f, ": {}", w.kind.describe())?;
+                if w.object != 0 {
+                    write!(f, " {:#x}", w.object)?;
+                }
+                if let Some(h) = w.holder {
+                    write!(f, ", held by {h}")?;
+                }
+            }
+            if let Some(c) = t.running_inline {
+                write!(f, "; running {c} inline")?;
+            }
+            writeln!(f, "]:")?;
+            match &t.backtrace {
+                Some(bt) => write!(f, "{bt}")?,
+                None => writeln!(f, "  (no backtrace)")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Instruction pointers captured by a walk.
+struct Ips {
+    ips: [usize; MAX_FRAMES],
+    len: usize,
+}
+
+impl Ips {
+    fn new() -> Ips {
+        Ips { ips: [0; MAX_FRAMES], len: 0 }
+    }
+
+    /// Walks the current stack into `self` (no allocation, no lock).
+    #[inline(never)]
+    fn walk_here(&mut self) {
+        // SAFETY: `trace_unsynchronized` requires that no other thread walks with it at the
+        // same time *through the same unwinder state*: libgcc's `_Unwind_Backtrace` keeps no
+        // global mutable state besides its own locked frame-description caches, so concurrent
+        // walks are fine (std's own backtraces call it unsynchronized too).
+        unsafe {
+            backtrace::trace_unsynchronized(|frame| {
+                if self.len == MAX_FRAMES {
+                    return false;
+                }
+                self.ips[self.len] = frame.ip() as usize;
+                self.len += 1;
+                true
+            })
+        };
+    }
+}
+
+/// The function [`Context::visit`](purloin_context::Context::visit) runs on a parked green
+/// thread's stack: walk it into the `Ips` whose address is `data`.
+fn walk_visited(data: usize) {
+    // SAFETY: `data` is the address of the `Ips` in `capture_parked`'s frame, which waits in
+    // `visit` until we return; nothing else touches it meanwhile.
+    let ips = unsafe { &mut *(data as *mut Ips) };
+    ips.walk_here();
+}
+
+/// Symbolizes captured instruction pointers, dropping the leading frames of the capture itself
+/// (`purloin_context`'s visit, this module, the `backtrace` crate, the unwinder), so the trace
+/// starts at the switch out (or, for the caller's own stack, at the caller).
+fn symbolize(ips: &[usize]) -> StackTrace {
+    let mut frames = Vec::new();
+    for &ip in ips {
+        let mut any = false;
+        backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
+            any = true;
+            frames.push(Frame {
+                ip,
+                function: sym.name().map(|n| format!("{n:#}")),
+                file: sym.filename().map(|p| p.to_path_buf()),
+                line: sym.lineno(),
+            });
+        });
+        if !any {
+            frames.push(Frame { ip, function: None, file: None, line: None });
+        }
+    }
+    let internal = |f: &Frame| {
+        f.function.as_deref().is_some_and(|n| {
+            n.starts_with("purloin_context::")
+                || n.starts_with("purloin_sched::dump::")
+                || n.starts_with("backtrace::")
+                || n.contains("Context>::visit")
+        })
+    };
+    let skip = frames
+        .iter()
+        .position(|f| {
+            !internal(f) && !f.function.as_deref().is_none_or(|n| n.starts_with("_Unwind"))
+        })
+        .unwrap_or(0);
+    frames.drain(..skip);
+    // The walk ends at the trampoline, or at a zero return address past it.
+    while frames.last().is_some_and(|f| f.ip == 0) {
+        frames.pop();
+    }
+    StackTrace { frames }
+}
+
+/// Captures the stack of the parked green thread `g` of `generation`, or returns `None` if it
+/// is no longer parked (or has no stack to walk). Leaves it parked, or queues it if an unpark
+/// arrived during the walk.
+fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize>> {
+    if !g.begin_inspect(generation) {
+        return None;
+    }
+    let mut ips = Ips::new();
+    // SAFETY: INSPECTED: the dump owns the G's cells (D1), like g0 owns a PARKING G.
+    let ctx = unsafe { g.context.with_mut(|c| (*c).take()) };
+    let mut walked = false;
+    if let Some(mut ctx) = ctx {
+        // SAFETY: as above.
+        let limit = unsafe { g.stack.with(|s| (*s).as_ref().map(|s| s.limit() as usize)) };
+        if let Some(limit) = limit
+            && ctx.stack_pointer().saturating_sub(limit) >= WALK_HEADROOM
+        {
+            // SAFETY: `ctx` is the G's context, suspended by its switch out (it parked) on
+            // its stack, which stays attached while the G lives; the dump owns both while the
+            // G is INSPECTED (no worker resumes it: nobody can queue it); there are at least
+            // WALK_HEADROOM bytes below its stack pointer; `walk_visited` does not unwind and
+            // touches no thread-local.
+            unsafe { ctx.visit(&mut ips as *mut Ips as usize, walk_visited) };
+            walked = true;
+        }
+        // SAFETY: still INSPECTED: ours.
+        unsafe { g.context.with_mut(|c| *c = Some(ctx)) };
+    }
+    if !g.end_inspect() {
+        // An unpark arrived meanwhile and left its token: we queue it (D2).
+        crate::ready::schedule(g, shared, false);
+    }
+    walked.then(|| ips.ips[..ips.len].to_vec())
+}
+
+/// Dumps the green threads of `shared`; with `backtraces`, walks the stacks of the parked ones
+/// (and of the calling green thread).
+pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
+    let me = crate::thread::running_g();
+    let sched = Arc::as_ptr(shared);
+    let mut threads = Vec::new();
+    let mut raw_traces: Vec<(usize, Vec<usize>)> = Vec::new();
+    registry().for_each(|gref| {
+        if !gref.try_ref() {
+            return;
+        }
+        // SAFETY: we hold a reference (the record is not recycled under us); `sched` is written
+        // only at spawn, before the G is published.
+        let ours = unsafe { gref.sched.with(|s| *s) } == sched;
+        let w = gref.state.load(Ordering::Acquire);
+        if ours {
+            let generation = g::generation_of(w);
+            let state = match g::status_of(w) {
+                g::RUNNABLE if g::bits_of(w) & g::FRESH != 0 => Some(GreenState::NotStarted),
+                g::RUNNABLE => Some(GreenState::Runnable),
+                g::RUNNING => Some(running_state(shared, gref)),
+                // PARKING: switching out to park (its stack is not walked until it has).
+                g::PARKING | g::PARKED | g::INSPECTED => Some(GreenState::Parked),
+                g::CLAIMED => Some(GreenState::RunInline),
+                g::DONE => Some(GreenState::Finished),
+                _ => None,
+            };
+            if let Some(state) = state {
+                let inline = gref.inline_child_id.load(crate::sync::STAT);
+                let trace = if !backtraces {
+                    None
+                } else if me == Some(gref) {
+                    let mut ips = Ips::new();
+                    ips.walk_here();
+                    Some(ips.ips[..ips.len].to_vec())
+                } else if state == GreenState::Parked {
+                    capture_parked(gref, generation, shared)
+                } else {
+                    None
+                };
+                if let Some(t) = trace {
+                    raw_traces.push((threads.len(), t));
+                }
+                threads.push(GreenDump {
+                    id: GreenId(gref.id_with(generation)),
+                    name: gref.name(),
+                    state,
+                    wait: wait_info_of(gref),
+                    running_inline: (inline != 0).then_some(GreenId(inline)),
+                    backtrace: None,
+                });
+            }
+        }
+        if gref.drop_ref() {
+            recycle_anywhere(gref);
+        }
+    });
+    // Symbolize on the caller's stack, after every green thread was let go.
+    for (i, ips) in raw_traces {
+        threads[i].backtrace = Some(symbolize(&ips));
+    }
+    threads.sort_by_key(|t| t.id);
+    Dump { threads, workers: shared.active().len() }
+}
+
+/// Where a RUNNING G runs: the processor whose `running` names it, and whether that
+/// processor's holder is in a blocking section.
+fn running_state(shared: &Shared, g: GRef) -> GreenState {
+    for (i, p) in shared.active().iter().enumerate() {
+        if p.running.load(Ordering::Relaxed) == g.as_ptr() {
+            return if p.status.load(Ordering::Relaxed) == crate::p::RUNNING {
+                GreenState::Running { worker: i }
+            } else {
+                GreenState::Blocking { worker: Some(i) }
+            };
+        }
+    }
+    GreenState::Blocking { worker: None }
+}
+
+impl crate::Scheduler {
+    /// Every green thread of this scheduler: id, name, state, what it waits on, and a
+    /// backtrace of its own stack for each parked one (and for the caller, if it is one of
+    /// them). See [`Dump`].
+    ///
+    /// Safe to call while the scheduler runs: a parked green thread is held (it cannot be
+    /// resumed) only while its own stack is walked; an unpark meanwhile is kept and honoured
+    /// right after. Walking and symbolizing take time (the first symbolization reads the
+    /// binary's debug info): this is a diagnostic, not something to call in a loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// let dump = sched.dump();
+    /// let bt = dump.threads[0].backtrace.as_ref().unwrap();
+    /// assert!(bt.contains("purloin_sched::thread::park"), "{bt}");
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn dump(&self) -> Dump {
+        dump_of(&self.shared, true)
+    }
+
+    /// Like [`dump`](Self::dump) without backtraces: states only, no green thread is held.
+    /// Cheap enough for metrics (one pass over the green-thread records).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let dump = sched.states();
+    /// assert!(dump.threads.iter().all(|t| t.backtrace.is_none()));
+    /// ```
+    pub fn states(&self) -> Dump {
+        dump_of(&self.shared, false)
+    }
+}
+
+/// The dump of the scheduler running the current green thread (`None` on a plain thread).
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current_dump().is_none());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let dump = sched.spawn(|| purloin_sched::current_dump().unwrap()).join().unwrap();
+/// assert!(dump.threads[0].backtrace.is_some()); // the caller's own stack
+/// ```
+pub fn current_dump() -> Option<Dump> {
+    crate::worker::current_worker().map(|m| dump_of(&m.shared, true))
+}
+
+/// [`Scheduler::states`](crate::Scheduler::states) of the scheduler running the current green
+/// thread (`None` on a plain thread).
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current_worker_states().is_none());
+/// ```
+pub fn current_worker_states() -> Option<Dump> {
+    crate::worker::current_worker().map(|m| dump_of(&m.shared, false))
+}
