@@ -77,6 +77,15 @@ fn runtime() -> crate::Runtime {
         .unwrap()
 }
 
+/// `loom::model` at preemption bound 1, like sched's models of a whole scheduler
+/// (`sched/tests/loom_sched.rs`): a runtime's spawn, join and shutdown are hundreds of atomic
+/// operations, and bound 2 does not finish in CI's time.
+fn whole_runtime_model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(f);
+}
+
 /// Installs `driver` as `rt`'s poller (under loom `net::install` leaves that to the models).
 fn install(rt: &crate::Runtime, driver: &Arc<Driver>) {
     rt.scheduler().set_poller(Arc::new(super::driver::SchedPoller(driver.clone())));
@@ -118,7 +127,7 @@ impl FakeSock {
 /// while the green thread is switched out — so those are checked by its own models.)
 #[test]
 fn readiness_reaches_parked_green_thread() {
-    loom::model(|| {
+    whole_runtime_model(|| {
         let rt = runtime();
         let driver = driver_of(&rt);
         install(&rt, &driver);
@@ -139,7 +148,7 @@ fn readiness_reaches_parked_green_thread() {
 /// removing F3 (the fence in sched's `poll_blocking`).
 #[test]
 fn submission_while_poller_blocks() {
-    loom::model(|| {
+    whole_runtime_model(|| {
         let rt = runtime();
         install(&rt, &driver_of(&rt));
         assert_eq!(rt.spawn(|| 1).join().unwrap(), 1);
