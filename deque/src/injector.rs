@@ -646,9 +646,8 @@ impl<T> Injector<T> {
 
     /// The body of every take: claims up to `limit` written items from the front with one
     /// CAS; returns the first one if `pop_one`, and moves the rest into `dest` (oldest popped
-    /// first). Inlined so that `steal` gets its own copy with the batch code folded away: in a
-    /// single-thread drain of 1M items that took a `steal` from 13.8 to 12.5 ns (crossbeam's:
-    /// 12.3 ns; the epoch pin is about 6.8 ns of ours).
+    /// first). Inlined so that `steal` gets its own copy with the batch code folded away (the
+    /// single-item steal is a hot path of its own; its numbers are in BENCHMARKS.md).
     #[inline(always)]
     fn pop_into(&self, dest: Option<&Worker<T>>, limit: usize, pop_one: bool) -> Steal<Option<T>> {
         let limit = limit.min(BLOCK_CAP);
