@@ -15,6 +15,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 /// The library crates, bottom-up: every crate comes after the crates it depends on.
@@ -88,9 +89,24 @@ fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
 }
 
+/// Set by `cargo xtask ci`: its builds are one-off, so they skip what only pays off on the
+/// next build. A full run builds the workspace six ways (debug, release, loom, features,
+/// packaging, standalone leaves); with incremental caches and full debug info that is over
+/// 15 GB, enough to fill a small CI disk. Line tables keep file:line in backtraces and dumps.
+static ONE_OFF_BUILDS: AtomicBool = AtomicBool::new(false);
+
 fn cargo() -> Command {
     let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")));
     cmd.current_dir(root());
+    if ONE_OFF_BUILDS.load(Ordering::Relaxed) {
+        for (key, value) in
+            [("CARGO_INCREMENTAL", "0"), ("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")]
+        {
+            if env::var_os(key).is_none() {
+                cmd.env(key, value);
+            }
+        }
+    }
     cmd
 }
 
@@ -198,6 +214,7 @@ fn loom(opts: &LoomOpts) -> Result<(), String> {
 
 fn ci() -> Result<(), String> {
     let started = Instant::now();
+    ONE_OFF_BUILDS.store(true, Ordering::Relaxed);
     architecture_invariants()?;
     run("fmt", cargo().args(["fmt", "--all", "--check"]))?;
     run(
