@@ -80,6 +80,7 @@ mod switch;
 mod sync;
 mod task;
 mod thread;
+mod timer;
 mod timers;
 mod worker;
 
@@ -107,7 +108,7 @@ pub use thread::{
     in_green_thread, park, park_deadline, park_timeout, set_current_locals, set_wait_info, sleep,
     sleep_until, yield_now,
 };
-pub use timers::{Timer, call_at, call_every};
+pub use timer::{Timer, call_at, call_every};
 
 /// Spawns a green thread on the scheduler running the current green thread.
 ///
