@@ -68,6 +68,18 @@ pub fn enter_blocking() {
 /// Marks the end of a blocking call started with [`enter_blocking`]. If the monitor handed
 /// the worker's P to another thread meanwhile, the green thread moves to the global queue and
 /// continues on whichever worker picks it up.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::enter_blocking();
+///     std::thread::sleep(std::time::Duration::from_millis(1)); // blocks the OS thread
+///     purloin_sched::exit_blocking(); // may now continue on another worker
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn exit_blocking() {
     let Some(m) = current_worker() else { return };
     if !m.in_blocking.get() {

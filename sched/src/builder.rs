@@ -44,6 +44,14 @@ impl Default for Builder {
 impl Builder {
     /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
     /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().build().unwrap();
+    /// let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// assert_eq!(sched.workers(), cpus);
+    /// ```
     pub fn new() -> Builder {
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         Builder {
@@ -63,6 +71,13 @@ impl Builder {
     }
 
     /// Number of processors (P's), i.e. green threads running in parallel (Go's GOMAXPROCS).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(3).build().unwrap();
+    /// assert_eq!(sched.workers(), 3);
+    /// ```
     pub fn workers(mut self, n: usize) -> Builder {
         self.config.workers = n;
         self
@@ -70,24 +85,68 @@ impl Builder {
 
     /// The most processors [`Scheduler::set_workers`] may grow to (default: the larger of
     /// `workers` and twice the CPU count). Each possible processor costs a few KiB up front.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().workers(1).max_workers(2).build().unwrap();
+    /// sched.set_workers(2).unwrap();
+    /// assert!(sched.set_workers(3).is_err()); // above max_workers
+    /// ```
     pub fn max_workers(mut self, n: usize) -> Builder {
         self.config.max_workers = n;
         self
     }
 
     /// Default stack size of green threads spawned without an explicit one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Builder, StackSize};
+    ///
+    /// let sched = Builder::new().stack_size(StackSize::Bytes(256 * 1024)).build().unwrap();
+    /// assert_eq!(sched.spawn(|| 7).join().unwrap(), 7);
+    ///
+    /// // A size no stack can have is refused when the scheduler is built.
+    /// assert!(Builder::new().stack_size(StackSize::Bytes(0)).build().is_err());
+    /// ```
     pub fn stack_size(mut self, size: StackSize) -> Builder {
         self.config.stack_size = size;
         self
     }
 
     /// Prefix of worker thread names (`<prefix>-<n>`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// let sched = Builder::new().thread_name("db-worker").build().unwrap();
+    /// // Green threads run on the workers, whose OS threads carry the prefix.
+    /// let name = sched.spawn(|| std::thread::current().name().map(String::from)).join();
+    /// assert!(name.unwrap().unwrap().starts_with("db-worker"));
+    ///
+    /// assert!(Builder::new().thread_name("bad\0name").build().is_err());
+    /// ```
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
         self.config.thread_name = prefix.into();
         self
     }
 
     /// Enables or disables the monitor thread (blocking handoff and long-runner reports).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Without the monitor a blocking call keeps its worker's processor; fine for a
+    /// // scheduler whose green threads never block.
+    /// let sched = purloin_sched::Builder::new().monitor(false).build().unwrap();
+    /// assert_eq!(sched.spawn(|| 1 + 1).join().unwrap(), 2);
+    /// ```
     pub fn monitor(mut self, on: bool) -> Builder {
         self.config.monitor = on;
         self
@@ -95,6 +154,18 @@ impl Builder {
 
     /// How long a blocking section may hold its worker's processor before the monitor hands
     /// the processor to another thread (default 20 µs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = purloin_sched::Builder::new()
+    ///     .blocking_threshold(Duration::from_millis(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(sched);
+    /// ```
     pub fn blocking_threshold(mut self, d: Duration) -> Builder {
         self.config.blocking_threshold = d;
         self
@@ -102,6 +173,19 @@ impl Builder {
 
     /// How long a green thread may run without a scheduling point before the monitor reports
     /// it (default 10 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // A batch job whose green threads compute for a while between scheduling points.
+    /// let sched = purloin_sched::Builder::new()
+    ///     .long_run_threshold(Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(sched);
+    /// ```
     pub fn long_run_threshold(mut self, d: Duration) -> Builder {
         self.config.long_run_threshold = d;
         self
@@ -109,12 +193,31 @@ impl Builder {
 
     /// How often (in scheduling ticks) a worker takes from the global queue before its local
     /// one, for fairness (default 61, Go's value). Must be at least 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// assert!(Builder::new().global_queue_interval(31).build().is_ok());
+    /// assert!(Builder::new().global_queue_interval(0).build().is_err());
+    /// ```
     pub fn global_queue_interval(mut self, ticks: u32) -> Builder {
         self.config.global_queue_interval = ticks;
         self
     }
 
     /// Upper bound on OS threads the scheduler starts (workers plus blocking handoffs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::Builder;
+    ///
+    /// assert!(Builder::new().workers(2).max_threads(64).build().is_ok());
+    /// let err = Builder::new().workers(2).max_threads(1).build().unwrap_err();
+    /// assert!(err.to_string().contains("max_threads"));
+    /// ```
     pub fn max_threads(mut self, n: usize) -> Builder {
         self.config.max_threads = n;
         self

@@ -60,6 +60,21 @@ const MAX_FRAMES: usize = 128;
 const WALK_HEADROOM: usize = 32 * 1024;
 
 /// What a green thread is doing at the moment of a [`Dump`].
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::GreenState;
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let me = purloin_sched::current().unwrap().id();
+///     let dump = purloin_sched::current_dump().unwrap();
+///     dump.threads.into_iter().find(|t| t.id == me).unwrap().state
+/// });
+/// // The green thread that asks sees itself running.
+/// assert!(matches!(h.join().unwrap(), GreenState::Running { .. }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GreenState {
@@ -108,6 +123,23 @@ impl fmt::Display for GreenState {
 
 /// One frame of a [`StackTrace`]: an instruction pointer and, where the debug info knows it,
 /// the function, file and line (one frame per inlined function).
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dump = sched.dump();
+/// for frame in &dump.threads[0].backtrace.as_ref().unwrap().frames {
+///     let name = frame.function.as_deref().unwrap_or("?");
+///     println!("{:#x} {name} {:?}:{:?}", frame.ip, frame.file, frame.line);
+/// }
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Frame {
@@ -160,6 +192,26 @@ impl fmt::Display for StackTrace {
 }
 
 /// One green thread in a [`Dump`].
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{GreenState, SpawnOptions};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let opts = SpawnOptions { name: Some("idle".into()), ..SpawnOptions::default() };
+/// let h = sched.spawn_with(opts, purloin_sched::park).unwrap();
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dump = sched.dump();
+/// let t = &dump.threads[0];
+/// assert_eq!(t.name.as_deref(), Some("idle"));
+/// assert_eq!(t.state, GreenState::Parked);
+/// assert!(t.backtrace.as_ref().unwrap().contains("park"));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct GreenDump {

@@ -64,6 +64,16 @@ impl<T> JoinHandle<T> {
     /// From a green thread this parks only the green thread; if the child has not started
     /// yet, the joiner runs it inline instead (join-helping). From a plain OS thread it blocks
     /// the OS thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// assert_eq!(sched.spawn(|| "ok").join().unwrap(), "ok");
+    ///
+    /// let err = sched.spawn(|| panic!("boom")).join().unwrap_err();
+    /// assert_eq!(err.downcast_ref::<&str>(), Some(&"boom"));
+    /// ```
     pub fn join(self) -> ThreadResult<T> {
         if let Some(by) = self.registered {
             // A waiter was registered by `wait_timeout`; no inline run any more.
@@ -108,6 +118,19 @@ impl<T> JoinHandle<T> {
     /// The first call registers its caller as the one to wake when the child finishes. Later
     /// calls, and [`join`](JoinHandle::join), may come from another green or OS thread (the
     /// handle is `Send`); such a caller is not woken by the child and checks every 10 ms.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let mut h = sched.spawn(purloin_sched::park);
+    /// assert!(!h.wait_timeout(Duration::from_millis(1))); // still parked
+    /// h.thread().unpark();
+    /// assert!(h.wait_timeout(Duration::MAX));
+    /// h.join().unwrap();
+    /// ```
     pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
         let packet = &self.task;
         if packet.is_done() {
@@ -135,6 +158,17 @@ impl<T> JoinHandle<T> {
     }
 
     /// Whether the green thread has finished (its result is ready).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| 1);
+    /// while !h.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(h.join().unwrap(), 1); // does not wait
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.task.is_done()
     }
@@ -143,6 +177,15 @@ impl<T> JoinHandle<T> {
     ///
     /// A green thread spawned from a green thread with default options gets its record (and
     /// with it its id) only when it starts; asked for before that, the record is made now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
     pub fn thread(&self) -> &GreenThread {
         self.thread
             .get_or_init(|| self.task.head().identity.get(self.sched, crate::ready::alloc_record))

@@ -55,6 +55,8 @@ use crate::task::{PacketRef, Waiter};
 /// called already holds the packet's one waiter slot: its future wakes itself on every poll
 /// until the green thread finishes (correct, but a busy wait; avoid mixing the two).
 ///
+/// # Examples
+///
 /// ```
 /// use std::future::{Future, IntoFuture};
 /// use std::sync::Arc;
@@ -78,7 +80,7 @@ use crate::task::{PacketRef, Waiter};
 ///     std::thread::park();
 /// };
 /// assert_eq!(out.unwrap(), 42);
-/// /// ```
+/// ```
 #[must_use = "futures do nothing unless polled; dropping it detaches the green thread"]
 pub struct JoinFuture<T> {
     /// `None` once the result was taken.

@@ -94,6 +94,18 @@ impl core::fmt::Debug for Scheduler {
 }
 
 /// What shutdown did.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// sched.spawn(|| ()).join().unwrap();
+/// // Nothing was left: nothing had to be unwound.
+/// let report = sched.shutdown_timeout(Duration::from_secs(1));
+/// assert_eq!(report, purloin_sched::ShutdownReport::default());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
     /// Parked green threads that were resumed with a forced unwind.
@@ -104,6 +116,33 @@ pub struct ShutdownReport {
 }
 
 /// A parked green thread (see [`Scheduler::parked`]).
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{SpawnOptions, WaitInfo, WaitKind};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let opts = SpawnOptions { name: Some("waiter".into()), ..SpawnOptions::default() };
+/// let h = sched
+///     .spawn_with(opts, || {
+///         let me = purloin_sched::current().unwrap();
+///         let info = WaitInfo { kind: WaitKind::Message, object: 0, holder: None };
+///         me.set_own_wait_info(Some(info));
+///         purloin_sched::park();
+///     })
+///     .unwrap();
+/// let parked = loop {
+///     match sched.parked().pop() {
+///         Some(p) if p.wait.is_some() => break p,
+///         _ => std::thread::yield_now(),
+///     }
+/// };
+/// assert_eq!(parked.name.as_deref(), Some("waiter"));
+/// assert_eq!(parked.wait.unwrap().kind, WaitKind::Message);
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct ParkedThread {
     /// Its handle.
@@ -119,11 +158,28 @@ pub struct ParkedThread {
 
 impl Scheduler {
     /// A scheduler with the default configuration (see [`Builder::new`]).
+    ///
+    /// # Errors
+    /// The OS error if a worker thread cannot be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// assert_eq!(sched.spawn(|| 6 * 7).join().unwrap(), 42);
+    /// ```
     pub fn new() -> io::Result<Scheduler> {
         Builder::new().build()
     }
 
     /// Number of processors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(2).build().unwrap();
+    /// assert_eq!(sched.workers(), 2);
+    /// ```
     pub fn workers(&self) -> usize {
         self.shared.active().len()
     }
@@ -213,6 +269,21 @@ impl Scheduler {
     /// The scheduler is shutting down (spawning from outside), or `opts` asks for an invalid
     /// stack size or one that cannot be mapped, or for a pinned spawn from outside a green
     /// thread of this scheduler.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Scheduler, SpawnOptions, StackSize};
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let opts = SpawnOptions { stack_size: Some(StackSize::Small), ..SpawnOptions::default() };
+    /// let h = sched.spawn_with(opts, || "small stack").unwrap();
+    /// assert_eq!(h.join().unwrap(), "small stack");
+    ///
+    /// // An impossible stack is an error here, not a thread that never runs.
+    /// let bad = SpawnOptions { stack_size: Some(StackSize::Bytes(0)), ..SpawnOptions::default() };
+    /// assert!(sched.spawn_with(bad, || ()).is_err());
+    /// ```
     pub fn spawn_with<F, T>(&self, opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -225,6 +296,15 @@ impl Scheduler {
     ///
     /// # Panics
     /// If the scheduler is shutting down (use [`Scheduler::spawn_with`] to get the error).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let handles: Vec<_> = (0..100u64).map(|i| sched.spawn(move || i * i)).collect();
+    /// let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(sum, 328_350);
+    /// ```
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -341,18 +421,56 @@ impl Scheduler {
     /// [`JoinHandle::join`], or holding an [`OutsideWait`](crate::OutsideWait)): with
     /// [`Scheduler::is_quiescent`], what tells a deadlock from green threads waiting for an OS
     /// thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// assert_eq!(sched.outside_waiters(), 0);
+    /// let guard = sched.outside_wait();
+    /// assert_eq!(sched.outside_waiters(), 1);
+    /// drop(guard);
+    /// assert_eq!(sched.outside_waiters(), 0);
+    /// ```
     pub fn outside_waiters(&self) -> usize {
         crate::outside::count(Arc::as_ptr(&self.shared))
     }
 
     /// Counts the calling OS thread as waiting on a green thread of this scheduler while the
     /// guard lives (for waits the layer above implements, such as a scope's owner).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// sched.spawn(move || tx.send("done").unwrap());
+    /// // This thread now waits for a green thread by a means the scheduler cannot see.
+    /// let _waiting = sched.outside_wait();
+    /// assert_eq!(rx.recv().unwrap(), "done");
+    /// ```
     pub fn outside_wait(&self) -> crate::OutsideWait {
         crate::OutsideWait::new(Arc::as_ptr(&self.shared))
     }
 
     /// Attaches data of the layer above to this scheduler, readable from its green threads
     /// with [`with_user_data`]. Can be set once; returns the data back if already set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// sched.set_user_data(Arc::new(String::from("config"))).unwrap();
+    /// assert!(sched.set_user_data(Arc::new(0u8)).is_err()); // set once
+    /// let seen = sched.spawn(|| {
+    ///     purloin_sched::with_user_data(|d| d.and_then(|d| d.downcast_ref::<String>()).cloned())
+    /// });
+    /// assert_eq!(seen.join().unwrap().as_deref(), Some("config"));
+    /// ```
     pub fn set_user_data(
         &self,
         data: StdArc<dyn core::any::Any + Send + Sync>,
@@ -572,6 +690,15 @@ pub fn current_stats() -> Option<Stats> {
 
 /// The parked green threads of the scheduler running the current green thread (see
 /// [`Scheduler::parked`]), or `None` outside a worker.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// assert!(purloin_sched::current_parked().is_none());
+/// let n = sched.spawn(|| purloin_sched::current_parked().unwrap().len()).join().unwrap();
+/// assert_eq!(n, 0);
+/// ```
 pub fn current_parked() -> Option<Vec<ParkedThread>> {
     current_worker().map(|m| parked_of(&m.shared))
 }

@@ -8,6 +8,32 @@ use std::io;
 use std::sync::Arc;
 
 /// What a task asks for after a step.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use purloin_sched::{Scheduler, Task, TaskStep};
+///
+/// /// Waits until its flag is set (and it is unparked), then ends.
+/// struct Latch(AtomicBool);
+///
+/// impl Task for Latch {
+///     fn step(&self) -> TaskStep {
+///         if self.0.load(Ordering::Acquire) { TaskStep::Done } else { TaskStep::Wait }
+///     }
+/// }
+///
+/// let sched = Scheduler::new().unwrap();
+/// let latch = Arc::new(Latch(AtomicBool::new(false)));
+/// let t = sched.spawn_task(latch.clone()).unwrap();
+/// latch.0.store(true, Ordering::Release);
+/// t.unpark();
+/// while !t.is_finished() {
+///     std::thread::yield_now();
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskStep {
     /// Run me again after the other runnable work (re-queued at once).
@@ -81,6 +107,27 @@ impl crate::Scheduler {
     ///
     /// # Errors
     /// The scheduler is shutting down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use purloin_sched::{Scheduler, Task, TaskStep};
+    ///
+    /// struct Hello;
+    /// impl Task for Hello {
+    ///     fn step(&self) -> TaskStep {
+    ///         println!("one step, on a worker's own stack");
+    ///         TaskStep::Done
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let t = sched.spawn_task(Arc::new(Hello)).unwrap();
+    /// while !t.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// ```
     pub fn spawn_task(&self, task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
         crate::ready::spawn_g(&self.shared, Body::Step(task), &crate::SpawnOptions::default())
     }

@@ -87,6 +87,18 @@ counters! {
 }
 
 /// A snapshot of the scheduler's counters.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Builder::new().workers(2).build().unwrap();
+/// let handles: Vec<_> = (0..10).map(|_| sched.spawn(|| ())).collect();
+/// handles.into_iter().for_each(|h| h.join().unwrap());
+/// let stats = sched.stats();
+/// assert_eq!(stats.procs.len(), 2);
+/// assert!(stats.total.switches >= 10);
+/// println!("{stats:?}");
+/// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Stats {

@@ -39,6 +39,16 @@ pub struct GreenThread {
 
 /// A green thread's id: `generation << 32 | slot`, unique among the green threads alive at one
 /// time, and never equal to the id of an earlier green thread that used the same slot.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let a = sched.spawn(|| ());
+/// let b = sched.spawn(|| ());
+/// assert_ne!(a.thread().id(), b.thread().id());
+/// println!("spawned green thread {}", a.thread().id());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GreenId(pub u64);
 
@@ -50,12 +60,39 @@ impl fmt::Display for GreenId {
 
 impl GreenThread {
     /// This green thread's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| purloin_sched::current().unwrap().id());
+    /// let id = h.thread().id();
+    /// assert_eq!(h.join().unwrap(), id);
+    /// ```
     pub fn id(&self) -> GreenId {
         GreenId(self.g.id_with(self.generation))
     }
 
     /// The name given at spawn, if any, while the green thread is alive (`None` after it
     /// ended).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::SpawnOptions;
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let opts = SpawnOptions { name: Some("poller".into()), ..SpawnOptions::default() };
+    /// let h = sched.spawn_with(opts, purloin_sched::park).unwrap();
+    /// assert_eq!(h.thread().name().as_deref(), Some("poller"));
+    /// h.thread().unpark();
+    /// let t = *h.thread();
+    /// h.join().unwrap();
+    /// while !t.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(t.name(), None); // ended
+    /// ```
     pub fn name(&self) -> Option<std::sync::Arc<str>> {
         if !self.g.try_ref() {
             return None;
@@ -70,11 +107,41 @@ impl GreenThread {
     /// Makes a [`park`]ed green thread runnable, or makes its next `park` return at once
     /// (a token, like [`std::thread::Thread::unpark`]). Returns `false` if the green thread
     /// has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// let t = *h.thread();
+    /// t.unpark(); // before or after it parks: either way its park returns
+    /// h.join().unwrap();
+    /// while !t.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(!t.unpark()); // it has ended
+    /// ```
     pub fn unpark(&self) -> bool {
         crate::ready::unpark(self)
     }
 
-    /// Whether the green thread has ended (its slot has moved on).
+    /// Whether the green thread has ended: returned from its function and left its stack.
+    /// The result reaches a joiner just before the green thread leaves its stack, so right
+    /// after [`JoinHandle::join`](crate::JoinHandle::join) returns this may still be `false`
+    /// for a moment; [`JoinHandle::is_finished`](crate::JoinHandle::is_finished) tells when
+    /// the result is ready.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| ());
+    /// let t = *h.thread();
+    /// h.join().unwrap();
+    /// while !t.is_finished() {
+    ///     std::thread::yield_now(); // it is leaving its stack
+    /// }
+    /// ```
     pub fn is_finished(&self) -> bool {
         let w = self.g.state.load(crate::sync::Ordering::Acquire);
         g::generation_of(w) != self.generation || g::status_of(w) == g::DONE
@@ -217,6 +284,22 @@ fn park_on(m: &worker::M) -> &worker::M {
 }
 
 /// [`park`] with a deadline: returns at the latest shortly after `deadline` (or spuriously).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     // Park until the deadline, ignoring spurious returns.
+///     while Instant::now() < deadline {
+///         purloin_sched::park_deadline(deadline);
+///     }
+/// });
+/// h.join().unwrap();
+/// ```
 pub fn park_deadline(deadline: Instant) {
     let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
         let now = Instant::now();
@@ -233,8 +316,8 @@ pub fn park_deadline(deadline: Instant) {
     let g = m.current.get().expect("on a green thread");
     let (p, seq) = add_timer(m, deadline, GreenThread { g, generation: g.generation() });
     park();
-    // Issue 20 item 3: a wait that ended before its deadline (an unpark, a spurious wake-up)
-    // deletes its timer, so the heap holds only live timers (the first `m` may be stale: this
+    // A wait that ended before its deadline (an unpark, a spurious wake-up) deletes its
+    // timer, so the heap holds only live timers (the first `m` may be stale: this
     // green thread may have resumed on another worker).
     if let Some(m) = current_worker() {
         m.shared.ps[p].timers.delete(m.shared.epoch, seq);
@@ -434,6 +517,14 @@ impl WaitKind {
     ];
 
     /// A short human description ("a mutex", "a channel receive", ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::WaitKind;
+    ///
+    /// assert_eq!(WaitKind::ChannelRecv.describe(), "a channel receive");
+    /// ```
     pub fn describe(self) -> &'static str {
         match self {
             WaitKind::Park => "park",
@@ -498,6 +589,29 @@ impl GreenThread {
     /// child run inline records on its host's record (the one that parks).
     ///
     /// Call it only from the green thread `self` names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{WaitInfo, WaitKind};
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     let me = purloin_sched::current().unwrap();
+    ///     me.set_own_wait_info(Some(WaitInfo { kind: WaitKind::Io, object: 0, holder: None }));
+    ///     purloin_sched::park();
+    ///     me.set_own_wait_info(None);
+    /// });
+    /// let kind = loop {
+    ///     if let Some(w) = sched.parked().first().and_then(|p| p.wait) {
+    ///         break w.kind;
+    ///     }
+    ///     std::thread::yield_now();
+    /// };
+    /// assert_eq!(kind, WaitKind::Io);
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
     #[inline]
     pub fn set_own_wait_info(&self, info: Option<WaitInfo>) {
         use crate::sync::STAT as Relaxed;
