@@ -108,6 +108,17 @@ fn current_map() -> Option<*mut Map> {
     Some(map)
 }
 
+/// Frees a green-locals map the scheduler hands back (`Builder::locals_destructor`: the
+/// second half of a `join` that ran as a green thread of its own).
+///
+/// # Safety
+/// `ptr` came from `current_map` (a `Box<Map>` stored with `set_current_locals`) and was
+/// detached from its green thread, so this is its only free.
+pub(crate) unsafe fn free_map(ptr: *mut ()) {
+    // SAFETY: the caller's contract: a detached `Box<Map>` from `current_map`.
+    drop(unsafe { Box::from_raw(ptr.cast::<Map>()) });
+}
+
 /// Frees the current green thread's green-locals (repeatedly: a destructor may create more).
 fn free_current() {
     loop {
@@ -118,9 +129,8 @@ fn free_current() {
         // Detach first: a destructor that touches green-locals gets a fresh map, freed by the
         // next round of this loop.
         purloin_sched::set_current_locals(core::ptr::null_mut());
-        // SAFETY: the pointer came from `Box::into_raw` in `current_map` and was detached
-        // above, so it is freed once.
-        drop(unsafe { Box::from_raw(ptr.cast::<Map>()) });
+        // SAFETY: the pointer came from `current_map` and was detached above.
+        unsafe { free_map(ptr) };
     }
 }
 
@@ -138,28 +148,6 @@ where
             }
         }
         let _free = Free;
-        f()
-    }
-}
-
-/// Wraps the second half of a fork-join: if it runs as its own green thread (stolen), its
-/// green-locals are dropped at its end; if the joiner runs it inline, it shares the joiner's
-/// identity and green-locals, which must survive it.
-pub(crate) fn with_own_locals<F, T>(f: F) -> impl FnOnce() -> T + Send
-where
-    F: FnOnce() -> T + Send,
-{
-    let forker = purloin_sched::current().map(|g| g.id());
-    move || {
-        struct Free(Option<purloin_sched::GreenId>);
-        impl Drop for Free {
-            fn drop(&mut self) {
-                if purloin_sched::current().map(|g| g.id()) != self.0 {
-                    free_current();
-                }
-            }
-        }
-        let _free = Free(forker);
         f()
     }
 }

@@ -54,7 +54,7 @@ impl Builder {
             })
         });
         Builder {
-            sched: purloin_sched::Builder::new(),
+            sched: purloin_sched::Builder::new().locals_destructor(crate::local::free_map),
             deadlock_detection: true,
             deadlock_grace: Duration::from_secs(1),
             schedtrace,

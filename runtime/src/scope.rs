@@ -447,9 +447,11 @@ where
     RB: Send,
 {
     if purloin_sched::in_green_thread() {
-        // Allocation-free fork-join: `b` waits on our stack, `a` runs here.
-        purloin_sched::join(a, crate::local::with_own_locals(b))
+        // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
+        // another worker has green-locals of its own, freed by the scheduler when it ends
+        // (`Builder::locals_destructor`).
+        purloin_sched::join(a, b)
     } else {
-        crate::rt::global().block_on(|| purloin_sched::join(a, crate::local::with_own_locals(b)))
+        crate::rt::global().block_on(|| purloin_sched::join(a, b))
     }
 }

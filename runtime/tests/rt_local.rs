@@ -65,3 +65,50 @@ fn values_are_dropped_when_the_green_thread_ends() {
 fn outside_a_green_thread_access_is_an_error() {
     assert!(ID.try_with(|_| ()).is_err());
 }
+
+/// The second half of a `join` that another worker stole runs as a green thread of its own:
+/// its green-locals are its own and are dropped before the joiner sees its result. Run by the
+/// joiner itself, it shares the joiner's. Exactly once either way (drop counters).
+#[test]
+fn a_stolen_join_half_drops_its_own_locals_before_the_join_returns() {
+    let _w = common::watchdog("locals join", Duration::from_secs(120));
+    let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let (stolen, inline) = rt.block_on(move || {
+        let joiner = purloin::current().unwrap().id();
+        let (mut stolen, mut inline) = (0usize, 0usize);
+        // Until both paths were seen a few times (the other worker steals while `a` spins).
+        for round in 0u64.. {
+            if (stolen >= 20 && inline >= 20) || round >= 1_000_000 {
+                break;
+            }
+            let before = d.load(Ordering::SeqCst);
+            let d2 = d.clone();
+            let ((), was_stolen) = purloin::join(
+                || {
+                    for _ in 0..(round % 64) * 50 {
+                        std::hint::spin_loop();
+                    }
+                },
+                move || {
+                    let mine = purloin::current().unwrap().id() != joiner;
+                    if mine {
+                        GUARD.with(|g| *g.borrow_mut() = Some(Drops(d2)));
+                    }
+                    mine
+                },
+            );
+            if was_stolen {
+                stolen += 1;
+                assert_eq!(d.load(Ordering::SeqCst), before + 1, "stolen half's locals dropped");
+            } else {
+                inline += 1;
+                assert_eq!(d.load(Ordering::SeqCst), before);
+            }
+        }
+        (stolen, inline)
+    });
+    assert!(stolen > 0 && inline > 0, "saw stolen {stolen}, inline {inline}");
+    assert_eq!(drops.load(Ordering::SeqCst), stolen);
+}

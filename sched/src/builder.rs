@@ -66,6 +66,7 @@ impl Builder {
                 blocking_threshold: Duration::from_micros(20),
                 long_run_threshold: Duration::from_millis(10),
                 max_threads: 10_000,
+                locals_destructor: None,
             },
         }
     }
@@ -220,6 +221,49 @@ impl Builder {
     /// ```
     pub fn max_threads(mut self, n: usize) -> Builder {
         self.config.max_threads = n;
+        self
+    }
+
+    /// Frees the local-storage pointer ([`set_current_locals`](crate::set_current_locals)) of
+    /// the second closure of a [`join`](crate::join) that another worker stole and ran as a
+    /// green thread of its own: called on that green thread's stack when the closure returns
+    /// or unwinds, before the joiner sees its result, while the pointer is non-null (again if
+    /// the destructor set a new one). A closure run by its joiner shares the joiner's locals
+    /// and calls nothing. Green threads started by `spawn` are the spawner's to clean up (wrap
+    /// the body). Without a destructor, such a pointer is left behind when the job ends.
+    ///
+    /// The scheduler calls `f` only with a non-null pointer that a green thread stored with
+    /// `set_current_locals` and that is detached from it at the call (the green thread's
+    /// pointer is null again), once per stored pointer: `f` may take ownership of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// /// # Safety
+    /// /// `ptr` is a detached pointer from `Box::<String>::into_raw`.
+    /// unsafe fn free(ptr: *mut ()) {
+    ///     drop(unsafe { Box::from_raw(ptr.cast::<String>()) });
+    /// }
+    ///
+    /// let sched = purloin_sched::Builder::new().locals_destructor(free).build().unwrap();
+    /// let r = sched.spawn(|| {
+    ///     let joiner = purloin_sched::current().unwrap().id();
+    ///     purloin_sched::join(
+    ///         || 1,
+    ///         move || {
+    ///             if purloin_sched::current().unwrap().id() != joiner {
+    ///                 // Stolen: a green thread of its own, whose locals `free` frees.
+    ///                 let mine = Box::into_raw(Box::new(String::from("scratch")));
+    ///                 purloin_sched::set_current_locals(mine.cast());
+    ///             }
+    ///             2
+    ///         },
+    ///     )
+    /// });
+    /// assert_eq!(r.join().unwrap(), (1, 2));
+    /// ```
+    pub fn locals_destructor(mut self, f: unsafe fn(*mut ())) -> Builder {
+        self.config.locals_destructor = Some(f);
         self
     }
 

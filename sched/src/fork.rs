@@ -151,7 +151,18 @@ where
     fn run(&self) {
         // SAFETY: taken once, by the holder of the job's G (or the joiner that took it back).
         let Some(f) = (unsafe { self.f.with_mut(|f| (*f).take()) }) else { return };
-        self.complete(panic::catch_unwind(AssertUnwindSafe(f)));
+        // The job runs as a green thread of its own: its locals end with it, before the
+        // joiner sees the result (also when `f` unwinds; a destructor's panic is the job's).
+        struct EndLocals;
+        impl Drop for EndLocals {
+            fn drop(&mut self) {
+                crate::thread::destroy_current_locals();
+            }
+        }
+        self.complete(panic::catch_unwind(AssertUnwindSafe(|| {
+            let _end = EndLocals;
+            f()
+        })));
     }
 
     fn fail(&self, payload: Box<dyn core::any::Any + Send>) {

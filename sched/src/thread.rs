@@ -687,6 +687,21 @@ pub fn set_current_locals(ptr: *mut ()) -> bool {
     true
 }
 
+/// Runs the scheduler's locals destructor on the current green thread's locals until none are
+/// left (a destructor may set new ones); see
+/// [`Builder::locals_destructor`](crate::Builder::locals_destructor).
+pub(crate) fn destroy_current_locals() {
+    let Some(destroy) = current_worker().and_then(|m| m.shared.config.locals_destructor) else {
+        return;
+    };
+    while let Some(ptr) = current_locals().filter(|p| !p.is_null()) {
+        set_current_locals(core::ptr::null_mut());
+        // SAFETY: `ptr` is non-null, was stored by this green thread with `set_current_locals`
+        // and is detached now: the destructor's contract (`Builder::locals_destructor`).
+        unsafe { destroy(ptr) };
+    }
+}
+
 /// The record that holds the current green thread's identity (the child's while a joiner runs
 /// it inline), or `Err` with the running G for a lazily spawned child run inline that has no
 /// record yet.
