@@ -1,0 +1,63 @@
+//! Profiling helper: the instructions one fork-join costs, for `purloin::join`,
+//! `purloin_sched::join` and `rayon::join`, counted with callgrind (repeatable on a busy
+//! machine, unlike timings). Each run computes fib(N) with fork-join on one worker; the
+//! difference between two sizes cancels start-up, so per fork is
+//! `(Ir(fib 22) - Ir(fib 18)) / (28,656 - 4,180)`:
+//!
+//! ```text
+//! cargo bench -p purloin --bench profile_fork_cost --no-run
+//! for n in 18 22; do
+//!   valgrind --tool=callgrind target/release/deps/profile_fork_cost-* purloin $n
+//! done
+//! ```
+//!
+//! (`purloin`, `sched` or `rayon` as the first argument; fib(n) forks fib(n+1) - 1 times.)
+use std::hint::black_box;
+
+fn fib_purloin(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = purloin::join(|| fib_purloin(n - 1), || fib_purloin(n - 2));
+    a + b
+}
+
+fn fib_sched(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = purloin_sched::join(|| fib_sched(n - 1), || fib_sched(n - 2));
+    a + b
+}
+
+fn fib_rayon(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
+    a + b
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let which = args.first().map_or("purloin", String::as_str);
+    let n: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(22);
+    let r = match which {
+        "purloin" => purloin::runtime::Builder::new()
+            .workers(1)
+            .build()
+            .unwrap()
+            .block_on(move || fib_purloin(black_box(n))),
+        "sched" => {
+            let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+            sched.spawn(move || fib_sched(black_box(n))).join().unwrap()
+        }
+        "rayon" => rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| fib_rayon(black_box(n))),
+        other => panic!("unknown contender {other:?}: use purloin, sched or rayon"),
+    };
+    println!("{which}: fib({n}) = {r}");
+}
