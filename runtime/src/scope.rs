@@ -8,12 +8,15 @@
 //! return or unwind past that stack before the closure (and everything it captured) is gone.
 //! Each scope counts its running green threads in a [`ScopeState`]; the scope's owner waits for
 //! the count to reach zero in every exit path, including a panic of the scope's own body (the
-//! wait runs in a destructor). The closure is boxed and its lifetime erased for the spawn
-//! (exactly what `std::thread::Builder::spawn_unchecked` does); the count is decremented only
-//! after the closure and its captures were dropped and the result stored, so the erased
-//! lifetime is never observed past the scope. Green threads cannot be killed, and shutdown
+//! wait runs in a destructor). The closure and its result slot share one reference-counted
+//! allocation whose lifetime is erased for the spawn (what `std::thread::Builder::
+//! spawn_unchecked` does with its boxed closure); the count is decremented only after the
+//! green thread's reference to it was dropped (and with it, if the handle is gone, the
+//! closure's captures and the result), so the erased lifetime is never observed past the
+//! scope. Green threads cannot be killed, and shutdown
 //! unwinds parked ones to completion, so the wait ends.
 
+use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,21 +92,30 @@ impl ScopeState {
     }
 }
 
-/// Counts a scoped green thread as finished if its closure is dropped without running: the
-/// green thread could not get a stack, or the runtime shut down before it started. Without
-/// it the scope's owner would wait forever for a count that never reaches zero.
-struct Unstarted(Option<Arc<ScopeState>>);
+/// What a scoped green thread runs: its job (lifetime erased) and the scope that counts it. If
+/// it is dropped without running (the green thread could not get a stack, or the runtime shut
+/// down before it started) it counts itself finished and unstarted, so the scope's owner does
+/// not wait forever. Either way the job is dropped *before* the count, so the closure's
+/// captures and the result never outlive the scope.
+struct Body {
+    job: Option<Arc<dyn Job>>,
+    state: Option<Arc<ScopeState>>,
+}
 
-impl Unstarted {
-    /// The closure runs: it counts itself (`ScopeState::finished`) when done.
-    fn disarm(mut self) -> Arc<ScopeState> {
-        self.0.take().expect("disarmed once")
+impl Body {
+    fn run(mut self) {
+        let job = self.job.take().expect("a scoped body runs once");
+        let panicked = job.run();
+        drop(job);
+        let state = self.state.take().expect("a scoped body runs once");
+        state.finished(panicked);
     }
 }
 
-impl Drop for Unstarted {
+impl Drop for Body {
     fn drop(&mut self) {
-        if let Some(state) = self.0.take() {
+        drop(self.job.take());
+        if let Some(state) = self.state.take() {
             state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
             state.finished(false);
         }
@@ -119,9 +131,49 @@ impl Drop for WaitAll {
     }
 }
 
-/// The result slot of one scoped green thread.
-struct Packet<T> {
+/// One scoped green thread's closure and result slot, in one allocation shared by the green
+/// thread (as a [`Job`]) and its handle (as a [`ResultSlot`]).
+struct Scoped<F, T> {
+    /// Taken once, by the green thread (`Job::run`).
+    f: UnsafeCell<Option<F>>,
     result: Mutex<Option<ThreadResult<T>>>,
+}
+
+// SAFETY: `f` is touched only by the one `Job::run` call (on the green thread) and by the drop
+// of the last reference; `result` is behind a mutex. F and T cross threads: hence `Send`.
+unsafe impl<F: Send, T: Send> Sync for Scoped<F, T> {}
+
+/// The green thread's side of a [`Scoped`].
+trait Job: Send + Sync {
+    /// Runs the closure once and stores its result; returns whether it panicked.
+    fn run(&self) -> bool;
+}
+
+/// The handle's side of a [`Scoped`].
+trait ResultSlot<T>: Send + Sync {
+    fn slot(&self) -> &Mutex<Option<ThreadResult<T>>>;
+}
+
+impl<F, T> Job for Scoped<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    fn run(&self) -> bool {
+        // SAFETY: the one call of `run` (`Body::run` consumes its body): nothing else touches
+        // `f` while the green thread holds a reference.
+        let f = unsafe { (*self.f.get()).take() }.expect("a scoped job runs once");
+        let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
+        let panicked = result.is_err();
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        panicked
+    }
+}
+
+impl<F: Send, T: Send> ResultSlot<T> for Scoped<F, T> {
+    fn slot(&self) -> &Mutex<Option<ThreadResult<T>>> {
+        &self.result
+    }
 }
 
 /// Spawns `f`, which may borrow data living for `'a`, as a green thread counted by `state`.
@@ -139,33 +191,29 @@ where
     F: FnOnce() -> T + Send + 'a,
     T: Send + 'a,
 {
-    let packet = Arc::new(Packet { result: Mutex::new(None) });
-    let (p2, unstarted) = (packet.clone(), Unstarted(Some(state.clone())));
-    state.running.fetch_add(1, Ordering::Relaxed);
-    let body = move || {
-        let st = unstarted.disarm();
-        let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
-        let panicked = result.is_err();
-        *p2.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        drop(p2);
-        st.finished(panicked);
-    };
-    let boxed: Box<dyn FnOnce() + Send + 'a> = Box::new(body);
+    let scoped = Arc::new(Scoped { f: UnsafeCell::new(Some(f)), result: Mutex::new(None) });
+    let packet: Arc<dyn ResultSlot<T> + 'a> = scoped.clone();
+    let job: Arc<dyn Job + 'a> = scoped;
     // SAFETY: only the lifetime changes. The closure's borrows live for 'a, and 'a outlives
-    // the green thread: the caller waits (WaitAll) until `finished` ran, which is after the
-    // closure, its captures and `f`'s result were dropped or stored (Safety section above).
-    let boxed: Box<dyn FnOnce() + Send + 'static> =
-        unsafe { core::mem::transmute::<Box<dyn FnOnce() + Send + 'a>, _>(boxed) };
+    // the green thread's use of `job`: the caller waits (WaitAll) until `finished` ran, which
+    // is after `Body` dropped `job` (Safety section above).
+    let job: Arc<dyn Job + 'static> =
+        unsafe { core::mem::transmute::<Arc<dyn Job + 'a>, Arc<dyn Job + 'static>>(job) };
+    state.running.fetch_add(1, Ordering::Relaxed);
+    let body = Body { job: Some(job), state: Some(state.clone()) };
     let spawned = match sched {
-        Some(s) => s.spawn_with(opts, boxed),
-        None => purloin_sched::spawn_with(opts, boxed),
+        Some(s) => s.spawn_with(opts, move || body.run()),
+        None => purloin_sched::spawn_with(opts, move || body.run()),
     };
     match spawned {
         Ok(handle) => {
             Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData })
         }
         Err(e) => {
-            state.running.fetch_sub(1, Ordering::AcqRel);
+            // The refused closure was dropped inside the spawn: its `Body` counted itself
+            // finished and unstarted. The caller sees this error, so it does not make the
+            // scope panic.
+            state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
             Err(e)
         }
     }
@@ -174,7 +222,7 @@ where
 /// A spawned scoped green thread: its scheduler handle and its result slot.
 pub(crate) struct ScopedParts<'a, T> {
     handle: purloin_sched::JoinHandle<()>,
-    packet: Arc<Packet<T>>,
+    packet: Arc<dyn ResultSlot<T> + 'a>,
     state: Arc<ScopeState>,
     _borrow: PhantomData<&'a ()>,
 }
@@ -199,7 +247,7 @@ impl<T> ScopedParts<'_, T> {
             state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
             return Err(e);
         }
-        take_result(&packet, &state)
+        take_result(&*packet, &state)
     }
 
     /// Waits at most `timeout` for the green thread to finish.
@@ -209,9 +257,9 @@ impl<T> ScopedParts<'_, T> {
 }
 
 /// The result a finished scoped green thread stored.
-fn take_result<T>(packet: &Packet<T>, state: &ScopeState) -> ThreadResult<T> {
+fn take_result<T>(packet: &dyn ResultSlot<T>, state: &ScopeState) -> ThreadResult<T> {
     let result = packet
-        .result
+        .slot()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .take()
@@ -290,7 +338,7 @@ impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
 #[must_use = "futures do nothing unless polled"]
 pub struct ScopedJoinFuture<'scope, T> {
     inner: purloin_sched::JoinFuture<()>,
-    packet: Arc<Packet<T>>,
+    packet: Arc<dyn ResultSlot<T> + 'scope>,
     state: Arc<ScopeState>,
     _borrow: PhantomData<&'scope ()>,
 }
@@ -311,7 +359,7 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
                 core::task::Poll::Ready(Err(e))
             }
             core::task::Poll::Ready(Ok(())) => {
-                core::task::Poll::Ready(take_result(&this.packet, &this.state))
+                core::task::Poll::Ready(take_result(&*this.packet, &this.state))
             }
         }
     }

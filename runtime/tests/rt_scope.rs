@@ -84,3 +84,20 @@ fn block_on_borrows_and_returns() {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(|| panic!("root"))));
     assert!(r.is_err());
 }
+
+/// A scoped spawn the runtime refuses (an impossible stack size) returns the error, counts
+/// nothing, and the scope still ends (no hang on a miscounted scope).
+#[test]
+fn a_refused_scoped_spawn_returns_its_error_and_the_scope_ends() {
+    let _w = common::watchdog("refused scoped spawn", std::time::Duration::from_secs(60));
+    let mut ran = false;
+    let n = purloin::scope(|s| {
+        let refused = purloin::Builder::new()
+            .stack_size(purloin::StackSize::Bytes(0))
+            .spawn_scoped(s, || ran = true);
+        assert!(refused.is_err());
+        s.spawn(|| 7).join().unwrap()
+    });
+    assert_eq!(n, 7);
+    assert!(!ran);
+}
