@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | a few instructions (a lock-free retry of a word another thread just changed, a binder's few stores) | one [`spin_hint`] per look, or [`Spin::retry`] | yielding costs a system call (or a green switch) that is longer than the wait |
 //! | possibly longer, but never blocking (a slot another thread is writing, a spin lock whose holder never blocks) | a [`Spin`]: rounds of spin hints, then yields | spinning wins when the other thread is running; the yield lets it run when it was preempted (on a green thread the yield is green, so the worker's other green threads run) |
-//! | possibly long, and the caller can sleep (a worker searching for work) | a [`Spin`] that ends in [`Step::Sleep`]; the caller then parks | spinning a little hides the wake-up latency of a sleep; spinning long burns a core |
+//! | possibly long, and the caller can sleep (a worker searching for work; the facade's `Mutex` and `RwLock` while the holder runs) | a [`Spin`] that ends in [`Step::Sleep`], or a fixed number of [`spin_hint`]s (the locks: Go's 4 × 30, and 100); the caller then parks | spinning a little hides the wake-up latency of a sleep; spinning long burns a core |
 //! | a grace period measured in time | [`spin_for`] | |
 //!
 //! The flavours ([`Spin::searching`], [`Spin::settling`], [`Spin::backoff`],
