@@ -74,6 +74,7 @@ mod registry;
 mod scheduler;
 mod shared;
 mod shutdown;
+pub mod spin;
 mod stackless;
 mod stats;
 mod switch;

@@ -26,12 +26,6 @@ mod imp {
             f(self.0.get())
         }
     }
-
-    /// A spin-loop hint (a plain `spin_loop` outside loom, a yield to the model inside). See
-    /// [`Spin`](super::Spin) for the crate's spinning policy.
-    pub(crate) fn spin_hint() {
-        core::hint::spin_loop();
-    }
 }
 
 #[cfg(loom)]
@@ -42,114 +36,13 @@ mod imp {
     };
     pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use loom::thread;
-
-    pub(crate) fn spin_hint() {
-        loom::thread::yield_now();
-    }
 }
 
 pub(crate) use imp::*;
 
-/// Pads and aligns `T` to 128 bytes, the crate's one rule against false sharing: on x86_64 the
-/// adjacent-line prefetcher pulls 64-byte lines in pairs, so two values written by different
-/// cores must not share a 128-byte pair (crossbeam's `CachePadded` uses the same size there,
-/// as does Go's `cpu.CacheLinePad` on its largest targets). Used for the P's, which sit side by
-/// side in one allocation (`Shared::ps`).
-#[repr(align(128))]
-pub(crate) struct Padded<T>(pub(crate) T);
-
-impl<T> core::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-/// # Spinning and yielding
-///
-/// The crate's one policy for waiting on another thread without sleeping, chosen by how long
-/// the wait may last:
-///
-/// - a few instructions of another thread (a lock-free retry, a binder's few stores): one
-///   [`spin_hint`] per look;
-/// - possibly longer: a [`Spin`] — rounds of spin hints, then OS-thread yields, then (for a
-///   caller that can sleep) the caller parks;
-/// - a grace period measured in time: [`spin_for`].
-///
-/// Under loom a spin hint is a yield to the model and spinning rounds are cut short: spinning
-/// adds nothing to a protocol and multiplies the interleavings.
-pub(crate) struct Spin {
-    round: u32,
-    /// Rounds below this spin; rounds from it up to `yield_below` yield the OS thread.
-    spin_below: u32,
-    /// Rounds from this on end the spinning ([`Step::Sleep`]); `u32::MAX` never ends it.
-    yield_below: u32,
-    /// Spin `2^round` hints per round (else one).
-    doubling: bool,
-}
-
-/// What a [`Spin`] round did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Spun or yielded: look again.
-    Spun,
-    /// Done spinning: the caller sleeps (the count starts over).
-    Sleep,
-}
-
-impl Spin {
-    /// A worker searching for work: rounds 1–3 spin 2, 4 and 8 hints, rounds 4–15 yield the
-    /// OS thread, round 16 sleeps (seed 003's adaptive spinning). Under loom it sleeps after
-    /// one round.
-    pub(crate) const fn searching() -> Spin {
-        #[cfg(not(loom))]
-        let (spin_below, yield_below) = (4, 16);
-        #[cfg(loom)]
-        let (spin_below, yield_below) = (0, 1);
-        Spin { round: 0, spin_below, yield_below, doubling: true }
-    }
-
-    /// A wait that another thread ends in a few stores and never blocks: one hint per round
-    /// for 63 rounds, then OS-thread yields; never sleeps. Under loom, hints only.
-    pub(crate) const fn settling() -> Spin {
-        let spin_below = if cfg!(loom) { u32::MAX } else { 64 };
-        Spin { round: 0, spin_below, yield_below: u32::MAX, doubling: false }
-    }
-
-    /// One round of waiting.
-    pub(crate) fn step(&mut self) -> Step {
-        self.round = self.round.saturating_add(1);
-        if self.round < self.spin_below {
-            let hints = if self.doubling { 1u32 << self.round } else { 1 };
-            for _ in 0..hints {
-                spin_hint();
-            }
-            Step::Spun
-        } else if self.round < self.yield_below {
-            thread::yield_now();
-            Step::Spun
-        } else {
-            self.round = 0;
-            Step::Sleep
-        }
-    }
-}
-
-/// Spins for `d` (a grace period; under loom one yield to the model).
-pub(crate) fn spin_for(d: core::time::Duration) {
-    #[cfg(not(loom))]
-    {
-        let start = std::time::Instant::now();
-        while start.elapsed() < d {
-            core::hint::spin_loop();
-        }
-    }
-    #[cfg(loom)]
-    {
-        let _ = d;
-        spin_hint();
-    }
-}
+/// The padding type and the spinning policy live in [`crate::spin`] (public: the facade uses
+/// them too); the crate names them through this shim like everything else.
+pub(crate) use crate::spin::{Padded, Spin, Step, spin_for, spin_hint};
 
 /// A lock for process-wide diagnostic bookkeeping held in `static`s (`outside.rs`): always
 /// std's, also under loom (loom's mutexes cannot be built in a `const`; the bookkeeping is not

@@ -1,7 +1,8 @@
 //! Channel ping-pong between two green threads on a 2-worker runtime, for profiling:
-//! `cargo bench -p purloin --bench profile_sync_pingpong -- [cap] [n]`, or `perf record -g`
-//! on the binary it builds in `target/release/deps/` (`cap` 0 is the rendezvous
-//! channel, `u` the unbounded one).
+//! `cargo bench -p purloin --bench profile_sync_pingpong -- [cap] [n] [workers]`, or
+//! `perf record -g` on the binary it builds in `target/release/deps/` (`cap` 0 is the
+//! rendezvous channel, `u` the unbounded one; `workers` defaults to 2). With `workers` 1 the
+//! run is deterministic, so `valgrind --tool=callgrind` instruction counts compare builds.
 use std::time::Instant;
 
 use purloin::sync::channel::{Receiver, Sender, bounded, unbounded};
@@ -11,7 +12,8 @@ fn main() {
     let cap_arg = args.next().unwrap_or_else(|| "0".into());
     let cap: Option<usize> = if cap_arg == "u" { None } else { cap_arg.parse().ok() };
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5_000_000);
-    let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    let workers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
+    let rt = purloin::runtime::Builder::new().workers(workers).build().unwrap();
     let t = Instant::now();
     rt.block_on(|| {
         let (tx1, rx1) = make(cap);

@@ -126,6 +126,7 @@ mod readiness;
 mod selector;
 #[cfg(loom)]
 mod selector_loom;
+mod socket;
 pub(crate) mod source;
 pub(crate) mod sys;
 mod tcp;

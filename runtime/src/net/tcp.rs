@@ -7,6 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::driver::Direction;
+use super::socket::{connection, listener, socket, stream, ttl};
 use super::source::{Source, ready_now};
 use super::sys;
 
@@ -44,6 +45,24 @@ use super::sys;
 ///     server.join().unwrap();
 /// });
 /// ```
+///
+/// Stopping an accept loop from another green thread with [`close`](TcpListener::close):
+///
+/// ```
+/// use std::sync::Arc;
+/// use purloin::net::{SocketClosed, TcpListener};
+///
+/// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+/// rt.block_on(|| {
+///     let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+///     let l2 = listener.clone();
+///     let acceptor = purloin::spawn(move || l2.accept().map(|_| ()));
+///     purloin::sleep(std::time::Duration::from_millis(10));
+///     listener.close();
+///     let err = acceptor.join().unwrap().unwrap_err();
+///     assert!(SocketClosed::is(&err));
+/// });
+/// ```
 pub struct TcpListener {
     src: Source<std::net::TcpListener>,
 }
@@ -53,14 +72,6 @@ pub struct TcpListener {
 #[derive(Debug)]
 pub struct Incoming<'a> {
     listener: &'a TcpListener,
-}
-
-impl Iterator for Incoming<'_> {
-    type Item = io::Result<TcpStream>;
-
-    fn next(&mut self) -> Option<io::Result<TcpStream>> {
-        Some(self.listener.accept().map(|(s, _)| s))
-    }
 }
 
 impl TcpListener {
@@ -99,113 +110,11 @@ impl TcpListener {
         let (fd, addr) = self.src.read_op(|l| sys::accept(l.as_raw_fd()))?;
         Ok((TcpStream::from_fd(fd), addr))
     }
-
-    /// An iterator of accepted connections (`accept` in a loop).
-    pub fn incoming(&self) -> Incoming<'_> {
-        Incoming { listener: self }
-    }
-
-    /// The address the listener is bound to.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// A new handle to the same socket (a duplicated descriptor). Green threads may accept
-    /// on both. [`close`](TcpListener::close) on one shuts the socket down for both.
-    pub fn try_clone(&self) -> io::Result<TcpListener> {
-        let l = TcpListener { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&l.src);
-        Ok(l)
-    }
-
-    /// Sets `IP_TTL`.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.src.get().set_ttl(ttl)
-    }
-
-    /// Reads `IP_TTL`.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.src.get().ttl()
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode [`accept`](TcpListener::accept) returns `WouldBlock` instead of
-    /// waiting. (The descriptor is always non-blocking underneath; this is a flag of this
-    /// handle.)
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Stops listening, for every handle: green threads waiting in
-    /// [`accept`](TcpListener::accept) on this handle wake with an error that
-    /// [`SocketClosed::is`](super::SocketClosed::is) recognises, and so does every later
-    /// call. OS threads blocked in `accept` on any handle wake too (the socket is shut
-    /// down). The descriptor is released when the listener is dropped. This is how a server
-    /// stops its accept loops (Go's `Listener.Close`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use purloin::net::{SocketClosed, TcpListener};
-    ///
-    /// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
-    /// rt.block_on(|| {
-    ///     let listener = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
-    ///     let l2 = listener.clone();
-    ///     let acceptor = purloin::spawn(move || l2.accept().map(|_| ()));
-    ///     purloin::sleep(std::time::Duration::from_millis(10));
-    ///     listener.close();
-    ///     let err = acceptor.join().unwrap().unwrap_err();
-    ///     assert!(SocketClosed::is(&err));
-    /// });
-    /// ```
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](TcpListener::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a std listener (switching its descriptor to non-blocking mode).
-    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
-        listener.set_nonblocking(true)?;
-        Ok(TcpListener { src: Source::new(listener) })
-    }
-
-    /// The std listener, in blocking mode (for every handle sharing the descriptor: do not
-    /// keep purloin clones of it).
-    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
-        let l = self.src.into_inner();
-        l.set_nonblocking(false)?;
-        Ok(l)
-    }
 }
 
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.src.get(), f)
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.src.get().as_raw_fd()
-    }
-}
-
-impl AsFd for TcpListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.src.get().as_fd()
-    }
-}
+socket!(TcpListener, std::net::TcpListener, SocketAddr);
+listener!(TcpListener, Incoming, TcpStream);
+ttl!(TcpListener);
 
 /// A TCP connection.
 ///
@@ -245,6 +154,24 @@ impl AsFd for TcpListener {
 ///     let mut back = String::new();
 ///     c.read_to_string(&mut back).unwrap();
 ///     assert_eq!(back, "ping");
+/// });
+/// ```
+///
+/// A read timeout on a silent peer:
+///
+/// ```
+/// use std::io::{ErrorKind, Read};
+/// use std::time::Duration;
+/// use purloin::net::{TcpListener, TcpStream};
+///
+/// let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+/// rt.block_on(|| {
+///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+///     let mut c = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+///     let _server_side = listener.accept().unwrap(); // connected, but silent
+///     c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+///     let err = c.read(&mut [0u8; 8]).unwrap_err();
+///     assert_eq!(err.kind(), ErrorKind::TimedOut);
 /// });
 /// ```
 pub struct TcpStream {
@@ -297,76 +224,6 @@ impl TcpStream {
         Ok(stream)
     }
 
-    /// The remote address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().peer_addr()
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// Shuts down the read side, the write side or both (half-close). After
-    /// `Shutdown::Write` the peer reads end-of-file once it has read everything sent; after
-    /// `Shutdown::Read` reads return `Ok(0)`. A green thread waiting to read wakes when the
-    /// read side shuts down.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.src.get().shutdown(how)
-    }
-
-    /// A new handle to the same connection (a duplicated descriptor), e.g. one green thread
-    /// reads while another writes. It starts with this handle's timeouts.
-    pub fn try_clone(&self) -> io::Result<TcpStream> {
-        let s = TcpStream { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&s.src);
-        Ok(s)
-    }
-
-    /// Sets the read timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::io::{ErrorKind, Read};
-    /// use std::time::Duration;
-    /// use purloin::net::{TcpListener, TcpStream};
-    ///
-    /// let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
-    /// rt.block_on(|| {
-    ///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    ///     let mut c = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    ///     let _server_side = listener.accept().unwrap(); // connected, but silent
-    ///     c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    ///     let err = c.read(&mut [0u8; 8]).unwrap_err();
-    ///     assert_eq!(err.kind(), ErrorKind::TimedOut);
-    /// });
-    /// ```
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_read_timeout(timeout)
-    }
-
-    /// Sets the write timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_write_timeout(timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.read_timeout())
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.write_timeout())
-    }
-
     /// Reads without consuming (`MSG_PEEK`), waiting like [`Read::read`].
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.src.read_op(|s| s.peek(buf))
@@ -381,124 +238,9 @@ impl TcpStream {
     pub fn nodelay(&self) -> io::Result<bool> {
         self.src.get().nodelay()
     }
-
-    /// Sets `IP_TTL`.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.src.get().set_ttl(ttl)
-    }
-
-    /// Reads `IP_TTL`.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.src.get().ttl()
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode reads and writes return `WouldBlock` instead of waiting. (The
-    /// descriptor is always non-blocking underneath; this is a flag of this handle.)
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Closes the connection for everyone using it: green threads waiting to read or write
-    /// on this handle wake with an error that [`SocketClosed::is`](super::SocketClosed::is)
-    /// recognises, as does every later call; the socket is shut down in both directions, so
-    /// the peer sees end-of-file and OS threads (or clones) blocked on it wake too. The
-    /// descriptor is released when the stream is dropped. Go's `Conn.Close`, for a stream
-    /// shared between green threads (e.g. in an `Arc`).
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](TcpStream::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a connected std stream (switching its descriptor to non-blocking mode).
-    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
-        stream.set_nonblocking(true)?;
-        Ok(TcpStream { src: Source::new(stream) })
-    }
-
-    /// The std stream, in blocking mode (for every handle sharing the descriptor: do not keep
-    /// purloin clones of it).
-    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
-        let s = self.src.into_inner();
-        s.set_nonblocking(false)?;
-        Ok(s)
-    }
 }
 
-impl Read for &TcpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let len = buf.len();
-        self.src.stream_op(Direction::Read, len, |mut s| s.read(buf))
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.src.stream_op(Direction::Read, len, |mut s| s.read_vectored(bufs))
-    }
-}
-
-impl Write for &TcpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.src.stream_op(Direction::Write, buf.len(), |mut s| s.write(buf))
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.src.stream_op(Direction::Write, len, |mut s| s.write_vectored(bufs))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Read for TcpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        (&*self).read_vectored(bufs)
-    }
-}
-
-impl Write for TcpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&*self).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl fmt::Debug for TcpStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.src.get(), f)
-    }
-}
-
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.src.get().as_raw_fd()
-    }
-}
-
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.src.get().as_fd()
-    }
-}
+socket!(TcpStream, std::net::TcpStream, SocketAddr);
+connection!(TcpStream, SocketAddr);
+stream!(TcpStream);
+ttl!(TcpStream);

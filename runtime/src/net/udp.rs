@@ -6,6 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
+use super::socket::{connection, datagram, socket, ttl};
 use super::source::Source;
 use super::sys;
 
@@ -59,12 +60,6 @@ impl UdpSocket {
         Ok(UdpSocket { src: Source::new(std::net::UdpSocket::from(fd)) })
     }
 
-    /// Receives a datagram, waiting for one. Returns its length (truncated to `buf`) and
-    /// sender.
-    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.src.read_op(|s| s.recv_from(buf))
-    }
-
     /// Like [`recv_from`](UdpSocket::recv_from) without removing the datagram.
     pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.src.read_op(|s| s.peek_from(buf))
@@ -84,63 +79,9 @@ impl UdpSocket {
         sys::each_addr(&addrs, |a| self.src.get().connect(a))
     }
 
-    /// Sends to the connected peer.
-    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.src.write_op(|s| s.send(buf))
-    }
-
-    /// Receives from the connected peer, waiting for a datagram.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.src.read_op(|s| s.recv(buf))
-    }
-
     /// Like [`recv`](UdpSocket::recv) without removing the datagram.
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.src.read_op(|s| s.peek(buf))
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().peer_addr()
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// A new handle to the same socket (a duplicated descriptor), with this handle's
-    /// timeouts.
-    pub fn try_clone(&self) -> io::Result<UdpSocket> {
-        let s = UdpSocket { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&s.src);
-        Ok(s)
-    }
-
-    /// Sets the receive timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_read_timeout(timeout)
-    }
-
-    /// Sets the send timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_write_timeout(timeout)
-    }
-
-    /// The receive timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.read_timeout())
-    }
-
-    /// The send timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.write_timeout())
     }
 
     /// Sets `SO_BROADCAST`.
@@ -202,71 +143,9 @@ impl UdpSocket {
     pub fn leave_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()> {
         self.src.get().leave_multicast_v6(group, interface)
     }
-
-    /// Sets `IP_TTL`.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.src.get().set_ttl(ttl)
-    }
-
-    /// Reads `IP_TTL`.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.src.get().ttl()
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode receives and sends return `WouldBlock` instead of waiting. (The
-    /// descriptor is always non-blocking underneath; this is a flag of this handle.)
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Closes the socket for everyone using it: green threads waiting on this handle wake
-    /// with an error that [`SocketClosed::is`](super::SocketClosed::is) recognises, as does
-    /// every later call; OS threads blocked on it wake too (it is shut down). The descriptor
-    /// is released when the socket is dropped.
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](UdpSocket::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a std socket (switching its descriptor to non-blocking mode).
-    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
-        socket.set_nonblocking(true)?;
-        Ok(UdpSocket { src: Source::new(socket) })
-    }
-
-    /// The std socket, in blocking mode (for every handle sharing the descriptor: do not keep
-    /// purloin clones of it).
-    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
-        let s = self.src.into_inner();
-        s.set_nonblocking(false)?;
-        Ok(s)
-    }
 }
 
-impl fmt::Debug for UdpSocket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.src.get(), f)
-    }
-}
-
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.src.get().as_raw_fd()
-    }
-}
-
-impl AsFd for UdpSocket {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.src.get().as_fd()
-    }
-}
+socket!(UdpSocket, std::net::UdpSocket, SocketAddr);
+connection!(UdpSocket, SocketAddr);
+datagram!(UdpSocket, SocketAddr);
+ttl!(UdpSocket);

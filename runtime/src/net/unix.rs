@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::driver::Direction;
+use super::socket::{connection, datagram, listener, socket, stream};
 use super::source::Source;
 use super::sys;
 
@@ -73,14 +74,6 @@ pub struct UnixIncoming<'a> {
     listener: &'a UnixListener,
 }
 
-impl Iterator for UnixIncoming<'_> {
-    type Item = io::Result<UnixStream>;
-
-    fn next(&mut self) -> Option<io::Result<UnixStream>> {
-        Some(self.listener.accept().map(|(s, _)| s))
-    }
-}
-
 impl UnixListener {
     /// Creates a listener bound to the socket file `path` (which must not exist).
     ///
@@ -127,61 +120,10 @@ impl UnixListener {
         let (s, addr) = self.src.read_op(|l| l.accept()).map_err(|e| sys::explain(e, "accept"))?;
         Ok((UnixStream::from_std(s)?, addr))
     }
-
-    /// An iterator of accepted connections (`accept` in a loop).
-    pub fn incoming(&self) -> UnixIncoming<'_> {
-        UnixIncoming { listener: self }
-    }
-
-    /// The address the listener is bound to.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// A new handle to the same socket (a duplicated descriptor).
-    pub fn try_clone(&self) -> io::Result<UnixListener> {
-        let l = UnixListener { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&l.src);
-        Ok(l)
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode [`accept`](UnixListener::accept) returns `WouldBlock` instead of
-    /// waiting (a flag of this handle; the descriptor is always non-blocking).
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Stops listening, for every handle: waiting and later `accept`s fail with an error
-    /// that [`SocketClosed::is`](super::SocketClosed::is) recognises (Go's
-    /// `Listener.Close`). The descriptor is released on drop.
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](UnixListener::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a std listener (switching its descriptor to non-blocking mode).
-    pub fn from_std(listener: StdListener) -> io::Result<UnixListener> {
-        listener.set_nonblocking(true)?;
-        Ok(UnixListener { src: Source::new(listener) })
-    }
-
-    /// The std listener, in blocking mode.
-    pub fn into_std(self) -> io::Result<StdListener> {
-        let l = self.src.into_inner();
-        l.set_nonblocking(false)?;
-        Ok(l)
-    }
 }
+
+socket!(UnixListener, StdListener, SocketAddr);
+listener!(UnixListener, UnixIncoming, UnixStream);
 
 /// A connected Unix stream socket.
 ///
@@ -245,144 +187,11 @@ impl UnixStream {
         let (a, b) = StdStream::pair().map_err(|e| sys::explain(e, "socketpair"))?;
         Ok((UnixStream::from_std(a)?, UnixStream::from_std(b)?))
     }
-
-    /// The peer's address (unnamed for a client that did not bind).
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().peer_addr()
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// Shuts down the read side, the write side or both. A green thread waiting to read
-    /// wakes when the read side shuts down.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.src.get().shutdown(how)
-    }
-
-    /// A new handle to the same connection (a duplicated descriptor) with this handle's
-    /// timeouts, e.g. one green thread reads while another writes.
-    pub fn try_clone(&self) -> io::Result<UnixStream> {
-        let s = UnixStream { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&s.src);
-        Ok(s)
-    }
-
-    /// Sets the read timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_read_timeout(timeout)
-    }
-
-    /// Sets the write timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_write_timeout(timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.read_timeout())
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.write_timeout())
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode reads and writes return `WouldBlock` instead of waiting.
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Closes the connection for everyone using it (waiting and later calls fail with
-    /// [`SocketClosed`](super::SocketClosed); the peer sees end-of-file). The descriptor is
-    /// released on drop.
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](UnixStream::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a connected std stream (switching its descriptor to non-blocking mode).
-    pub fn from_std(stream: StdStream) -> io::Result<UnixStream> {
-        stream.set_nonblocking(true)?;
-        Ok(UnixStream { src: Source::new(stream) })
-    }
-
-    /// The std stream, in blocking mode.
-    pub fn into_std(self) -> io::Result<StdStream> {
-        let s = self.src.into_inner();
-        s.set_nonblocking(false)?;
-        Ok(s)
-    }
 }
 
-impl Read for &UnixStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let len = buf.len();
-        self.src.stream_op(Direction::Read, len, |mut s| s.read(buf))
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.src.stream_op(Direction::Read, len, |mut s| s.read_vectored(bufs))
-    }
-}
-
-impl Write for &UnixStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.src.stream_op(Direction::Write, buf.len(), |mut s| s.write(buf))
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.src.stream_op(Direction::Write, len, |mut s| s.write_vectored(bufs))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Read for UnixStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        (&*self).read_vectored(bufs)
-    }
-}
-
-impl Write for UnixStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&*self).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+socket!(UnixStream, StdStream, SocketAddr);
+connection!(UnixStream, SocketAddr);
+stream!(UnixStream);
 
 /// A Unix datagram socket.
 ///
@@ -464,21 +273,6 @@ impl UnixDatagram {
         self.src.get().connect_addr(addr)
     }
 
-    /// Receives a datagram, waiting for one; returns its length (truncated to `buf`).
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.src.read_op(|s| s.recv(buf))
-    }
-
-    /// Receives a datagram and its sender's address, waiting for one.
-    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.src.read_op(|s| s.recv_from(buf))
-    }
-
-    /// Sends to the connected peer, waiting while its receive queue is full.
-    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.src.write_op(|s| s.send(buf))
-    }
-
     /// Sends to the socket file `path`, waiting while its receive queue is full.
     pub fn send_to<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
         let addr = SocketAddr::from_pathname(path)?;
@@ -490,110 +284,12 @@ impl UnixDatagram {
         self.src.write_op(|s| s.send_to_addr(buf, addr))
     }
 
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().local_addr()
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.src.get().peer_addr()
-    }
-
     /// Shuts down the read side, the write side or both.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.src.get().shutdown(how)
     }
-
-    /// A new handle to the same socket with this handle's timeouts.
-    pub fn try_clone(&self) -> io::Result<UnixDatagram> {
-        let s = UnixDatagram { src: Source::new(self.src.get().try_clone()?) };
-        self.src.clone_settings_to(&s.src);
-        Ok(s)
-    }
-
-    /// Sets the receive timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_read_timeout(timeout)
-    }
-
-    /// Sets the send timeout (`None`: wait forever).
-    ///
-    /// # Errors
-    /// `Some(Duration::ZERO)` is `InvalidInput`, like std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.src.set_write_timeout(timeout)
-    }
-
-    /// The receive timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.read_timeout())
-    }
-
-    /// The send timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.src.write_timeout())
-    }
-
-    /// Reads and clears `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.src.get().take_error()
-    }
-
-    /// In non-blocking mode sends and receives return `WouldBlock` instead of waiting.
-    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.src.set_nonblocking(nonblocking);
-        Ok(())
-    }
-
-    /// Closes the socket for everyone using it (waiting and later calls fail with
-    /// [`SocketClosed`](super::SocketClosed)).
-    pub fn close(&self) {
-        self.src.close();
-    }
-
-    /// Whether [`close`](UnixDatagram::close) was called on this handle.
-    pub fn is_closed(&self) -> bool {
-        self.src.is_closed()
-    }
-
-    /// Wraps a std socket (switching its descriptor to non-blocking mode).
-    pub fn from_std(socket: StdDatagram) -> io::Result<UnixDatagram> {
-        socket.set_nonblocking(true)?;
-        Ok(UnixDatagram { src: Source::new(socket) })
-    }
-
-    /// The std socket, in blocking mode.
-    pub fn into_std(self) -> io::Result<StdDatagram> {
-        let s = self.src.into_inner();
-        s.set_nonblocking(false)?;
-        Ok(s)
-    }
 }
 
-macro_rules! fd_traits {
-    ($($t:ty),*) => {$(
-        impl fmt::Debug for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(self.src.get(), f)
-            }
-        }
-
-        impl AsRawFd for $t {
-            fn as_raw_fd(&self) -> RawFd {
-                self.src.get().as_raw_fd()
-            }
-        }
-
-        impl AsFd for $t {
-            fn as_fd(&self) -> BorrowedFd<'_> {
-                self.src.get().as_fd()
-            }
-        }
-    )*};
-}
-
-fd_traits!(UnixListener, UnixStream, UnixDatagram);
+socket!(UnixDatagram, StdDatagram, SocketAddr);
+connection!(UnixDatagram, SocketAddr);
+datagram!(UnixDatagram, SocketAddr);

@@ -214,12 +214,3 @@ impl Holder {
         None
     }
 }
-
-/// A spin-loop hint: the CPU's pause outside loom, a yield to the model under loom.
-#[inline]
-pub(crate) fn spin_hint() {
-    #[cfg(loom)]
-    crate::loom::thread::yield_now();
-    #[cfg(not(loom))]
-    core::hint::spin_loop();
-}

@@ -48,7 +48,9 @@ use purloin_sched::WaitKind;
 use super::butex::{Butex, Waited};
 use super::poison;
 use super::waiter::Claimed;
-use super::{Holder, spin_hint, wait_info};
+use purloin_sched::spin::spin_hint;
+
+use super::{Holder, wait_info};
 use crate::loom::Ordering;
 
 const LOCKED: u32 = 1;

@@ -23,10 +23,9 @@
 
 use core::ops::{Deref, DerefMut};
 
-use crate::loom::{AtomicBool, Ordering};
+use purloin_sched::spin::Spin;
 
-/// Spins (with growing pauses) before yielding the OS thread.
-const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 6 };
+use crate::loom::{AtomicBool, Ordering};
 
 /// A test-and-test-and-set lock word without data (see the module docs).
 #[derive(Debug)]
@@ -59,18 +58,12 @@ impl SpinLock {
     #[cold]
     #[inline(never)]
     fn lock_contended(&self) {
-        let mut round = 0;
+        // The holder never blocks: spin with growing pauses, then yield the OS thread.
+        let mut spin = Spin::locking();
         loop {
             // Test before test-and-set: wait on a shared copy of the line.
             while self.locked.load(Ordering::Relaxed) {
-                if round < SPIN_ROUNDS {
-                    for _ in 0..1u32 << round {
-                        super::spin_hint();
-                    }
-                    round += 1;
-                } else {
-                    crate::loom::thread::yield_now();
-                }
+                spin.step();
             }
             // L1: as in `lock`.
             if self

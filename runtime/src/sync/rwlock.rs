@@ -33,7 +33,9 @@ use purloin_sched::WaitKind;
 
 use super::butex::Butex;
 use super::poison;
-use super::{Holder, spin_hint, wait_info};
+use purloin_sched::spin::spin_hint;
+
+use super::{Holder, wait_info};
 use crate::loom::Ordering;
 
 const READ_LOCKED: u32 = 1;

@@ -29,10 +29,11 @@ use core::mem::MaybeUninit;
 use std::time::Instant;
 
 use purloin_sched::WaitKind;
+use purloin_sched::spin::{Padded, Spin};
 
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::Token;
-use super::waiters::{Backoff, Blocked, CachePadded, Waiters, block};
+use super::waiters::{Blocked, Waiters, block};
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::sync::wait_info;
 
@@ -58,8 +59,8 @@ struct Slot<T> {
 
 /// A bounded channel's shared state.
 pub(crate) struct Channel<T> {
-    head: CachePadded<AtomicUsize>,
-    tail: CachePadded<AtomicUsize>,
+    head: Padded<AtomicUsize>,
+    tail: Padded<AtomicUsize>,
     buffer: Box<[Slot<T>]>,
     cap: usize,
     /// Adding this to an index moves it one lap ahead: `2 * mark_bit`.
@@ -107,8 +108,8 @@ impl<T> Channel<T> {
         }));
         let buffer = buffer.into_boxed_slice();
         Channel {
-            head: CachePadded(AtomicUsize::new(0)),
-            tail: CachePadded(AtomicUsize::new(0)),
+            head: Padded(AtomicUsize::new(0)),
+            tail: Padded(AtomicUsize::new(0)),
             buffer,
             cap,
             one_lap: mark_bit * 2,
@@ -122,7 +123,7 @@ impl<T> Channel<T> {
     /// Claims a slot to send into; false if the channel is full. A disconnected channel
     /// "succeeds" with a null slot (the write then fails).
     pub(crate) fn start_send(&self, token: &mut Token) -> bool {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         let mut tail = self.tail.load(Ordering::Relaxed);
         loop {
             if tail & self.mark_bit != 0 {
@@ -152,7 +153,7 @@ impl<T> Channel<T> {
                     }
                     Err(t) => {
                         tail = t;
-                        backoff.spin();
+                        backoff.retry();
                     }
                 }
             } else if stamp.wrapping_add(self.one_lap) == tail + 1 {
@@ -163,12 +164,12 @@ impl<T> Channel<T> {
                 if head.wrapping_add(self.one_lap) == tail {
                     return false;
                 }
-                backoff.spin();
+                backoff.retry();
                 tail = self.tail.load(Ordering::Relaxed);
             } else {
                 // Another sender claimed this position and has not advanced `tail` past our
                 // view yet: wait for it.
-                backoff.snooze();
+                backoff.step();
                 tail = self.tail.load(Ordering::Relaxed);
             }
         }
@@ -197,7 +198,7 @@ impl<T> Channel<T> {
     /// Claims a message to receive; false if the channel is empty. An empty disconnected
     /// channel "succeeds" with a null slot (the read then fails).
     pub(crate) fn start_recv(&self, token: &mut Token) -> bool {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             let index = head & (self.mark_bit - 1);
@@ -225,7 +226,7 @@ impl<T> Channel<T> {
                     }
                     Err(h) => {
                         head = h;
-                        backoff.spin();
+                        backoff.retry();
                     }
                 }
             } else if stamp == head {
@@ -240,12 +241,12 @@ impl<T> Channel<T> {
                     }
                     return false;
                 }
-                backoff.spin();
+                backoff.retry();
                 head = self.head.load(Ordering::Relaxed);
             } else {
                 // A sender claimed this slot and is still writing, or another receiver is
                 // ahead of our view.
-                backoff.snooze();
+                backoff.step();
                 head = self.head.load(Ordering::Relaxed);
             }
         }
@@ -423,7 +424,7 @@ impl<T> Channel<T> {
     /// written is waited for (its stamp becomes `head + 1`).
     fn discard_all_messages(&self, tail: usize) {
         let tail = tail & !self.mark_bit;
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         // Relaxed: only receivers move `head`, and we are the last one.
         let mut head = self.head.load(Ordering::Relaxed);
         while head != tail {
@@ -439,7 +440,7 @@ impl<T> Channel<T> {
                 head = if index + 1 < self.cap { head + 1 } else { lap.wrapping_add(self.one_lap) };
             } else {
                 // A sender claimed this slot before the mark and is still writing.
-                backoff.snooze();
+                backoff.step();
             }
         }
         // Release: the channel's destructor (or a later receive on the disconnected, empty

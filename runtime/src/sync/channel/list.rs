@@ -36,10 +36,11 @@ use core::mem::MaybeUninit;
 use std::time::Instant;
 
 use purloin_sched::WaitKind;
+use purloin_sched::spin::{Padded, Spin};
 
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::Token;
-use super::waiters::{Backoff, Blocked, CachePadded, Waiters, block};
+use super::waiters::{Blocked, Waiters, block};
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell, fence};
 use crate::sync::wait_info;
 
@@ -66,10 +67,10 @@ struct Slot<T> {
 impl<T> Slot<T> {
     /// Waits until the slot's message is written (its sender claimed it and is copying).
     fn wait_write(&self) {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         // L1: Acquire pairs with the sender's Release `fetch_or(WRITE)`.
         while self.state.load(Ordering::Acquire) & WRITE == 0 {
-            backoff.snooze();
+            backoff.step();
         }
     }
 }
@@ -109,14 +110,14 @@ impl<T> Block<T> {
 
     /// Waits until the next block is installed.
     fn wait_next(&self) -> *mut Block<T> {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         loop {
             // L2: Acquire pairs with the installer's Release store.
             let next = self.next.load(Ordering::Acquire);
             if !next.is_null() {
                 return next;
             }
-            backoff.snooze();
+            backoff.step();
         }
     }
 
@@ -166,8 +167,8 @@ impl Default for ListToken {
 
 /// An unbounded channel's shared state.
 pub(crate) struct Channel<T> {
-    head: CachePadded<Position<T>>,
-    tail: CachePadded<Position<T>>,
+    head: Padded<Position<T>>,
+    tail: Padded<Position<T>>,
     /// Receivers waiting for a message.
     receivers: Waiters,
     _marker: PhantomData<T>,
@@ -176,11 +177,11 @@ pub(crate) struct Channel<T> {
 impl<T> Channel<T> {
     pub(crate) fn new() -> Channel<T> {
         Channel {
-            head: CachePadded(Position {
+            head: Padded(Position {
                 index: AtomicUsize::new(0),
                 block: AtomicPtr::new(core::ptr::null_mut()),
             }),
-            tail: CachePadded(Position {
+            tail: Padded(Position {
                 index: AtomicUsize::new(0),
                 block: AtomicPtr::new(core::ptr::null_mut()),
             }),
@@ -192,7 +193,7 @@ impl<T> Channel<T> {
     /// Claims a slot to send into. Never fails for lack of room; a disconnected channel
     /// "succeeds" with a null block (the write then fails).
     pub(crate) fn start_send(&self, token: &mut Token) -> bool {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         // L2: Acquire, to dereference the block.
         let mut tail = self.tail.index.load(Ordering::Acquire);
         let mut block = self.tail.block.load(Ordering::Acquire);
@@ -205,7 +206,7 @@ impl<T> Channel<T> {
             let offset = (tail >> SHIFT) % LAP;
             if offset == BLOCK_CAP {
                 // Another sender is installing the next block.
-                backoff.snooze();
+                backoff.step();
                 tail = self.tail.index.load(Ordering::Acquire);
                 block = self.tail.block.load(Ordering::Acquire);
                 continue;
@@ -260,7 +261,7 @@ impl<T> Channel<T> {
                 Err(t) => {
                     tail = t;
                     block = self.tail.block.load(Ordering::Acquire);
-                    backoff.spin();
+                    backoff.retry();
                 }
             }
         }
@@ -290,7 +291,7 @@ impl<T> Channel<T> {
     /// Claims a message to receive; false if empty. An empty disconnected channel "succeeds"
     /// with a null block (the read then fails).
     pub(crate) fn start_recv(&self, token: &mut Token) -> bool {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         // L2: Acquire, to dereference the block.
         let mut head = self.head.index.load(Ordering::Acquire);
         let mut block = self.head.block.load(Ordering::Acquire);
@@ -298,7 +299,7 @@ impl<T> Channel<T> {
             let offset = (head >> SHIFT) % LAP;
             if offset == BLOCK_CAP {
                 // The reader of the last slot is moving `head` to the next block.
-                backoff.snooze();
+                backoff.step();
                 head = self.head.index.load(Ordering::Acquire);
                 block = self.head.block.load(Ordering::Acquire);
                 continue;
@@ -321,7 +322,7 @@ impl<T> Channel<T> {
             }
             if block.is_null() {
                 // The first block is being installed by the first sender.
-                backoff.snooze();
+                backoff.step();
                 head = self.head.index.load(Ordering::Acquire);
                 block = self.head.block.load(Ordering::Acquire);
                 continue;
@@ -354,7 +355,7 @@ impl<T> Channel<T> {
                 Err(h) => {
                     head = h;
                     block = self.head.block.load(Ordering::Acquire);
-                    backoff.spin();
+                    backoff.retry();
                 }
             }
         }
@@ -506,14 +507,14 @@ impl<T> Channel<T> {
     /// after marking the channel disconnected, so no receiver runs concurrently and no new
     /// send can start; sends that already claimed a slot are waited for.
     fn discard_all_messages(&self) {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         let mut tail = self.tail.index.load(Ordering::Acquire);
         // Wait until no block is being installed (`tail` off the sentinel).
         loop {
             if (tail >> SHIFT) % LAP != BLOCK_CAP {
                 break;
             }
-            backoff.snooze();
+            backoff.step();
             tail = self.tail.index.load(Ordering::Acquire);
         }
         let mut head = self.head.index.load(Ordering::Acquire);
@@ -523,7 +524,7 @@ impl<T> Channel<T> {
         if head >> SHIFT != tail >> SHIFT {
             // The first block may not be visible yet though messages are claimed.
             while block.is_null() {
-                backoff.snooze();
+                backoff.step();
                 block = self.head.block.swap(core::ptr::null_mut(), Ordering::AcqRel);
             }
         }

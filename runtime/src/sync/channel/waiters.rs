@@ -1,6 +1,7 @@
 //! What the lock-free channel flavors (bounded `array`, unbounded `list`) share: the waiter
-//! lists with a lock-free "anyone waiting?" flag, the blocking step of a send or receive, a
-//! spin/yield backoff, and cache-line padding.
+//! lists with a lock-free "anyone waiting?" flag, the blocking step of a send or receive.
+//! Their padding and backoff are the scheduler's (`purloin_sched::spin`: `Padded`,
+//! `Spin::backoff`).
 //!
 //! # Memory ordering
 //!
@@ -17,80 +18,13 @@
 //! - Claims and finishes follow the waiter protocol (W1/W2 in `sync::waiter`); the list lock's
 //!   L1 orders links and `is_empty` updates made under it.
 
-use core::cell::Cell;
-use core::ops::Deref;
 use std::time::Instant;
 
 use purloin_sched::WaitInfo;
 
 use crate::loom::{AtomicBool, Ordering, fence};
 use crate::sync::raw_lock::Locked;
-use crate::sync::spin_hint;
 use crate::sync::waiter::{Claimed, List, Node, Waiter};
-
-/// Pads and aligns a value to 128 bytes (two cache lines: x86_64's adjacent-line prefetcher
-/// pairs lines), so the head and tail indices of a channel do not share one.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> Deref for CachePadded<T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-/// Exponential spin, then yield (a green thread yields to its worker's other green threads).
-pub(crate) struct Backoff {
-    step: Cell<u32>,
-}
-
-/// Spin rounds grow to 2^SPIN_LIMIT pauses (one yield per round under loom, where a pause is a
-/// yield to the model).
-const SPIN_LIMIT: u32 = if cfg!(loom) { 0 } else { 6 };
-const YIELD_LIMIT: u32 = if cfg!(loom) { 1 } else { 10 };
-
-impl Backoff {
-    #[inline]
-    pub(crate) fn new() -> Backoff {
-        Backoff { step: Cell::new(0) }
-    }
-
-    /// Backs off in a lock-free retry loop (another thread changed the word we CAS).
-    #[inline]
-    pub(crate) fn spin(&self) {
-        let step = self.step.get().min(SPIN_LIMIT);
-        for _ in 0..1u32 << step {
-            spin_hint();
-        }
-        if self.step.get() <= SPIN_LIMIT {
-            self.step.set(self.step.get() + 1);
-        }
-    }
-
-    /// Backs off while waiting for another thread to finish a step (a slot being written).
-    pub(crate) fn snooze(&self) {
-        if self.step.get() <= SPIN_LIMIT {
-            for _ in 0..1u32 << self.step.get() {
-                spin_hint();
-            }
-        } else {
-            yield_now();
-        }
-        if self.step.get() <= YIELD_LIMIT {
-            self.step.set(self.step.get() + 1);
-        }
-    }
-}
-
-/// Yields the green thread (to its worker's other green threads) or the OS thread.
-pub(crate) fn yield_now() {
-    // `purloin_sched::yield_now` yields the OS thread outside a green thread (loom's under
-    // loom).
-    purloin_sched::yield_now();
-}
 
 /// Threads waiting for a channel to become ready in one direction (receivers waiting for a
 /// message, or senders waiting for room).

@@ -28,10 +28,10 @@ use core::marker::PhantomData;
 use std::time::Instant;
 
 use purloin_sched::WaitKind;
+use purloin_sched::spin::Spin;
 
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::{DISCONNECTED, Token};
-use super::waiters::Backoff;
 use crate::loom::{AtomicBool, Ordering, UnsafeCell};
 use crate::sync::raw_lock::Locked;
 use crate::sync::wait_info;
@@ -83,10 +83,10 @@ impl<T> Packet<T> {
 
     /// Waits until a selecting sender put its message (or gave up without one).
     fn wait_ready(&self) {
-        let backoff = Backoff::new();
+        let mut backoff = Spin::backoff();
         // Z3: Acquire pairs with the sender's Release store.
         while !self.ready.load(Ordering::Acquire) {
-            backoff.snooze();
+            backoff.step();
         }
     }
 }
