@@ -9,8 +9,13 @@
 //! wins, nothing happened; if it loses, the P now belongs to someone else, so the green thread
 //! goes to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
-//! The monitor also reports, once per green thread, one that runs for longer than 10 ms
-//! without a scheduling point (without preempting it).
+//! The monitor also reports, once per green thread (or process step), one that runs for
+//! longer than 10 ms without a scheduling point (without preempting it): as a CPU hog if its
+//! worker's OS thread used that much CPU time, as blocking its worker if the thread sat in one
+//! kernel wait for that long. A kernel wait is reported only when seen twice, the threshold
+//! apart, with no CPU time used in between: one continuous wait (a sleep, a blocking read, a
+//! lock held for long), not waits on locks that other threads hold briefly (a convoy, or a
+//! holder the OS preempted on a loaded machine), which are not the green thread's doing.
 //!
 //! # Memory ordering
 //!
@@ -250,6 +255,9 @@ struct Seen {
     /// CPU time of the P's worker thread when `schedtick` last changed.
     cpu_at_tick: Option<Duration>,
     reported_tick: u64,
+    /// In this tick, when the worker thread was first seen in a kernel wait, and its CPU time
+    /// then (a wait is reported once it is still on, with no CPU used, a threshold later).
+    waiting_since: Option<(Instant, Option<Duration>)>,
 }
 
 /// Why the monitor reports a green thread.
@@ -274,6 +282,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             sched_since: now,
             cpu_at_tick: None,
             reported_tick: u64::MAX,
+            waiting_since: None,
         };
         shared.ps.len()
     ];
@@ -332,14 +341,15 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     s.schedtick = tick;
                     s.sched_since = now;
                     s.cpu_at_tick = crate::os::thread_cpu_time(p.holder.load(Ordering::Relaxed));
+                    s.waiting_since = None;
                 } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
                 {
                     let holder = p.holder.load(Ordering::Relaxed);
                     let wall = now.duration_since(s.sched_since);
-                    let cpu = crate::os::thread_cpu_time(holder)
-                        .zip(s.cpu_at_tick)
-                        .map(|(now, then)| now.saturating_sub(then));
+                    let cpu_now = crate::os::thread_cpu_time(holder);
+                    let cpu =
+                        cpu_now.zip(s.cpu_at_tick).map(|(now, then)| now.saturating_sub(then));
                     // Tell a green thread that hogs its worker (CPU time advanced), or blocks
                     // its OS thread in the kernel (a std lock, a sleep, blocking I/O), from a
                     // worker the OS simply did not schedule (neither: not the green thread's
@@ -347,9 +357,28 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     let verdict = match cpu {
                         Some(c) if c >= cfg.long_run_threshold => Some(LongRun::Cpu(c)),
                         _ => match (crate::os::thread_kernel_wait(holder), cpu) {
-                            (Some(how), _) => Some(LongRun::Blocked(wall, how)),
+                            // A wait is blamed only if it is one continuous wait: still on a
+                            // threshold after it was first seen, with no CPU time used since
+                            // (no wake-up between). Short waits on locks other threads hold
+                            // (a convoy, a preempted holder) do not pass.
+                            (Some(how), _) => match s.waiting_since {
+                                Some((at, cpu_then))
+                                    if cpu_then == cpu_now
+                                        && now.duration_since(at) >= cfg.long_run_threshold =>
+                                {
+                                    Some(LongRun::Blocked(wall, how))
+                                }
+                                Some((_, cpu_then)) if cpu_then == cpu_now => None,
+                                _ => {
+                                    s.waiting_since = Some((now, cpu_now));
+                                    None
+                                }
+                            },
                             (None, None) => Some(LongRun::Cpu(wall)),
-                            (None, Some(_)) => None,
+                            (None, Some(_)) => {
+                                s.waiting_since = None;
+                                None
+                            }
                         },
                     };
                     if let Some(verdict) = verdict {
@@ -400,6 +429,7 @@ fn report_long_runner(
     }
     let generation = g.generation();
     let name = g.name();
+    let step = g.is_step();
     if g.drop_ref() {
         crate::registry::recycle_anywhere(g);
     }
@@ -410,11 +440,33 @@ fn report_long_runner(
         return;
     }
     shared.stats.long_runners.fetch_add(1, STAT);
-    let who = format!(
-        "green thread {} '{}'",
-        g.id_with(generation),
-        name.as_deref().unwrap_or("<unnamed>")
-    );
+    let name = name.as_deref().unwrap_or("<unnamed>");
+    let id = g.id_with(generation);
+    if step {
+        // A stackless task (a `purloin::machine` process): one step runs on the worker's own
+        // stack, so the advice for green threads (yield, `blocking()`) does not apply.
+        match why {
+            LongRun::Cpu(ran) => eprintln!(
+                "purloin: a process step (stackless task {id} '{name}') has run for {ran:?} of CPU time; \
+                 it delays the other processes and green threads of its worker — do less per \
+                 step (return and continue in the next one)"
+            ),
+            LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
+                "purloin: a process step (stackless task {id} '{name}') has blocked its worker's OS \
+                 thread for {for_:?} (a std lock, std::thread::sleep or blocking I/O); a step \
+                 must not block: yield a command whose handler (on a green thread) does the \
+                 blocking work (see purloin::machine)"
+            ),
+            LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
+                "purloin: a process step (stackless task {id} '{name}') has kept its worker's OS thread \
+                 in an uninterruptible kernel wait for {for_:?} (page faults on fresh or \
+                 swapped memory, or disk I/O: usually memory pressure); if it is file I/O, \
+                 yield a command whose handler does it"
+            ),
+        }
+        return;
+    }
+    let who = format!("green thread {id} '{name}'");
     match why {
         LongRun::Cpu(ran) => eprintln!(
             "purloin: {who} has run for {ran:?} of CPU time without a scheduling point (yield, \

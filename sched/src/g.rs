@@ -497,6 +497,14 @@ impl G {
         self.state.store(word(generation, FREE), Ordering::Release);
     }
 
+    /// Whether this G is a stackless task's record (a process step), not a green thread
+    /// (caller holds a reference or knows the G is alive).
+    pub(crate) fn is_step(&self) -> bool {
+        // SAFETY: the step task is written only at spawn (before the G is published) and
+        // cleared at recycle; callers read it while the G is alive.
+        unsafe { self.step_task.with(|t| (*t).is_some()) }
+    }
+
     /// Reads the name (caller holds a reference or knows the G is alive).
     pub(crate) fn name(&self) -> Option<std::sync::Arc<str>> {
         // SAFETY: the name is written only at spawn (before the G is published) and cleared at

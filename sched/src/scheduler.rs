@@ -113,6 +113,10 @@ pub struct ShutdownReport {
     /// Green threads still alive when shutdown gave up (they never reached a scheduling
     /// point); their workers were detached.
     pub unfinished: usize,
+    /// Parked green threads left parked for ever, because the program is built with
+    /// `panic = "abort"` and unwinding them would abort it: their stacks and what they own are
+    /// leaked, and their `JoinHandle`s never complete. Always 0 in unwinding builds.
+    pub leaked: usize,
 }
 
 /// A parked green thread (see [`Scheduler::parked`]).
@@ -534,7 +538,8 @@ impl Scheduler {
         shared.wake_all();
         let mut report = ShutdownReport::default();
         if !wait_all_done(&shared, timeout) {
-            (report.cancelled, report.unfinished) = unwind_remaining(&shared, timeout);
+            (report.cancelled, report.unfinished, report.leaked) =
+                unwind_remaining(&shared, timeout);
         }
         shared.phase.store(PHASE_STOPPED, Ordering::Release);
         stop_workers(&shared);
@@ -556,7 +561,7 @@ impl Scheduler {
             // queued behind them is failed with `Cancelled`, so its joiners do not wait
             // forever; only the stuck green threads themselves stay unfinished.
             drain_queues(&shared, false);
-            report.unfinished = shared.live();
+            report.unfinished = shared.live().saturating_sub(report.leaked);
         }
         report
     }

@@ -15,8 +15,9 @@
 //!    run, repeatedly (a destructor may park again), until none is alive or a second timeout.
 //!    Green threads that still reach scheduling points (yielding, not stuck) extend that
 //!    wait, up to 5 s in all. Built with `panic = "abort"`, an unwind would abort the
-//!    process: the parked green threads are left parked instead (their stacks leaked), with
-//!    one line on stderr.
+//!    process: the parked green threads are taken out of scheduling for ever instead (their
+//!    stacks and captures leaked, their `JoinHandle`s never complete; later wake-ups of them
+//!    are ignored), with one line on stderr, and shutdown goes on as if they had finished.
 //! 4. The phase becomes *stopped*; every worker is woken, leaves its loop, and is joined; the
 //!    monitor stops. Green threads that never reached a scheduling point are reported as
 //!    unfinished and their workers are left running (detached) rather than hanging the caller.
@@ -74,17 +75,17 @@ pub(crate) fn wait_all_done(shared: &Shared, timeout: Duration) -> bool {
 const BUSY_SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 
 /// Step 3, after `wait_all_done(shared, timeout)` gave up: unwinds the parked green threads
-/// until none is alive or the grace ends. Returns `(cancelled, unfinished)`.
-pub(crate) fn unwind_remaining(shared: &Arc<Shared>, timeout: Duration) -> (usize, usize) {
+/// until none is alive or the grace ends. Returns `(cancelled, unfinished, leaked)`.
+pub(crate) fn unwind_remaining(shared: &Arc<Shared>, timeout: Duration) -> (usize, usize, usize) {
     if cfg!(panic = "abort") {
-        // A forced unwind is a panic, which aborts the process under `panic = "abort"`:
-        // leave the parked green threads parked (their stacks and captures are leaked).
-        let unfinished = shared.live();
+        // A forced unwind is a panic, which aborts the process under `panic = "abort"`.
+        let (leaked, unfinished) = leak_parked(shared, timeout);
         eprintln!(
-            "purloin: {unfinished} green threads were still alive at shutdown and were not \
-             unwound (panic = \"abort\" cannot unwind them); their stacks are leaked"
+            "purloin: {leaked} parked green threads were left parked at shutdown and their \
+             stacks leaked (built with panic = \"abort\", which cannot unwind them to run their \
+             destructors)"
         );
-        return (0, unfinished);
+        return (0, unfinished, leaked);
     }
     let mut cancelled = 0;
     let wait = timeout.max(Duration::from_millis(100));
@@ -96,7 +97,7 @@ pub(crate) fn unwind_remaining(shared: &Arc<Shared>, timeout: Duration) -> (usiz
     loop {
         cancelled += cancel_parked(shared);
         if wait_all_done(shared, Duration::from_millis(10)) {
-            return (cancelled, 0);
+            return (cancelled, 0, 0);
         }
         let now = Instant::now();
         let (now_ticks, now_live) = (shared.sched_ticks(), shared.live());
@@ -107,8 +108,37 @@ pub(crate) fn unwind_remaining(shared: &Arc<Shared>, timeout: Duration) -> (usiz
             deadline = deadline.max((now + wait).min(hard_deadline));
         }
         if now >= deadline {
-            return (cancelled, shared.live());
+            return (cancelled, shared.live(), 0);
         }
+    }
+}
+
+/// Step 3 in a `panic = "abort"` build: takes every parked green thread out of scheduling for
+/// ever instead of unwinding it. Returns `(leaked, unfinished)`: how many were taken, and how
+/// many live green threads were not parked (ones that never reach a scheduling point).
+///
+/// Each parked G is claimed as a cancel would claim it (`PARKED => RUNNABLE`, G3), but the
+/// claim's queue entry is never pushed: the G never runs again, so its stack, its captures and
+/// its task cell stay as they are (leaked, never reused). Wakers that come later (a channel
+/// send, a timer, an I/O event) find it RUNNABLE and only note the wake-up
+/// ([`g::Unparked::Noted`]), so none of them touches the scheduler that is about to be freed.
+fn leak_parked(shared: &Arc<Shared>, timeout: Duration) -> (usize, usize) {
+    let mut leaked = 0;
+    // A G being inspected by a dump (INSPECTED) is claimed when the dump releases it, and one
+    // parking right now becomes PARKED in a moment: go round until every live G is taken, or
+    // the grace ends (the rest never reach a scheduling point).
+    let deadline = Instant::now() + timeout.max(Duration::from_millis(100));
+    loop {
+        for_each_parked(Arc::as_ptr(shared), |gref, generation| {
+            if gref.cancel(generation) == g::Unparked::Queue {
+                leaked += 1;
+            }
+        });
+        let live = shared.live();
+        if live <= leaked || Instant::now() >= deadline {
+            return (leaked, live.saturating_sub(leaked));
+        }
+        wait_all_done(shared, Duration::from_millis(10));
     }
 }
 

@@ -263,13 +263,15 @@ fn give_back_slow(class: &'static ClassPool, raw: RawSlot) {
 }
 
 /// Gives memory back to the kernel after a burst: every stack in the shared pools and in
-/// the calling thread's cache is `MADV_DONTNEED`ed entirely (including the `keep_resident`
-/// top pages), so the next lease of each starts from zero-filled pages.
+/// every thread's cache (the caller's and other threads', also of threads that are parked or
+/// blocked) is `MADV_DONTNEED`ed entirely (including the `keep_resident` top pages) and put
+/// in the shared pool, so the next lease of each starts from zero-filled pages.
 ///
-/// Other threads' caches are not touched (at most [`Options::thread_cache`] stacks per class
-/// each; a thread's cache is flushed to the shared pool when the thread exits): a scheduler
-/// should call `trim` on each worker when it goes idle, or from a monitor thread for the
-/// shared pools. Address space stays reserved (arenas are never unmapped): only memory is
+/// The rule: when `trim` returns, no stack that was pooled or cached when it was called
+/// holds resident memory; the only stack memory still resident is that of leased stacks and
+/// of stacks returned while `trim` ran. A thread's cache is taken between two of its leases
+/// or returns (an owner that finds its cache being trimmed uses the shared pool for that
+/// one call). Address space stays reserved (arenas are never unmapped): only memory is
 /// returned.
 ///
 /// # Examples
@@ -285,7 +287,7 @@ fn give_back_slow(class: &'static ClassPool, raw: RawSlot) {
 pub fn trim() {
     let g = global();
     #[cfg(not(loom))]
-    crate::cache::flush(|class, raw| class.release(raw));
+    crate::cache::flush_all(|class, raw| class.release(raw));
     for class in g.classes() {
         class.trim();
     }

@@ -16,11 +16,11 @@
 //! few dozen mappings. Support is probed once; older kernels fall back to `mprotect` guards
 //! (and run into the map-count limit, which is then reported by name).
 //!
-//! Stacks are **pooled**: a per-thread cache (no atomic read-modify-write, no system call),
-//! then a bounded shared pool per class. Stacks returned to a pool above its bound keep only
-//! their top pages resident (the rest is given back with `MADV_DONTNEED`), beyond a second
-//! bound they keep nothing, and [`trim`] gives everything back after a burst (see
-//! [`Options`]). Because slots have a fixed size, "which stack's guard is this fault
+//! Stacks are **pooled**: a per-thread cache (one uncontended compare-and-swap, no system
+//! call), then a bounded shared pool per class. Stacks returned to a pool above its bound keep
+//! only their top pages resident (the rest is given back with `MADV_DONTNEED`), beyond a
+//! second bound they keep nothing, and [`trim`] gives everything back after a burst, from
+//! the shared pools and every thread's cache (see [`Options`]). Because slots have a fixed size, "which stack's guard is this fault
 //! address in?" is arithmetic, which lets the [`overflow`] handler print
 //! `green thread 42 'worker-7' has overflowed its 32 KiB stack` from a signal handler.
 //!
@@ -83,7 +83,8 @@
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p purloin-stack --lib --tests
 //! ```
 //!
-//! Under loom the per-thread cache is compiled out (lease and return go to the shared pool),
+//! Under loom the per-thread cache is compiled out (lease and return go to the shared pool;
+//! the gate through which `trim` reaches other threads' caches has its own model),
 //! the memory system calls are replaced by heap allocations (they are not part of the
 //! protocol, and made the models system-call bound), and the process-wide pool is recreated
 //! for each model execution, so dependent crates can lease stacks inside their own models.
@@ -95,6 +96,7 @@ mod cache;
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod fault;
+mod gate;
 mod global;
 mod options;
 mod os;

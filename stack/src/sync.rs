@@ -78,6 +78,14 @@ macro_rules! process_global {
 }
 pub(crate) use process_global;
 
+/// Gives up the CPU while waiting for another thread (loom's scheduler under loom).
+pub(crate) fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}
+
 #[cfg(all(test, loom))]
 pub(crate) use loom::{cell::UnsafeCell, model, sync::Arc, thread};
 /// Threads for the unit tests and models.

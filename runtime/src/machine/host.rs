@@ -6,10 +6,11 @@
 //! Most shared state here is under locks (the table's shards, a process's exit slot, the
 //! handler registry). Three orderings are atomic:
 //!
-//! - (D1) Shutdown waits for `live` to reach zero. A finishing process decrements `live`, then
-//!   `fence(SeqCst)`, then loads `closing`; shutdown stores `closing`, then `fence(SeqCst)`,
-//!   then reads `live` under the `shut` lock. Either the finisher sees `closing` and notifies
-//!   under the lock, or shutdown sees the decrement: the notification is never lost.
+//! - (D1) Shutdown waits for `live` to reach zero. The finisher whose decrement makes `live`
+//!   zero (`release_live`) then does `fence(SeqCst)` and loads `closing`; shutdown stores
+//!   `closing`, then `fence(SeqCst)`, then reads `live` under the `shut` lock. Either that
+//!   finisher sees `closing` and notifies under the lock, or shutdown sees the decrement: the
+//!   notification is never lost. Decrements that leave `live` above zero do not notify.
 //! - (D2) `closing` is checked by spawners under the shard lock they insert with, and stored
 //!   by shutdown before it walks the shards (taking each lock): a spawner either inserts
 //!   before shutdown's snapshot of that shard or sees `closing` and gives up.
@@ -614,7 +615,7 @@ impl HostShared {
         let cell = match inserted {
             Ok(cell) => cell,
             Err(why) => {
-                self.live.fetch_sub(1, Ordering::Relaxed);
+                self.release_live();
                 if let Some(mut p) = process {
                     p.close();
                 }
@@ -639,7 +640,7 @@ impl HostShared {
             }
             Err(e) => {
                 self.forget(&cell);
-                self.live.fetch_sub(1, Ordering::Relaxed);
+                self.release_live();
                 cell.abandon();
                 Err(e)
             }
@@ -700,10 +701,8 @@ impl HostShared {
     /// A process finished (called at the end of its last step): publishes the exit status.
     pub(crate) fn process_finished(&self, cell: &ProcCell, result: Result<Payload, Error>) {
         // Before the exit is published, so a waiter that got the result sees the process
-        // gone from `live_processes` too (the exit lock orders the two). Release (D3): the
-        // `COMPLETE` store and everything the step did happen before shutdown's Acquire load
-        // that reads the decrement.
-        self.live.fetch_sub(1, Ordering::Release);
+        // gone from `live_processes` too (the exit lock orders the two).
+        self.release_live();
         let (greens, detached, unneeded) = {
             let mut exit = lock(&cell.exit);
             exit.done = true;
@@ -725,6 +724,23 @@ impl HostShared {
         }
         if detached {
             self.table.remove(cell.pid);
+        }
+    }
+
+    /// Takes one off `live` (a process finished, or a spawn that counted itself failed) and,
+    /// if that made it zero while shutdown waits for zero, wakes shutdown (D1).
+    ///
+    /// Only the decrement that reaches zero notifies: shutdown waits for zero and nothing
+    /// else, so the others have nothing to say, and each notification takes the `shut` lock,
+    /// which shutdown's waiting thread takes again on every wake-up. A million processes
+    /// ending at once would otherwise convoy the workers on that lock (their steps blocked in
+    /// the kernel, reported by the monitor as blocking their workers).
+    fn release_live(&self) {
+        // Release (D3): the `COMPLETE` store and everything the step did happen before
+        // shutdown's Acquire load that reads the decrement.
+        let last = self.live.fetch_sub(1, Ordering::Release) == 1;
+        if !last {
+            return;
         }
         // D1: the decrement (above) before the load of `closing`.
         fence(Ordering::SeqCst);
@@ -768,12 +784,13 @@ impl HostShared {
         // D1/D2: `closing` before the reads of `live` and the shard walk.
         fence(Ordering::SeqCst);
         let running = self.snapshot_live();
+        // One message for every process (each knows its own pid): a million processes cost
+        // no million strings made here and freed on the workers.
+        let why = Error::cancelled(
+            "the process is cancelled because its host is shutting down; complete soon",
+        );
         for cell in &running {
-            let why = Error::cancelled(format!(
-                "{} is cancelled because its host is shutting down; complete soon",
-                cell.pid
-            ));
-            if let Ok(Some(w)) = cell.push(Event::cancel(why), Wake::IfWaiting) {
+            if let Ok(Some(w)) = cell.push(Event::cancel(why.clone()), Wake::IfWaiting) {
                 w.wake();
             }
         }

@@ -22,6 +22,7 @@
 //! | `park`'s flag clear (`swap(RUNNING)`) Relaxed instead of Acquire (P1) | all five | deadlock |
 //! | W1 in `send` (`IDLE => READY/RUNNING`) Relaxed instead of AcqRel | all but `completion_racing_the_worker` | causality violation on the owner `UnsafeCell` |
 //! | R1 (`park`'s CAS) Relaxed instead of Release | all but `completion_racing_the_worker` | causality violation on the owner `UnsafeCell` |
+//! | shutdown (`host.rs`): `release_live` notifies on the decrement from 2 instead of the one that reaches zero (D1) | `shutdown_racing_send` | deadlock |
 //!
 //! Earlier rows, from the version whose wakeup flag was the scheduler's `NOTIFIED` token and
 //! whose publishers used a store→load fence pair (F1/F2, now gone), still describe these
@@ -33,7 +34,7 @@
 //! | `publish_handle` ignores `PENDING` (H1) | `send_racing_idle` | deadlock |
 //! | `process_finished` decrements `live` Relaxed instead of Release (D3) | `shutdown_racing_send` | assertion: counted as timed out |
 //! | shutdown reads `live` Relaxed instead of Acquire (D3) | `shutdown_racing_send` | assertion: counted as timed out |
-//! | D1 fence in `process_finished` removed | `shutdown_racing_send` | deadlock (shutdown never notified) |
+//! | D1 fence in `release_live` (`process_finished`) removed | `shutdown_racing_send` | deadlock (shutdown never notified) |
 //! | D1 fence in `shutdown_processes` removed | `shutdown_racing_send` | deadlock |
 //!
 //! Not caught: concluding "the spawner will unpark" from a plain load of `PENDING` (instead
