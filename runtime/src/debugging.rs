@@ -63,8 +63,10 @@
 //! new spans on a green thread get its own current span as their parent, whichever worker runs
 //! it. The scheduler also reports what it does as `TRACE` events under the `purloin::sched`
 //! target: `spawn` (`id`, `by`), `park` (`id`), `unpark` (`id`, `by`) and `steal` (`thief`,
-//! `victim`, `count`); a filter such as `purloin::sched=trace` turns them on. With no
-//! subscriber, or one not interested in anything, a switch costs one more load and branch.
+//! `victim`, `count`); a filter such as `purloin::sched=trace` turns them on. Set the
+//! subscriber before the first runtime is built (the first `spawn` builds the global one):
+//! the runtime built then installs the span mover for the whole process. Without it, a
+//! switch or an event site costs one load and a predictable branch.
 //!
 //! ```
 //! # #[cfg(feature = "tracing")] {

@@ -47,7 +47,8 @@
 //! - `tracing`: a span entered on a green thread stays entered on whichever worker runs it
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
-//!   the `purloin::sched` target. See [`debugging`](crate::debugging#tracing).
+//!   the `purloin::sched` target. Set the subscriber before the first runtime is built. See
+//!   [`debugging`](crate::debugging#5-tracing).
 //!
 //! # Layers
 //!

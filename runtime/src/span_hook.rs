@@ -15,8 +15,15 @@
 //! thread's stack is the green thread's. A green thread that ends with spans still entered
 //! (a leaked guard) has them exited on its OS thread.
 //!
-//! The moves happen only while some subscriber is interested in anything
-//! (`LevelFilter::current()` is not `OFF`); otherwise a switch costs a load and a branch more.
+//! # When it is installed
+//!
+//! The hook is installed by the first runtime built while a subscriber is interested in
+//! anything (`LevelFilter::current()` is not `OFF`: a global default is set, or a scoped one
+//! somewhere), and from then on serves every runtime of the process. So set the subscriber
+//! before the first runtime is built (the first [`spawn`](crate::spawn) builds the global
+//! one). With no hook, a switch or an event site costs the scheduler one load and a
+//! predictable branch (`purloin_sched::hook`); with the hook and a subscriber that has since
+//! turned everything off, a switch costs a call and a load more.
 
 use tracing::level_filters::LevelFilter;
 use tracing::span::Id;
@@ -34,9 +41,12 @@ struct TracingHook;
 
 static HOOK: TracingHook = TracingHook;
 
-/// Installs the hook (once per process; a hook installed by someone else stays).
+/// Installs the hook if a subscriber is interested in anything (once per process; a hook
+/// installed by someone else stays).
 pub(crate) fn install() {
-    let _ = hook::install(&HOOK);
+    if LevelFilter::current() != LevelFilter::OFF {
+        let _ = hook::install(&HOOK);
+    }
 }
 
 impl Hook for TracingHook {

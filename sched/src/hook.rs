@@ -3,10 +3,11 @@
 //!
 //! The scheduler depends on no tracing or profiling library; a layer above (the `purloin`
 //! facade's `tracing` feature) installs a [`Hook`] that translates. A hook is installed once
-//! per process and never removed, so the scheduler reads it with one load and one branch
-//! (`OnceLock::get`: an Acquire load that pairs with the Release of the one `set`); with no
-//! hook installed every site costs that branch and nothing else, and the event's fields are
-//! not even computed (each site passes a closure).
+//! per process and never removed. Every site first reads one flag (`INSTALLED`, Relaxed) and
+//! branches; with no hook installed that load and predictable branch is all it costs, and the
+//! event's fields are not even computed (each site passes a closure, called out of line).
+//! With the flag set, the hook itself comes from the `OnceLock` (its Acquire load pairs with
+//! the Release of the one `set`, so the flag's Relaxed read publishes nothing by itself).
 //!
 //! # Where the hook runs
 //!
@@ -22,6 +23,7 @@
 use std::sync::OnceLock;
 
 use crate::GreenId;
+use crate::sync::{HOOK_FLAG, HookFlag};
 
 /// A scheduler event reported to the installed [`Hook`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +108,9 @@ pub trait Hook: Sync + 'static {
 
 static HOOK: OnceLock<&'static dyn Hook> = OnceLock::new();
 
+/// Set once `HOOK` holds the hook: the sites' one load and branch.
+static INSTALLED: HookFlag = HookFlag::new(false);
+
 /// Installs the process's hook. Green threads switched out before the hook was installed are
 /// switched in with `saved == 0`.
 ///
@@ -130,25 +135,56 @@ pub fn install(hook: &'static dyn Hook) -> Result<(), &'static dyn Hook> {
         installed = true;
         hook
     });
-    if installed { Ok(()) } else { Err(*current) }
+    if installed {
+        // Relaxed: a site that sees the flag reads the hook through the OnceLock (Acquire).
+        INSTALLED.store(true, HOOK_FLAG);
+        Ok(())
+    } else {
+        Err(*current)
+    }
 }
 
-/// The installed hook: one Acquire load and a branch.
+/// Whether a hook is installed: the one load and branch of every site.
 #[inline(always)]
-pub(crate) fn get() -> Option<&'static dyn Hook> {
+pub(crate) fn installed() -> bool {
+    INSTALLED.load(HOOK_FLAG)
+}
+
+/// The installed hook (after [`installed`] said there is one).
+#[cold]
+fn get() -> Option<&'static dyn Hook> {
     HOOK.get().copied()
 }
 
-/// Reports the event `make` builds, if a hook is installed (the closure runs only then).
+/// The hook's [`Hook::switch_out`] (out of line: the switch inlines only the flag's test).
+#[cold]
+#[inline(never)]
+pub(crate) fn switch_out(finished: bool) -> usize {
+    get().map_or(0, |h| h.switch_out(finished))
+}
+
+/// The hook's [`Hook::switch_in`] (out of line, as [`switch_out`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn switch_in(saved: usize) {
+    if let Some(h) = get() {
+        h.switch_in(saved);
+    }
+}
+
+/// Reports the event `make` builds, if a hook is installed (the closure runs only then, out
+/// of line).
 #[inline(always)]
 pub(crate) fn emit(make: impl FnOnce() -> Event) {
-    if let Some(h) = get() {
-        cold_emit(h, make());
+    if installed() {
+        cold_emit(make);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn cold_emit(h: &'static dyn Hook, e: Event) {
-    h.event(e);
+fn cold_emit(make: impl FnOnce() -> Event) {
+    if let Some(h) = get() {
+        h.event(make());
+    }
 }

@@ -353,13 +353,11 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
     }
-    // The switch hook (`hook`): one load and a branch when none is installed. It runs here,
-    // on the G's stack, so what it carries across the switch stays in this frame.
-    let hook = crate::hook::get();
-    let saved = match hook {
-        Some(h) => h.switch_out(action == Action::Exit),
-        None => 0,
-    };
+    // The switch hook (`hook`): one load and a branch on each side when none is installed
+    // (the calls are out of line). It runs here, on the G's stack, so what it carries across
+    // the switch stays in this frame.
+    let saved =
+        if crate::hook::installed() { crate::hook::switch_out(action == Action::Exit) } else { 0 };
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action.word()) };
@@ -367,8 +365,8 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let m = unsafe { &*(t.data as *const M) };
     adopt_worker(m);
     m.g0.set(Some(t.context));
-    if let Some(h) = hook {
-        h.switch_in(saved);
+    if crate::hook::installed() {
+        crate::hook::switch_in(saved);
     }
     m
 }
