@@ -149,6 +149,7 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
 }
 
 /// Wakes a green thread (the body of `GreenThread::unpark`).
+#[inline]
 pub(crate) fn unpark(t: &GreenThread) -> bool {
     let mut t = *t;
     loop {
@@ -157,7 +158,7 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
                 // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
                 // (shutdown waits for every live G).
                 let shared = unsafe { &*t.g.sched.with(|s| *s) };
-                hook::emit(|| Event::Unpark { id: t.id(), by: running_id() });
+                hook::emit(move || Event::Unpark { id: t.id(), by: running_id() });
                 schedule(t.g, shared, true);
                 return true;
             }
@@ -209,7 +210,7 @@ pub(crate) fn spawn_lazy(
     let p = h.p();
     shared.note_started(Some(p));
     bump(&p.stats.spawned);
-    hook::emit(|| Event::Spawn { id: None, by: running_id() });
+    hook::emit(move || Event::Spawn { id: None, by: running_id() });
     h.enqueue(Entry::task(task.into_cell()), Slot::RunnextIfEmpty);
     Ok(())
 }
@@ -266,7 +267,7 @@ pub(crate) fn spawn_g(
     let generation = g.prepare_spawn();
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
-    hook::emit(|| Event::Spawn { id: Some(handle.id()), by: running_id() });
+    hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });
     if opts.pinned {
         let h = held.expect("checked above");
         let pi = h.m().p.get();

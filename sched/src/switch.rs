@@ -347,6 +347,7 @@ pub(crate) fn switch_out(action: Action) {
 
 /// [`switch_out`] for a caller that already fetched its worker `m` (since its last switch).
 /// Returns the worker that resumed the G (it may be another one: use it, not `m`, after).
+#[inline]
 pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let g0 = m.g0.take().expect("switch_out called outside a green thread");
     if std::thread::panicking() {

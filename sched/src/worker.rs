@@ -324,7 +324,7 @@ impl M {
                         bump(&p.stats.steals);
                         let count = local.len() - before + 1;
                         add(&p.stats.stolen, count as u64);
-                        crate::hook::emit(|| crate::hook::Event::Steal {
+                        crate::hook::emit(move || crate::hook::Event::Steal {
                             thief: me,
                             victim,
                             count,
@@ -355,7 +355,7 @@ impl M {
                     if let Some(g) = v.take_runnext() {
                         bump(&p.stats.steals);
                         bump(&p.stats.stolen);
-                        crate::hook::emit(|| crate::hook::Event::Steal {
+                        crate::hook::emit(move || crate::hook::Event::Steal {
                             thief: me,
                             victim,
                             count: 1,
