@@ -44,6 +44,11 @@
 //! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
 //!   `time`).
 //! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//! - `tracing`: a span entered on a green thread stays entered on whichever worker runs it
+//!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
+//!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
+//!   the `purloin::sched` target. Set the subscriber before the first runtime is built. See
+//!   [`debugging`](crate::debugging#5-tracing).
 //!
 //! # Layers
 //!
@@ -73,6 +78,8 @@ pub mod signal;
 #[cfg(all(test, loom))]
 #[path = "signal/pending.rs"]
 mod signal_pending;
+#[cfg(feature = "tracing")]
+mod span_hook;
 mod spawn;
 mod stats;
 pub mod sync;

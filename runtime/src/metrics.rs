@@ -2,7 +2,7 @@
 //! dependency: serve [`prometheus`]'s string from whatever `/metrics` handler you have.
 //!
 //! Counters (`_total`) are the scheduler's [`Stats`] (monotonic since the runtime
-//! started, per worker with a `worker` label); gauges are queue depths, workers searching and
+//! started, per worker with a `worker` label); gauges are queue depths, timers pending, workers searching and
 //! parked, live green threads and green threads by state (one pass over the green-thread
 //! records, no green thread held).
 
@@ -70,6 +70,13 @@ pub(crate) fn render(s: &Stats, states: &Dump) -> String {
         .map(|(i, n)| (format!("{{worker=\"{i}\"}}"), *n as u64))
         .collect();
     gauge("local_queue_depth", "Runnable green threads in a worker's local queue.", &local);
+    let timers: Vec<(String, u64)> = s
+        .timers_pending
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("{{worker=\"{i}\"}}"), *n as u64))
+        .collect();
+    gauge("timers_pending", "Timers not yet fired or deleted, per worker.", &timers);
     gauge(
         "global_queue_depth",
         "Green threads in the global queue.",

@@ -144,6 +144,8 @@ impl Builder {
                  turn it off",
             ));
         }
+        #[cfg(feature = "tracing")]
+        crate::span_hook::install();
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {

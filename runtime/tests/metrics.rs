@@ -68,3 +68,31 @@ fn prometheus_text_parses_and_counters_are_monotonic() {
         parked.join().unwrap();
     });
 }
+
+/// A timed wait shows as a pending timer (in `Stats` and the text) until it ends; a wait that
+/// ends early deletes its timer.
+#[test]
+fn timers_pending_counts_a_timed_wait() {
+    let _w = rt_common::watchdog("timers_pending", Duration::from_secs(120));
+    let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    rt.block_on(|| {
+        let sleeper = purloin::spawn(|| purloin::park_timeout(Duration::from_secs(3600)));
+        while purloin::debugging::dump().count(purloin::sched::GreenState::Parked) == 0 {
+            purloin::yield_now();
+        }
+        let s = purloin::stats();
+        assert_eq!(s.timers_pending.len(), 2);
+        assert_eq!(s.timers_pending.iter().sum::<usize>(), 1, "{:?}", s.timers_pending);
+        let (types, samples) = parse(&purloin::metrics::prometheus());
+        assert_eq!(types["purloin_timers_pending"], "gauge");
+        let text: f64 = samples
+            .iter()
+            .filter(|(k, _)| k.starts_with("purloin_timers_pending{"))
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(text, 1.0);
+        sleeper.thread().unpark();
+        sleeper.join().unwrap();
+        assert_eq!(purloin::stats().timers_pending.iter().sum::<usize>(), 0);
+    });
+}

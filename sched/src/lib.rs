@@ -59,6 +59,7 @@ mod entry;
 mod fork;
 mod g;
 mod held;
+pub mod hook;
 mod idle;
 mod join;
 mod join_future;

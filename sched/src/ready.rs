@@ -32,6 +32,7 @@ use crate::GreenThread;
 use crate::entry::Entry;
 use crate::g::{GRef, NOT_PINNED, Unparked};
 use crate::held::HeldP;
+use crate::hook::{self, Event};
 use crate::registry::registry;
 use crate::shared::Shared;
 use crate::stackless::Body;
@@ -148,6 +149,7 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
 }
 
 /// Wakes a green thread (the body of `GreenThread::unpark`).
+#[inline]
 pub(crate) fn unpark(t: &GreenThread) -> bool {
     let mut t = *t;
     loop {
@@ -156,6 +158,7 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
                 // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
                 // (shutdown waits for every live G).
                 let shared = unsafe { &*t.g.sched.with(|s| *s) };
+                hook::emit(move || Event::Unpark { id: t.id(), by: running_id() });
                 schedule(t.g, shared, true);
                 return true;
             }
@@ -171,6 +174,13 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
             }
         }
     }
+}
+
+/// The running green thread's id, for an event's `by` (the record running: a host, while it
+/// runs a child inline).
+fn running_id() -> Option<crate::GreenId> {
+    let g = current_worker()?.current.get()?;
+    Some(crate::GreenId(g.id_with(g.generation())))
 }
 
 /// A FREE record for an identity made on demand (`lazy`): this worker's cache, else the
@@ -200,6 +210,7 @@ pub(crate) fn spawn_lazy(
     let p = h.p();
     shared.note_started(Some(p));
     bump(&p.stats.spawned);
+    hook::emit(move || Event::Spawn { id: None, by: running_id() });
     h.enqueue(Entry::task(task.into_cell()), Slot::RunnextIfEmpty);
     Ok(())
 }
@@ -256,6 +267,7 @@ pub(crate) fn spawn_g(
     let generation = g.prepare_spawn();
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
+    hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });
     if opts.pinned {
         let h = held.expect("checked above");
         let pi = h.m().p.get();

@@ -114,6 +114,9 @@ pub struct Stats {
     pub queue_lens: Vec<usize>,
     /// Green threads in the global queue.
     pub global_queue_len: usize,
+    /// Timers pending on each processor (timed waits and callback timers not yet fired or
+    /// deleted).
+    pub timers_pending: Vec<usize>,
     /// Workers searching for work right now.
     pub searching: u32,
     /// Workers parked right now.
@@ -140,6 +143,7 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         live: shared.live(),
         queue_lens: shared.active().iter().map(|p| p.queue_len()).collect(),
         global_queue_len: shared.injector.len(),
+        timers_pending: shared.active().iter().map(|p| p.timers.pending()).collect(),
         searching,
         parked,
         threads: shared.threads_alive.load(Ordering::Relaxed),

@@ -12,7 +12,9 @@
 //!
 //! A G may resume on another worker, so no code here keeps a thread-local *address* across a
 //! switch: the G finds its worker again after every resume from the `data` word the resumer
-//! passes (a pointer to its `M`), never from a cached thread-local.
+//! passes (a pointer to its `M`), never from a cached thread-local. Thread-local state that
+//! belongs to the G (a `tracing` subscriber's span stack) is moved by the switch hook
+//! (`hook`), which runs on the G's stack on both sides of every switch in [`switch_out_from`].
 
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
@@ -345,12 +347,18 @@ pub(crate) fn switch_out(action: Action) {
 
 /// [`switch_out`] for a caller that already fetched its worker `m` (since its last switch).
 /// Returns the worker that resumed the G (it may be another one: use it, not `m`, after).
+#[inline]
 pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let g0 = m.g0.take().expect("switch_out called outside a green thread");
     if std::thread::panicking() {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
     }
+    // The switch hook (`hook`): one load and a branch on each side when none is installed
+    // (the calls are out of line). It runs here, on the G's stack, so what it carries across
+    // the switch stays in this frame.
+    let saved =
+        if crate::hook::installed() { crate::hook::switch_out(action == Action::Exit) } else { 0 };
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action.word()) };
@@ -358,6 +366,9 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let m = unsafe { &*(t.data as *const M) };
     adopt_worker(m);
     m.g0.set(Some(t.context));
+    if crate::hook::installed() {
+        crate::hook::switch_in(saved);
+    }
     m
 }
 

@@ -76,6 +76,11 @@ pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
 pub(crate) type DiagU32 = core::sync::atomic::AtomicU32;
 pub(crate) type DiagUsize = core::sync::atomic::AtomicUsize;
 pub(crate) type DiagU64 = core::sync::atomic::AtomicU64;
+/// The switch hook's "installed" flag (`hook`): a plain `core` atomic, also under loom (set
+/// once per process, never by a model, and a `static`, which loom's atomics cannot be).
+pub(crate) type HookFlag = core::sync::atomic::AtomicBool;
+/// The ordering of the hook flag: Relaxed (the hook itself is published by its `OnceLock`).
+pub(crate) const HOOK_FLAG: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
 
 /// The ordering for statistics counters (never used to synchronise anything).
 pub(crate) const STAT: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;

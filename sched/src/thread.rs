@@ -280,6 +280,7 @@ fn park_on(m: &worker::M) -> &worker::M {
         g.take_notified();
         return m;
     }
+    crate::hook::emit(move || crate::hook::Event::Park { id: GreenId(g.id_with(g.generation())) });
     switch_out_from(m, Action::Park)
 }
 

@@ -275,6 +275,11 @@ impl Timers {
         }
     }
 
+    /// Timers that have neither fired nor been deleted (takes the lock: for statistics).
+    pub(crate) fn pending(&self) -> usize {
+        lock(&self.heap).live.len()
+    }
+
     /// Adds a timer doing `action` at `at`; returns its sequence for [`Timers::delete`].
     pub(crate) fn add(&self, epoch: Epoch, at: Instant, action: Action) -> u64 {
         let mut h = lock(&self.heap);

@@ -322,7 +322,13 @@ impl M {
                     let before = local.len();
                     if let Steal::Success(g) = v.stealer.steal_half_into(local) {
                         bump(&p.stats.steals);
-                        add(&p.stats.stolen, (local.len() - before) as u64 + 1);
+                        let count = local.len() - before + 1;
+                        add(&p.stats.stolen, count as u64);
+                        crate::hook::emit(move || crate::hook::Event::Steal {
+                            thief: me,
+                            victim,
+                            count,
+                        });
                         if let Some(g) = self.accept(g) {
                             return Some(g);
                         }
@@ -349,6 +355,11 @@ impl M {
                     if let Some(g) = v.take_runnext() {
                         bump(&p.stats.steals);
                         bump(&p.stats.stolen);
+                        crate::hook::emit(move || crate::hook::Event::Steal {
+                            thief: me,
+                            victim,
+                            count: 1,
+                        });
                         if let Some(g) = self.accept(g) {
                             return Some(g);
                         }

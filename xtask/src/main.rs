@@ -111,6 +111,14 @@ fn cargo() -> Command {
 }
 
 /// Runs `cmd`, echoing it first; an error names the step.
+/// `cargo clippy` of the facade with one cargo `feature`, every target, warnings denied.
+fn clippy_purloin_with(feature: &str) -> Command {
+    let mut cmd = cargo();
+    cmd.args(["clippy", "-p", "purloin", "--features", feature, "--all-targets", "--"]);
+    cmd.args(["-D", "warnings"]);
+    cmd
+}
+
 fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
     eprintln!("\n==> [{step}] {}", describe(cmd));
     let started = Instant::now();
@@ -232,20 +240,7 @@ fn ci() -> Result<(), String> {
         cargo().args(["test", "-p", "purloin-context", "--features", "fpu-env"]),
     )?;
     // The tokio bridge (purloin's `tokio` feature): its lints, tests and doc examples.
-    run(
-        "clippy purloin+tokio",
-        cargo().args([
-            "clippy",
-            "-p",
-            "purloin",
-            "--features",
-            "tokio",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]),
-    )?;
+    run("clippy purloin+tokio", &mut clippy_purloin_with("tokio"))?;
     run(
         "test purloin+tokio",
         cargo().args([
@@ -263,6 +258,16 @@ fn ci() -> Result<(), String> {
     run(
         "doctest purloin+tokio",
         cargo().args(["test", "-p", "purloin", "--features", "tokio", "--doc"]),
+    )?;
+    // purloin's `tracing` feature: spans across migrations, the scheduler's events.
+    run("clippy purloin+tracing", &mut clippy_purloin_with("tracing"))?;
+    run(
+        "test purloin+tracing",
+        cargo().args(["test", "-p", "purloin", "--features", "tracing", "--test", "tracing_spans"]),
+    )?;
+    run(
+        "doctest purloin+tracing",
+        cargo().args(["test", "-p", "purloin", "--features", "tracing", "--doc", "debugging"]),
     )?;
     // Some races only show in optimized code (a lost wake-up hid from debug builds).
     run(
