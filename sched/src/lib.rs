@@ -65,6 +65,8 @@ mod join_future;
 mod lazy;
 #[cfg(all(test, loom))]
 mod loom_idle;
+#[cfg(all(test, loom))]
+mod loom_monitor;
 mod os;
 mod outside;
 mod p;

@@ -433,6 +433,8 @@ impl M {
             if !shared.idle.unpark_self(pi) {
                 shared.idle.start_searching_unconditionally();
             }
+            // The monitor may have seen every worker parked meanwhile (M1, `blocking`).
+            shared.monitor_kick_idle();
             self.searching.set(true);
             crate::sync::spin_hint();
             return;
@@ -448,6 +450,9 @@ impl M {
             }
         }
         self.searching.set(shared.idle.unpark_self(pi));
+        // An idle monitor watches again: this worker may run green threads now (M1,
+        // `blocking`).
+        shared.monitor_kick_idle();
         if readied.is_some_and(|n| n > 1) {
             // This worker runs one of them; someone else may take the rest.
             shared.notify_work_from(p);
