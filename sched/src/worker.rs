@@ -414,7 +414,7 @@ impl M {
         let lot = shared.lots.lot(pi);
         // The snapshot comes before joining the sleepers: a waker can only pick us after it.
         let snapshot = lot.state();
-        shared.idle.transition_to_parked(pi, self.searching.replace(false));
+        let last = shared.idle.transition_to_parked(pi, self.searching.replace(false));
         shared.idle.fence_before_recheck();
         // F2 is also the fence of this worker's finishes since its last park (L2).
         shared.notify_if_draining();
@@ -440,6 +440,11 @@ impl M {
             return;
         }
         bump(&p.stats.parks);
+        if last {
+            // Every worker parks: the scheduler may be quiescent now (a deadlock watch checks;
+            // Go's `checkdead` when the last M goes idle).
+            crate::outside::note_idle_event();
+        }
         let readied = crate::poll::poll_blocking(self, due, &snapshot);
         if readied.is_none() {
             match due {

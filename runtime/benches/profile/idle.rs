@@ -1,11 +1,13 @@
 //! Profiling helper: what an idle runtime costs, and how fast a blocking hand-off follows idleness.
 //!
-//! `cargo bench -p purloin --bench profile_idle -- [idle|handoff] [workers]`
+//! `cargo bench -p purloin --bench profile_idle -- [idle|idle-main|handoff] [workers]`
 //!
 //! - `idle` (the default): 100 green threads parked on a channel, one in a 6 s sleep, the root
-//!   in a 5 s sleep; prints the process's CPU time (user + system, `getrusage`) over the root's
-//!   5 s. The Go twin is `bench-go/runtime/idle/main.go`, same shape. Count the system calls of
-//!   either with `strace -f -c -e trace=futex,clock_gettime,clock_nanosleep,epoll_wait`.
+//!   (`block_on`) in a 5 s sleep; prints the process's CPU time (user + system, `getrusage`)
+//!   over the root's 5 s. The Go twin is `bench-go/runtime/idle/main.go`, same shape. Count the
+//!   system calls of either with `strace -f -c`.
+//! - `idle-main`: the same green threads, spawned from `main` with `purloin::spawn`; `main`
+//!   measures around a 5 s `std::thread::sleep` (no `block_on` caller waiting on a root).
 //! - `handoff`: 50 rounds, each 30 ms of idleness (the root sleeps, every worker parks) then a
 //!   green thread that spawns a child and enters a 20 ms blocking call; one worker, so the child
 //!   runs only once the monitor hands the P to another thread. Prints the spawn-to-child-start
@@ -51,6 +53,30 @@ fn idle(workers: usize) {
     println!("idle: {:.3} ms of CPU in 5 s ({} workers)", cpu.as_secs_f64() * 1e3, workers);
 }
 
+fn idle_main(workers: usize) {
+    let rt = purloin::runtime::Builder::new().workers(workers).build().unwrap();
+    let (tx, rx) = purloin::sync::channel::bounded::<()>(0);
+    let parked: Vec<_> = (0..100)
+        .map(|_| {
+            let rx = rx.clone();
+            rt.spawn(move || {
+                let _ = rx.recv();
+            })
+        })
+        .collect();
+    let sleeper = rt.spawn(|| purloin::sleep(Duration::from_secs(6)));
+    std::thread::sleep(Duration::from_millis(100));
+    let before = cpu_time();
+    std::thread::sleep(Duration::from_secs(5));
+    let used = cpu_time() - before;
+    drop(tx);
+    for h in parked {
+        h.join().unwrap();
+    }
+    sleeper.join().unwrap();
+    println!("idle-main: {:.3} ms of CPU in 5 s ({} workers)", used.as_secs_f64() * 1e3, workers);
+}
+
 fn handoff(workers: usize) {
     let rt = purloin::runtime::Builder::new().workers(workers).build().unwrap();
     let mut lat = rt.block_on(|| {
@@ -84,7 +110,8 @@ fn main() {
     let workers = args.get(1).and_then(|w| w.parse().ok());
     match mode {
         "idle" => idle(workers.unwrap_or(2)),
+        "idle-main" => idle_main(workers.unwrap_or(2)),
         "handoff" => handoff(workers.unwrap_or(1)),
-        other => panic!("unknown mode {other:?}: use `idle` or `handoff`"),
+        other => panic!("unknown mode {other:?}: use `idle`, `idle-main` or `handoff`"),
     }
 }
