@@ -250,11 +250,13 @@ impl Shared {
     }
 
     /// Whether some active P is in a blocking section.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
     fn any_blocking(&self) -> bool {
         self.active().iter().any(|p| p.status.load(Ordering::Relaxed) == SYSCALL)
     }
 
     /// Whether every active P's worker is parked (none runs a green thread).
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
     fn all_parked(&self) -> bool {
         let (_, parked) = self.idle.counts();
         parked as usize >= self.active().len()
@@ -281,6 +283,7 @@ impl Shared {
 /// `MonitorHandle::nap`: the monitor is awake, or sleeps at the 20 µs hand-off pace.
 pub(crate) const NAP_AWAKE: u32 = 0;
 /// The monitor sleeps up to 10 ms: entering a blocking section kicks it.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
 pub(crate) const NAP_BACKED_OFF: u32 = 1;
 /// Every worker was parked: the monitor sleeps with no deadline until a worker leaves its park.
 pub(crate) const NAP_IDLE: u32 = 2;
@@ -294,6 +297,7 @@ pub(crate) struct MonitorHandle {
 }
 
 impl MonitorHandle {
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
     pub(crate) fn new(unparker: purloin_parking::Unparker) -> MonitorHandle {
         MonitorHandle { nap: AtomicU32::new(NAP_AWAKE), unparker }
     }
@@ -312,6 +316,7 @@ pub(crate) enum Nap {
 
 /// Sleeper side of M1: the monitor sleeps as `nap` says, unless a re-check after the fence
 /// shows that what it would sleep on has already changed.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
 pub(crate) fn monitor_nap(
     shared: &Shared,
     mon: &MonitorHandle,
