@@ -140,26 +140,33 @@ pub(crate) struct Watch {
 
 pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::Duration) -> Watch {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let (s, st) = (std::sync::Arc::downgrade(sched), stop.clone());
-    let every = (grace / 4).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let thread = std::thread::Builder::new()
         .name("purloin-deadlock".into())
         .spawn(move || {
+            // No polling: the watch looks again only after an idle event (the runtime's last
+            // busy worker parked, an OS thread began waiting on a green thread, or the watch
+            // stops), or when the grace period of a quiescence it saw ends. The snapshot comes
+            // before the checks, so an event between them is not lost.
             let mut quiet_since: Option<Instant> = None;
-            while !st.load(Ordering::Acquire) {
-                std::thread::park_timeout(every);
-                let Some(sched) = s.upgrade() else { break };
+            loop {
+                let events = purloin_sched::idle_events();
                 if st.load(Ordering::Acquire) {
                     break;
                 }
+                let Some(sched) = s.upgrade() else { break };
                 if sched.outside_waiters() == 0 || !sched.is_quiescent() {
                     quiet_since = None;
+                    drop(sched);
+                    purloin_sched::wait_idle_event(events, None);
                     continue;
                 }
                 let since = *quiet_since.get_or_insert_with(Instant::now);
                 if since.elapsed() < grace {
+                    drop(sched);
+                    purloin_sched::wait_idle_event(events, Some(since + grace));
                     continue;
                 }
                 let report = report(&sched, None);
@@ -183,7 +190,9 @@ impl Drop for Watch {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         if let Some(t) = self.thread.take() {
-            t.thread().unpark();
+            // After the store: the watch's next snapshot or check sees the stop.
+            purloin_sched::note_idle_event();
+            t.thread().unpark(); // under loom the wait is a timed thread park
             let _ = t.join();
         }
     }

@@ -99,3 +99,30 @@ fn stats_count_work_and_schedtrace_lines_read_well() {
         assert!(s.total.spawned >= 100, "{:?}", s.total);
     });
 }
+
+/// The deadlock watch does not poll: an OS thread that starts joining a green thread after
+/// the runtime already went quiet (every worker parked, the green thread waiting forever) is
+/// an idle event of its own, so the watch still reports the deadlock and the join returns
+/// `Err` (without the event the join would hang: the watchdog fails the test).
+#[test]
+fn a_join_that_starts_after_the_runtime_went_quiet_is_reported() {
+    let _w = common::watchdog("late outside join", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new()
+        .workers(2)
+        .deadlock_detection(true, Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let (tx, rx) = purloin::sync::channel::bounded::<u32>(0);
+    let reached = Arc::new(AtomicUsize::new(0));
+    let r = reached.clone();
+    let h = rt.spawn(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+        rx.recv()
+    });
+    while reached.load(Ordering::SeqCst) == 0 || !rt.scheduler().is_quiescent() {
+        std::thread::yield_now();
+    }
+    let err = h.join().unwrap_err();
+    assert!(err.downcast_ref::<purloin::ForcedUnwind>().is_some());
+    drop(tx);
+}

@@ -1,13 +1,12 @@
 //! Blocking handoff (protocol 5) and the monitor thread (Go's sysmon).
 //!
 //! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
-//! stores and a CAS). The monitor wakes every 20 µs while some worker is in a blocking section
-//! (backing off to 10 ms otherwise, like Go's sysmon, which backs off when it retakes nothing;
-//! entering a section wakes a monitor that sleeps long); a P that has stayed in the same blocking section for longer than the
-//! threshold is *retaken* (`SYSCALL => HANDOFF`) and handed to another worker thread — a spare
-//! one, or a new one (creation is capped). `exit_blocking()` tries `SYSCALL => RUNNING`: if it
-//! wins, nothing happened; if it loses, the P now belongs to someone else, so the green thread
-//! goes to the global queue and its worker waits as a spare until the monitor hands it a P.
+//! stores, a fence and a CAS). The monitor wakes every 20 µs while some worker is in a blocking
+//! section; a P that has stayed in the same blocking section for longer than the threshold is
+//! *retaken* (`SYSCALL => HANDOFF`) and handed to another worker thread — a spare one, or a
+//! new one (creation is capped). `exit_blocking()` tries `SYSCALL => RUNNING`: if it wins,
+//! nothing happened; if it loses, the P now belongs to someone else, so the green thread goes
+//! to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
 //! The monitor also reports, once per green thread (or process step), one that runs for
 //! longer than 10 ms without a scheduling point (without preempting it): as a CPU hog if its
@@ -17,6 +16,23 @@
 //! lock held for long), not waits on locks that other threads hold briefly (a convoy, or a
 //! holder the OS preempted on a loaded machine), which are not the green thread's doing.
 //!
+//! It also polls the poller for busy workers and fires the due timers of P's whose holder is
+//! busy.
+//!
+//! # How the monitor sleeps
+//!
+//! | what it saw | sleep | who wakes it early |
+//! |---|---|---|
+//! | a P in a blocking section | 20 µs (the hand-off pace) | nobody |
+//! | workers running, none blocking | backing off to 10 ms (after 50 quiet rounds) | a worker entering a blocking section |
+//! | every worker parked, none blocking | no deadline (`NAP_IDLE`, Go's `sysmonwait`) | a worker leaving its park, a P added |
+//!
+//! An idle monitor has nothing to watch: no green thread runs (no long runner, no busy P's
+//! timer: parked workers sleep until the earliest timer of every P and fire it themselves), no
+//! P is in a blocking section, and a parked worker polls the poller itself. Whatever makes
+//! work possible again passes through a worker leaving its park first. The deadlock watch
+//! does not need the monitor: the last worker to park signals it (`outside::note_idle_event`).
+//!
 //! # Memory ordering
 //!
 //! - (B1) `enter_blocking` stores `SYSCALL` with Release after the holder's last use of the
@@ -25,6 +41,15 @@
 //! - (B2) The monitor passes a retaken P to a spare through `Spare::p` (a Release swap, read
 //!   with an Acquire swap) or to a new thread through thread spawn; either way the new holder
 //!   sees the old holder's writes (transitively through B1's Acquire).
+//! - (M1) No lost kick (store buffering, SeqCst fences on both sides). The monitor stores its
+//!   nap kind in `MonitorHandle::nap`, then a SeqCst fence, then re-checks what it slept on
+//!   (no P in `SYSCALL`; for `NAP_IDLE` also every worker parked) and sleeps only if it still
+//!   holds. A kicker first makes its change (`SYSCALL` stored; the parked count left, by the
+//!   worker itself or by its waker before the signal that woke it), then a SeqCst fence
+//!   (`Shared::monitor_kick*`), then reads `nap`. Whichever fence comes first in the single
+//!   order, the other side's read after its own fence sees the first side's write: the monitor
+//!   skips the sleep, or the kicker sees the nap and unparks it (the parker keeps the token if
+//!   the monitor has not parked yet). `sched/src/loom_monitor.rs` models it.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -34,7 +59,7 @@ use crate::p::{RUNNING, SYSCALL};
 use crate::shared::{PHASE_STOPPED, Shared};
 use crate::stats::bump;
 use crate::switch::{Action, switch_out};
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, STAT, lock};
+use crate::sync::{Arc, AtomicU32, AtomicUsize, Ordering, STAT, fence, lock};
 use crate::worker::{M, NO_P, current_worker, start_worker};
 
 /// Marks the start of a call that may block the OS thread (a system call, a foreign library
@@ -210,14 +235,50 @@ pub(crate) fn take_handed_p(m: &M, p: usize) {
 }
 
 impl Shared {
-    /// Wakes the monitor if it sleeps deeply (a worker entered a blocking section).
+    /// Kicker side of M1 for a worker that entered a blocking section: wakes the monitor if
+    /// it sleeps past the hand-off pace.
     pub(crate) fn monitor_kick(&self) {
-        if let Some(mon) = self.monitor.get()
-            && mon.deep_sleep.load(Ordering::Relaxed)
+        // M1: orders the caller's `SYSCALL` store before the read of `nap` (pairs with the
+        // fence in `monitor_nap`).
+        fence(Ordering::SeqCst);
+        self.kick_if(|nap| nap != NAP_AWAKE);
+    }
+
+    /// Kicker side of M1 for a worker that left the parked count (or processors that were
+    /// added): wakes the monitor if it sleeps with no deadline because every worker was
+    /// parked. A backed-off monitor is left alone (its 10 ms checks need no kick).
+    pub(crate) fn monitor_kick_idle(&self) {
+        // M1: orders the parked count's change (this worker's or its waker's, before the
+        // signal) before the read of `nap` (pairs with the fence in `monitor_nap`).
+        fence(Ordering::SeqCst);
+        self.kick_if(|nap| nap == NAP_IDLE);
+    }
+
+    fn kick_if(&self, asleep: impl Fn(u32) -> bool) {
+        let Some(mon) = self.monitor.get() else { return };
+        let nap = mon.nap.load(Ordering::Relaxed);
+        // Relaxed: the unpark's token carries the wake-up; only one kicker unparks.
+        if asleep(nap)
+            && mon
+                .nap
+                .compare_exchange(nap, NAP_AWAKE, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
         {
-            mon.deep_sleep.store(false, Ordering::Relaxed);
             mon.unparker.unpark();
         }
+    }
+
+    /// Whether some active P is in a blocking section.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+    fn any_blocking(&self) -> bool {
+        self.active().iter().any(|p| p.status.load(Ordering::Relaxed) == SYSCALL)
+    }
+
+    /// Whether every active P's worker is parked (none runs a green thread).
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+    fn all_parked(&self) -> bool {
+        let (_, parked) = self.idle.counts();
+        parked as usize >= self.active().len()
     }
 
     /// Hands retaken P `p` to a spare worker, or starts a new worker thread for it.
@@ -238,10 +299,73 @@ impl Shared {
     }
 }
 
+/// `MonitorHandle::nap`: the monitor is awake, or sleeps at the 20 µs hand-off pace.
+pub(crate) const NAP_AWAKE: u32 = 0;
+/// The monitor sleeps up to 10 ms: entering a blocking section kicks it.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+pub(crate) const NAP_BACKED_OFF: u32 = 1;
+/// Every worker was parked: the monitor sleeps with no deadline until a worker leaves its park.
+pub(crate) const NAP_IDLE: u32 = 2;
+
 /// The monitor's handle (for kicking it awake and stopping it).
 pub(crate) struct MonitorHandle {
-    pub(crate) deep_sleep: AtomicBool,
+    /// How the monitor sleeps (`NAP_*`; M1). A kicker that sees a nap it must end swaps it to
+    /// `NAP_AWAKE` and unparks.
+    pub(crate) nap: AtomicU32,
     pub(crate) unparker: purloin_parking::Unparker,
+}
+
+impl MonitorHandle {
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+    pub(crate) fn new(unparker: purloin_parking::Unparker) -> MonitorHandle {
+        MonitorHandle { nap: AtomicU32::new(NAP_AWAKE), unparker }
+    }
+}
+
+/// How long the monitor sleeps next.
+#[cfg_attr(loom, allow(dead_code))] // the models nap only `Idle`
+pub(crate) enum Nap {
+    /// The hand-off pace (a P is in a blocking section): no kick needed.
+    Pace(Duration),
+    /// Backed off: until a worker enters a blocking section, or the duration passes.
+    BackedOff(Duration),
+    /// Every worker parked: until a worker leaves its park.
+    Idle,
+}
+
+/// Sleeper side of M1: the monitor sleeps as `nap` says, unless a re-check after the fence
+/// shows that what it would sleep on has already changed.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+pub(crate) fn monitor_nap(
+    shared: &Shared,
+    mon: &MonitorHandle,
+    parker: &purloin_parking::Parker,
+    nap: Nap,
+) {
+    let (kind, timeout) = match nap {
+        Nap::Pace(d) => {
+            parker.park_timeout(d);
+            return;
+        }
+        Nap::BackedOff(d) => (NAP_BACKED_OFF, Some(d)),
+        Nap::Idle => (NAP_IDLE, None),
+    };
+    mon.nap.store(kind, Ordering::Relaxed);
+    // M1: orders the store above before the re-check (pairs with the kickers' fences).
+    fence(Ordering::SeqCst);
+    let still = !shared.any_blocking() && (kind != NAP_IDLE || shared.all_parked());
+    if still {
+        match timeout {
+            Some(d) => {
+                parker.park_timeout(d);
+            }
+            None => {
+                shared.stats.monitor_idle_sleeps.fetch_add(1, STAT);
+                parker.park();
+            }
+        }
+    }
+    mon.nap.store(NAP_AWAKE, Ordering::Relaxed);
 }
 
 /// What the monitor remembers about a P between its wake-ups.
@@ -292,13 +416,10 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     // stretch (a loop of long stretches would print a line every 10 ms).
     let mut reported = std::collections::HashSet::new();
     let mon = shared.monitor.get().expect("monitor handle is set before the thread starts");
+    let mut nap = Nap::Pace(delay);
     while !shared.monitor_stop.load(Ordering::Acquire) {
-        // Backed off: a worker entering a blocking section wakes us (`monitor_kick`).
-        if delay > Duration::from_micros(20) {
-            mon.deep_sleep.store(true, Ordering::Relaxed);
-        }
-        parker.park_timeout(delay);
-        mon.deep_sleep.store(false, Ordering::Relaxed);
+        monitor_nap(&shared, mon, &parker, nap);
+        shared.stats.monitor_wakeups.fetch_add(1, STAT);
         let now = Instant::now();
         // A worker is in a blocking section (the 20 µs handoff threshold needs a fast pace),
         // or running green threads (the 10 ms long-runner and I/O checks do not).
@@ -338,9 +459,15 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                 let tick = p.schedtick.load(Ordering::Relaxed);
                 let running = p.running.load(Ordering::Relaxed);
                 if tick != s.schedtick || running.is_null() {
+                    // A stretch of a green thread starts with a switch-in, which bumps the
+                    // tick: the CPU clock (a system call) is read only then, not every round
+                    // of an idle P.
+                    if tick != s.schedtick {
+                        s.cpu_at_tick =
+                            crate::os::thread_cpu_time(p.holder.load(Ordering::Relaxed));
+                    }
                     s.schedtick = tick;
                     s.sched_since = now;
-                    s.cpu_at_tick = crate::os::thread_cpu_time(p.holder.load(Ordering::Relaxed));
                     s.waiting_since = None;
                 } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
@@ -414,6 +541,13 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                 delay = (delay * 2).min(Duration::from_millis(10));
             }
         }
+        nap = if blocking || delay <= Duration::from_micros(20) {
+            Nap::Pace(delay)
+        } else if !busy && shared.all_parked() {
+            Nap::Idle
+        } else {
+            Nap::BackedOff(delay)
+        };
     }
 }
 

@@ -179,13 +179,15 @@ impl Idle {
 
     /// A worker goes idle: it leaves the counts (and the searchers, if it was one) and joins
     /// the sleepers. The caller then executes F2 through [`Idle::fence_before_recheck`],
-    /// re-checks every queue and either parks or calls [`Idle::unpark_self`].
-    pub(crate) fn transition_to_parked(&self, p: usize, was_searching: bool) {
+    /// re-checks every queue and either parks or calls [`Idle::unpark_self`]. Returns true if
+    /// it was the last unparked worker (every worker is parked now).
+    pub(crate) fn transition_to_parked(&self, p: usize, was_searching: bool) -> bool {
         let mut sleepers = lock(&self.sleepers);
         let dec = UNPARK_ONE + if was_searching { SEARCH_ONE } else { 0 };
-        self.state.fetch_sub(dec, Ordering::SeqCst);
+        let prev = self.state.fetch_sub(dec, Ordering::SeqCst);
         sleepers.granted_search[p] = false;
         sleepers.list.push(p);
+        unparked(prev) == 1
     }
 
     /// F2 (pairs with F1 in `worker_to_wake`).

@@ -66,6 +66,8 @@ mod join_future;
 mod lazy;
 #[cfg(all(test, loom))]
 mod loom_idle;
+#[cfg(all(test, loom))]
+mod loom_monitor;
 mod os;
 mod outside;
 mod p;
@@ -95,7 +97,7 @@ pub use dump::{
 pub use fork::join;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
-pub use outside::OutsideWait;
+pub use outside::{IdleEvents, OutsideWait, idle_events, note_idle_event, wait_idle_event};
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{

@@ -4,6 +4,14 @@
 //! goroutines are asleep") from "every green thread is parked, waiting for an OS thread".
 //!
 //! A plain mutex-protected list: an OS thread that blocks pays a futex wait anyway.
+//!
+//! A deadlock watch needs no polling (Go calls `checkdead` when the last M goes idle): it
+//! waits for an *idle event* ([`wait_idle_event`]), signalled when the last busy worker of a
+//! scheduler parks (`M::park`, after its re-check found nothing) and when an OS thread starts
+//! waiting on a green thread. One process-wide lot serves every scheduler: the events are rare
+//! (a scheduler going idle), and a watch woken for another scheduler's event only re-checks.
+//! The watch takes a snapshot ([`idle_events`]) before it checks, so an event between its
+//! check and its wait is not lost (the lot's P1 in `purloin_parking`).
 
 use crate::sync::{DiagMutex, DiagMutexGuard};
 
@@ -31,6 +39,8 @@ impl OutsideWait {
             Some((_, n)) => *n += 1,
             None => list.push((sched, 1)),
         }
+        drop(list);
+        note_idle_event();
         OutsideWait { sched }
     }
 }
@@ -55,4 +65,60 @@ pub(crate) fn count(sched: *const crate::shared::Shared) -> usize {
 /// Counts the caller while it waits if it is an OS thread (not a green thread).
 pub(crate) fn if_os_thread(sched: *const crate::shared::Shared) -> Option<OutsideWait> {
     (!crate::in_green_thread()).then(|| OutsideWait::new(sched))
+}
+
+/// Process-wide idle events (see the module docs).
+#[cfg(not(loom))]
+static IDLE_EVENTS: purloin_parking::ParkingLot = purloin_parking::ParkingLot::new();
+
+/// A snapshot of the idle events, from [`idle_events`], to wait on with [`wait_idle_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleEvents(#[cfg(not(loom))] purloin_parking::State);
+
+/// Takes the snapshot to wait on. Take it **before** checking
+/// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent) and
+/// [`Scheduler::outside_waiters`](crate::Scheduler::outside_waiters).
+///
+/// # Examples
+///
+/// ```
+/// let since = purloin_sched::idle_events();
+/// purloin_sched::note_idle_event();
+/// purloin_sched::wait_idle_event(since, None); // returns at once: an event came after `since`
+/// ```
+#[must_use]
+pub fn idle_events() -> IdleEvents {
+    #[cfg(not(loom))]
+    return IdleEvents(IDLE_EVENTS.state());
+    #[cfg(loom)]
+    return IdleEvents();
+}
+
+/// Blocks the calling OS thread until an idle event came after `since` (the last busy worker of
+/// some scheduler parked, an OS thread started waiting on a green thread, or
+/// [`note_idle_event`]), or until `deadline`. May return spuriously: check again after every
+/// return. (Under loom, where the process-wide lot cannot live, it waits at most 100 ms.)
+pub fn wait_idle_event(since: IdleEvents, deadline: Option<std::time::Instant>) {
+    #[cfg(not(loom))]
+    match deadline {
+        Some(d) => {
+            IDLE_EVENTS.wait_deadline(since.0, d);
+        }
+        None => IDLE_EVENTS.wait(since.0),
+    }
+    #[cfg(loom)]
+    {
+        let _ = since;
+        let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
+            d.saturating_duration_since(std::time::Instant::now())
+        });
+        std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
+    }
+}
+
+/// Signals an idle event: every thread in [`wait_idle_event`] returns and checks again (a
+/// watch that is asked to stop, or a change a watch must look at).
+pub fn note_idle_event() {
+    #[cfg(not(loom))]
+    IDLE_EVENTS.signal(u32::MAX);
 }

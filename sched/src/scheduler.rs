@@ -49,10 +49,7 @@ fn register_with_valgrind(start: *mut u8, end: *mut u8) {
 #[cfg(not(loom))]
 fn start_monitor(shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHandle<()>>> {
     let parker = purloin_parking::Parker::new();
-    let handle = crate::blocking::MonitorHandle {
-        deep_sleep: crate::sync::AtomicBool::new(false),
-        unparker: parker.unparker(),
-    };
+    let handle = crate::blocking::MonitorHandle::new(parker.unparker());
     let _ = shared.monitor.set(handle);
     let s = shared.clone();
     std::thread::Builder::new()
@@ -236,6 +233,8 @@ impl Scheduler {
             }
             s.idle.add_workers((n - old) as u32);
             s.nprocs.store(n, Ordering::Release);
+            // An idle monitor must watch the new workers too (M1, `blocking`).
+            s.monitor_kick_idle();
             for p in old..n {
                 worker::start_worker(&self.shared, p)?;
             }

@@ -83,6 +83,11 @@ counters! {
         threads_started,
         /// Green threads reported for running too long without a scheduling point.
         long_runners,
+        /// Rounds of the monitor (each follows one of its sleeps).
+        monitor_wakeups,
+        /// Times the monitor found every worker parked and slept with no deadline, until a
+        /// worker left its park.
+        monitor_idle_sleeps,
     }
 }
 

@@ -425,7 +425,7 @@ impl M {
         let lot = shared.lots.lot(pi);
         // The snapshot comes before joining the sleepers: a waker can only pick us after it.
         let snapshot = lot.state();
-        shared.idle.transition_to_parked(pi, self.searching.replace(false));
+        let last = shared.idle.transition_to_parked(pi, self.searching.replace(false));
         shared.idle.fence_before_recheck();
         // F2 is also the fence of this worker's finishes since its last park (L2).
         shared.notify_if_draining();
@@ -444,11 +444,18 @@ impl M {
             if !shared.idle.unpark_self(pi) {
                 shared.idle.start_searching_unconditionally();
             }
+            // The monitor may have seen every worker parked meanwhile (M1, `blocking`).
+            shared.monitor_kick_idle();
             self.searching.set(true);
             crate::sync::spin_hint();
             return;
         }
         bump(&p.stats.parks);
+        if last {
+            // Every worker parks: the scheduler may be quiescent now (a deadlock watch checks;
+            // Go's `checkdead` when the last M goes idle).
+            crate::outside::note_idle_event();
+        }
         let readied = crate::poll::poll_blocking(self, due, &snapshot);
         if readied.is_none() {
             match due {
@@ -459,6 +466,9 @@ impl M {
             }
         }
         self.searching.set(shared.idle.unpark_self(pi));
+        // An idle monitor watches again: this worker may run green threads now (M1,
+        // `blocking`).
+        shared.monitor_kick_idle();
         if readied.is_some_and(|n| n > 1) {
             // This worker runs one of them; someone else may take the rest.
             shared.notify_work_from(p);

@@ -136,3 +136,62 @@ fn a_blocking_section_is_not_reported_as_blocking_its_worker() {
     assert!(g.handoffs >= 1, "the processor was handed off: {g:?}");
     assert_eq!(g.long_runners, 0, "a blocking section reported as a long runner: {g:?}");
 }
+
+/// Waits (the watchdog bounds it) until the monitor of `sched` has found every worker parked
+/// and gone to sleep with no deadline.
+fn wait_for_idle_monitor(sched: &purloin_sched::Scheduler) {
+    while sched.stats().global.monitor_idle_sleeps == 0 || sched.stats().parked == 0 {
+        std::thread::yield_now();
+    }
+}
+
+/// With every worker parked the monitor sleeps with no deadline: its round count stays flat
+/// across an idle window (a polling monitor adds a round every 10 ms at most), and the event
+/// that ends the window — a parked green thread unparked from outside, which wakes a worker —
+/// wakes the monitor.
+#[test]
+fn an_idle_monitor_sleeps_until_a_worker_leaves_its_park() {
+    let _w = common::watchdog("idle monitor", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let release = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r = release.clone();
+    let parked = sched.spawn(move || {
+        while !r.load(std::sync::atomic::Ordering::Acquire) {
+            purloin_sched::park();
+        }
+    });
+    wait_for_idle_monitor(&sched);
+    let before = sched.stats().global;
+    // The window: any length shows a polling monitor; a sleeping one stays flat whatever it is.
+    std::thread::sleep(Duration::from_millis(200));
+    let after = sched.stats().global;
+    assert_eq!(
+        (after.monitor_wakeups, after.monitor_idle_sleeps),
+        (before.monitor_wakeups, before.monitor_idle_sleeps),
+        "the monitor woke while every worker was parked"
+    );
+    release.store(true, std::sync::atomic::Ordering::Release);
+    parked.thread().unpark();
+    parked.join().unwrap();
+    while sched.stats().global.monitor_wakeups == after.monitor_wakeups {
+        std::thread::yield_now();
+    }
+}
+
+/// A green thread that enters a blocking call right after the runtime was idle (the monitor
+/// asleep with no deadline) still gets its P handed off: with ONE worker, B runs only if the
+/// monitor wakes and hands the P to another thread (without it the watchdog fails the test).
+#[test]
+fn a_blocking_section_after_idleness_is_handed_off() {
+    let _w = common::watchdog("handoff after idle", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    sched.spawn(|| ()).join().unwrap();
+    wait_for_idle_monitor(&sched);
+    let handoffs = sched.stats().global.handoffs;
+    let (tx, rx) = mpsc::channel::<u32>();
+    let a = sched.spawn(move || purloin_sched::blocking(|| rx.recv().unwrap()));
+    let b = sched.spawn(move || tx.send(7).unwrap());
+    b.join().unwrap();
+    assert_eq!(a.join().unwrap(), 7);
+    assert!(sched.stats().global.handoffs > handoffs, "{:?}", sched.stats().global);
+}

@@ -1,0 +1,66 @@
+//! Loom models of the monitor's idle sleep (M1 in `blocking`) on the real code: the monitor's
+//! `monitor_nap(Nap::Idle)` (store the nap, fence, re-check that every worker is parked, park)
+//! against a worker leaving its park (`Idle::unpark_self`, then `Shared::monitor_kick_idle`,
+//! what `M::park` does on every return). The monitor thread body itself is not modelled (it
+//! reads clocks and thread CPU times); its decision to nap idle is.
+
+use crate::blocking::{MonitorHandle, NAP_AWAKE, Nap, monitor_nap};
+use crate::shared::Shared;
+use crate::sync::thread as lthread;
+use crate::sync::{Arc, Ordering};
+
+/// A scheduler of `workers` P's (no threads started) whose monitor handle is set, every
+/// worker counted as parked; returns it and the monitor's parker.
+fn idle_scheduler(workers: usize) -> (Arc<Shared>, purloin_parking::Parker) {
+    let b = crate::Builder::new().workers(workers).monitor(false);
+    let shared = Arc::new(Shared::new(b.config_for_tests()));
+    let parker = purloin_parking::Parker::new();
+    let _ = shared.monitor.set(MonitorHandle::new(parker.unparker()));
+    for p in 0..workers {
+        shared.idle.transition_to_parked(p, false);
+    }
+    (shared, parker)
+}
+
+/// The monitor decides to sleep with no deadline (it saw every worker parked) while a worker
+/// leaves its park: the monitor must not stay asleep (a lost kick leaves it parked forever,
+/// which loom reports as a deadlock), and it ends awake. Mutation check: removing the fence
+/// in `monitor_nap` (or the one in `Shared::monitor_kick_idle`) makes this model fail with a
+/// deadlock (the monitor's re-check misses the unparked worker while the worker's read of
+/// `nap` misses the monitor's store).
+#[test]
+fn idle_monitor_vs_worker_leaving_park() {
+    loom::model(|| {
+        let (s, parker) = idle_scheduler(1);
+        let s2 = s.clone();
+        let worker = lthread::spawn(move || {
+            s2.idle.unpark_self(0);
+            s2.monitor_kick_idle();
+        });
+        monitor_nap(&s, s.monitor.get().unwrap(), &parker, Nap::Idle);
+        worker.join().unwrap();
+        assert_eq!(s.monitor.get().unwrap().nap.load(Ordering::Relaxed), NAP_AWAKE);
+    });
+}
+
+/// Two workers, one woken by a submitter: the submitter's read-modify-write counts it
+/// unparked (`Idle::worker_to_wake`), and the woken worker kicks after its wait returns. The
+/// monitor wakes either way. Mutation check: removing the fence in `monitor_nap` makes this
+/// model fail with a deadlock.
+#[test]
+fn idle_monitor_vs_waker_and_worker() {
+    loom::model(|| {
+        let (s, parker) = idle_scheduler(2);
+        let s2 = s.clone();
+        let waker = lthread::spawn(move || {
+            // A submitter counts a sleeper unparked and searching (`Idle::worker_to_wake`);
+            // the woken worker kicks after its wait returns.
+            if let Some(p) = s2.idle.worker_to_wake() {
+                s2.idle.unpark_self(p);
+                s2.monitor_kick_idle();
+            }
+        });
+        monitor_nap(&s, s.monitor.get().unwrap(), &parker, Nap::Idle);
+        waker.join().unwrap();
+    });
+}
