@@ -339,15 +339,15 @@ impl Runtime {
             return f();
         }
         self.check_usable();
-        let state = crate::scope::ScopeState::new();
+        let state = crate::scope::ScopeState::new_root();
         let wait = crate::scope::WaitAll(state.clone());
         // SAFETY: `wait` waits for the root in every exit path of this function (it is
         // dropped after the join below, or while unwinding), so `f`'s borrows stay valid.
         let spawned = unsafe {
             crate::scope::spawn_scoped(Some(self.scheduler()), Default::default(), &state, f)
         };
-        let mut root = spawned.unwrap_or_else(|e| panic!("purloin: block_on: {e}"));
-        let deadlock = self.wait_root(&mut root);
+        let root = spawned.unwrap_or_else(|e| panic!("purloin: block_on: {e}"));
+        let deadlock = self.wait_root(&state, &root);
         let result = root.join();
         drop(wait);
         match (result, deadlock) {
@@ -379,30 +379,38 @@ impl Runtime {
     /// and returns the report.
     fn wait_root<T>(
         &self,
-        handle: &mut crate::scope::ScopedParts<'_, T>,
+        state: &crate::scope::ScopeState,
+        handle: &crate::scope::ScopedParts<'_, T>,
     ) -> Option<crate::deadlock::DeadlockReport> {
         let sched = self.scheduler();
         let mut quiet_since: Option<Instant> = None;
         loop {
-            if handle.wait_timeout(Duration::from_millis(100)) {
+            // The snapshot comes before the checks: an idle event (the root's end, the last
+            // busy worker parking, an OS thread starting to wait) after it ends the wait.
+            let since = purloin_sched::idle_events();
+            if state.all_finished() {
                 return None;
             }
-            if !self.data.deadlock_detection {
+            if !self.data.deadlock_detection || !sched.is_quiescent() {
+                quiet_since = None;
+                purloin_sched::wait_idle_event(since, None);
                 continue;
             }
-            if sched.is_quiescent() {
-                let since = *quiet_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= self.data.deadlock_grace && sched.is_quiescent() {
-                    let report = crate::deadlock::report(sched, Some(*handle.thread()));
-                    eprintln!("{report}");
-                    #[cfg(not(loom))]
-                    eprintln!("{}", sched.dump());
-                    sched.cancel(handle.thread());
-                    return Some(report);
+            let since_quiet = *quiet_since.get_or_insert_with(Instant::now);
+            if since_quiet.elapsed() < self.data.deadlock_grace {
+                purloin_sched::wait_idle_event(since, Some(since_quiet + self.data.deadlock_grace));
+                if purloin_sched::idle_events() != since {
+                    // Something ran meanwhile: the quiet period starts over.
+                    quiet_since = None;
                 }
-            } else {
-                quiet_since = None;
+                continue;
             }
+            let report = crate::deadlock::report(sched, Some(*handle.thread()));
+            eprintln!("{report}");
+            #[cfg(not(loom))]
+            eprintln!("{}", sched.dump());
+            sched.cancel(handle.thread());
+            return Some(report);
         }
     }
 

@@ -34,6 +34,9 @@ pub(crate) struct ScopeState {
     /// first) and whose error was not (yet) taken by a join.
     unjoined_unstarted: AtomicUsize,
     waiter: Mutex<Option<Waiter>>,
+    /// The root of a `block_on`, whose caller waits for idle events (the deadlock watch's
+    /// wake-ups) and for the root's end at once: its end is signalled as an idle event.
+    root: bool,
 }
 
 enum Waiter {
@@ -43,12 +46,27 @@ enum Waiter {
 
 impl ScopeState {
     pub(crate) fn new() -> Arc<ScopeState> {
+        Self::with_root(false)
+    }
+
+    /// The state of a `block_on` root (see `root`).
+    pub(crate) fn new_root() -> Arc<ScopeState> {
+        Self::with_root(true)
+    }
+
+    fn with_root(root: bool) -> Arc<ScopeState> {
         Arc::new(ScopeState {
             running: AtomicUsize::new(0),
             unjoined_panics: AtomicUsize::new(0),
             unjoined_unstarted: AtomicUsize::new(0),
             waiter: Mutex::new(None),
+            root,
         })
+    }
+
+    /// Whether every green thread of the scope has finished (Acquire: pairs with `finished`).
+    pub(crate) fn all_finished(&self) -> bool {
+        self.running.load(Ordering::Acquire) == 0
     }
 
     /// A scoped green thread finished (its closure and captures are dropped).
@@ -59,6 +77,11 @@ impl ScopeState {
         // Release: everything the green thread did happens before the owner's Acquire load
         // that sees the count reach zero.
         if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if self.root {
+                // After the count reached zero: a waiter whose snapshot of the idle events
+                // predates this sees the event, one whose snapshot follows it sees the count.
+                purloin_sched::note_idle_event();
+            }
             let who = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
             match who {
                 Some(Waiter::Green(g)) => {
@@ -248,11 +271,6 @@ impl<T> ScopedParts<'_, T> {
             return Err(e);
         }
         take_result(&*packet, &state)
-    }
-
-    /// Waits at most `timeout` for the green thread to finish.
-    pub(crate) fn wait_timeout(&mut self, timeout: std::time::Duration) -> bool {
-        self.handle.wait_timeout(timeout)
     }
 }
 
