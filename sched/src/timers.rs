@@ -36,8 +36,8 @@
 //!
 //! The next-deadline word is a Relaxed hint written under the lock: a reader that sees a
 //! stale value either takes the lock and finds nothing due, or looks again on its next round
-//! (a parking worker sleeps at most until the deadline it read; the monitor looks again within
-//! its 10 ms period). Everything a fired action touches is published by the mutex (lock
+//! (a parking worker sleeps at most until the deadline it read; while some holder is busy, the
+//! monitor looks again within 10 ms). Everything a fired action touches is published by the mutex (lock
 //! acquire pairs with the adder's unlock release).
 
 use std::collections::{BinaryHeap, HashMap};
