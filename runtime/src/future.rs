@@ -150,6 +150,9 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
     if let Poll::Ready(out) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         return out;
     }
+    // On an OS thread, a green thread this waits for counts it as an outside waiter (the
+    // deadlock watch then reports a wait that can never end instead of leaving it hanging).
+    let _outside = purloin_sched::blocking_on_futures();
     let signal = Arc::new(Signal { notified: AtomicBool::new(false), target: Target::current() });
     let waker = Waker::from(signal.clone());
     let mut cx = Context::from_waker(&waker);

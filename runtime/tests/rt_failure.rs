@@ -225,7 +225,12 @@ fn a_join_from_main_on_a_deadlocked_global_runtime_is_reported() {
             })
         }));
         println!("SCOPE {}", scoped.is_err());
-        drop(tx);
+        // So is `main` blocking on the green thread's future.
+        let (tx2, rx2) = purloin::sync::channel::bounded::<u32>(1);
+        let awaited = purloin::future::block_on(purloin::spawn(move || rx2.recv()));
+        let err = awaited.unwrap_err();
+        println!("FUTURE {}", err.downcast_ref::<purloin::ForcedUnwind>().is_some());
+        drop((tx, tx2));
         std::process::exit(0);
     }
     let _w = common::watchdog("global deadlock child", Duration::from_secs(60));
@@ -238,9 +243,10 @@ fn a_join_from_main_on_a_deadlocked_global_runtime_is_reported() {
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert_eq!(stderr.matches("all green threads are asleep — deadlock!").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches("all green threads are asleep — deadlock!").count(), 3, "{stderr}");
     assert!(stderr.contains("'waits-forever'"), "{stderr}");
     assert!(stdout.contains("SCOPE true"), "{stdout}");
+    assert!(stdout.contains("FUTURE true"), "{stdout}");
 }
 
 /// A stack overflow in a child its joiner runs inline (on the joiner's stack) names the

@@ -90,6 +90,8 @@ pub struct JoinFuture<T> {
     /// The handle's caller registered as the packet's waiter already (`wait_timeout`): no
     /// waker can be registered, so polls re-schedule themselves.
     registered: bool,
+    /// The scheduler's address (only compared: `outside::note_future_wait`).
+    sched: usize,
 }
 
 /// The cell whose waker sits in the packet's waiter slot: passes the completion on to the
@@ -120,8 +122,13 @@ impl<T> IntoFuture for JoinHandle<T> {
     type IntoFuture = JoinFuture<T>;
 
     fn into_future(self) -> JoinFuture<T> {
-        let JoinHandle { task, registered, .. } = self;
-        JoinFuture { task: Some(task), forward: None, registered: registered.is_some() }
+        let JoinHandle { task, registered, sched, .. } = self;
+        JoinFuture {
+            task: Some(task),
+            forward: None,
+            registered: registered.is_some(),
+            sched: sched as usize,
+        }
     }
 }
 
@@ -179,6 +186,7 @@ impl<T> Future for JoinFuture<T> {
             return Poll::Ready(task.into_result());
         }
         this.task = Some(task);
+        crate::outside::note_future_wait(this.sched);
         Poll::Pending
     }
 }
@@ -221,7 +229,8 @@ mod loom_join_future {
         loom::model(|| {
             let (task, packet) = TaskCell::allocate(|| 7u32);
             let g_side = thread::spawn(move || TaskRef::Owned(task).run());
-            let mut fut = JoinFuture { task: Some(packet), forward: None, registered: false };
+            let mut fut =
+                JoinFuture { task: Some(packet), forward: None, registered: false, sched: 0 };
             let first = Waker::noop();
             let flag = Arc::new(Flag { woken: AtomicBool::new(false), thread: thread::current() });
             let second = Waker::from(flag.clone());

@@ -97,7 +97,10 @@ pub use dump::{
 pub use fork::join;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
-pub use outside::{IdleEvents, OutsideWait, idle_events, note_idle_event, wait_idle_event};
+pub use outside::{
+    BlockingOnFutures, IdleEvents, OutsideWait, blocking_on_futures, idle_events, note_idle_event,
+    wait_idle_event,
+};
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{

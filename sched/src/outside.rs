@@ -57,6 +57,79 @@ impl Drop for OutsideWait {
     }
 }
 
+#[cfg(not(loom))]
+std::thread_local! {
+    /// The waits counted for this OS thread's [`BlockingOnFutures`] (`None` outside one).
+    static FUTURE_WAITS: core::cell::RefCell<Option<Vec<OutsideWait>>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Marks the calling OS thread as blocked on futures while it lives (an executor's
+/// `block_on`): a [`JoinFuture`](crate::JoinFuture) polled `Pending` meanwhile counts the
+/// thread as waiting on its scheduler, as a [`JoinHandle::join`](crate::JoinHandle::join) from
+/// the thread would, so a deadlock watch sees the wait. Nested guards share the outermost one's
+/// counts, which end with it. On a green thread it does nothing.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// let t = *h.thread();
+/// let _blocking = purloin_sched::blocking_on_futures();
+/// let mut fut = std::pin::pin!(std::future::IntoFuture::into_future(h));
+/// let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+/// assert!(std::future::Future::poll(fut.as_mut(), &mut cx).is_pending());
+/// assert_eq!(sched.outside_waiters(), 1); // this thread now waits on `sched`
+/// t.unpark();
+/// ```
+#[derive(Debug)]
+#[must_use = "the waits are counted while the guard lives"]
+pub struct BlockingOnFutures {
+    outermost: bool,
+}
+
+/// Starts a [`BlockingOnFutures`] section on the calling OS thread.
+pub fn blocking_on_futures() -> BlockingOnFutures {
+    #[cfg(not(loom))]
+    let outermost = FUTURE_WAITS.with(|w| {
+        let mut w = w.borrow_mut();
+        w.is_none().then(|| *w = Some(Vec::new())).is_some()
+    });
+    #[cfg(loom)]
+    let outermost = false;
+    BlockingOnFutures { outermost }
+}
+
+impl Drop for BlockingOnFutures {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        if self.outermost {
+            // Dropped outside the borrow: an `OutsideWait`'s drop takes the list's lock.
+            let waits = FUTURE_WAITS.with(|w| w.borrow_mut().take());
+            drop(waits);
+        }
+    }
+}
+
+/// A [`JoinFuture`](crate::JoinFuture) of scheduler `sched` was polled `Pending`: inside a
+/// [`BlockingOnFutures`] section of an OS thread, count the thread as waiting on `sched` (once
+/// per scheduler).
+pub(crate) fn note_future_wait(sched: usize) {
+    #[cfg(not(loom))]
+    if !crate::in_green_thread() {
+        FUTURE_WAITS.with(|w| {
+            if let Some(waits) = w.borrow_mut().as_mut()
+                && !waits.iter().any(|o| o.sched == sched)
+            {
+                waits.push(OutsideWait::new(sched as *const crate::shared::Shared));
+            }
+        });
+    }
+    #[cfg(loom)]
+    let _ = sched;
+}
+
 /// How many OS threads wait on green threads of `sched` now.
 pub(crate) fn count(sched: *const crate::shared::Shared) -> usize {
     lock().iter().find(|(s, _)| *s == sched as usize).map_or(0, |(_, n)| *n)
