@@ -121,8 +121,9 @@ impl FakeSock {
 /// (lazily), parks, and the kernel's edge — arriving at any point: before the registration,
 /// between the syscall and the park, while the worker blocks in the poller — makes it
 /// runnable. A lost edge leaves the green thread parked and the worker blocked: loom reports
-/// a deadlock. Mutation check: a stale-event filter that drops live events (tokens built
-/// with `generation + 1` in `Driver::register`) fails this model with a deadlock. (With one
+/// a deadlock. Mutation check (at preemption bound 2; at CI's bound 1 the next model catches
+/// it): a stale-event filter that drops live events (tokens built with `generation + 1` in
+/// `Driver::register`) fails this model with a deadlock. (With one
 /// worker the snapshot races of `readiness.rs` cannot show here — the worker polls only
 /// while the green thread is switched out — so those are checked by its own models.)
 #[test]
@@ -137,6 +138,32 @@ fn readiness_reaches_parked_green_thread() {
             src.op(Direction::Read, None, |s| s.read())
         });
         driver.kernel().make_ready(1000, READ_EVENTS);
+        reader.join().unwrap().unwrap();
+        drop(rt);
+    });
+}
+
+/// The same with the edge arriving only once the green thread waits (registered, about to
+/// park or parked, the worker polling): the path the stale-event filter sits on, forced so
+/// that the model's preemption bound does not have to find it. Mutation check: tokens built
+/// with `generation + 1` in `Driver::register` (the filter drops live events) fail this model
+/// with a deadlock (`readiness_reaches_parked_green_thread` finds that interleaving only at
+/// preemption bound 2).
+#[test]
+fn a_late_edge_reaches_a_waiting_green_thread() {
+    whole_runtime_model(|| {
+        let rt = runtime();
+        let driver = driver_of(&rt);
+        install(&rt, &driver);
+        let d2 = driver.clone();
+        let reader = rt.spawn(move || {
+            let src = Source::new(FakeSock(1001, d2));
+            src.op(Direction::Read, None, |s| s.read())
+        });
+        while !driver.has_waiters() {
+            loom::thread::yield_now();
+        }
+        driver.kernel().make_ready(1001, READ_EVENTS);
         reader.join().unwrap().unwrap();
         drop(rt);
     });
