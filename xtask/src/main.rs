@@ -285,6 +285,7 @@ fn ci() -> Result<(), String> {
         preemptions: env::var("LOOM_MAX_PREEMPTIONS").unwrap_or_else(|_| "2".into()),
         filter: None,
     })?;
+    forget_packaged_sources()?;
     run(
         "package",
         cargo()
@@ -369,6 +370,42 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
 
 /// Builds a scratch crate that depends on `leaf` alone and fails if `cargo tree` shows any
 /// other purloin crate: the leaves must be usable (and publishable) on their own.
+/// `cargo package --workspace` verifies each crate against the freshly packaged sources of
+/// the crates it depends on, which cargo unpacks into the crates.io source cache under their
+/// plain name and version (`$CARGO_HOME/registry/src/<index>/purloin-sched-0.1.0`) and reuses
+/// when present. A second packaging on one machine would verify against the first one's
+/// sources and fail on every API added since. The workspace's crates are never downloaded
+/// from a registry, so their entries there are always such leftovers: remove them first.
+fn forget_packaged_sources() -> Result<(), String> {
+    let home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let Some(home) = home else { return Ok(()) };
+    for kind in ["src", "cache"] {
+        let Ok(indexes) = fs::read_dir(home.join("registry").join(kind)) else { continue };
+        for index in indexes.flatten() {
+            let Ok(entries) = fs::read_dir(index.path()) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let ours = CRATES.iter().any(|krate| {
+                    name.strip_prefix(krate)
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+                });
+                if !ours {
+                    continue;
+                }
+                let path = entry.path();
+                let removed =
+                    if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+                removed.map_err(|e| format!("could not remove {}: {e}", path.display()))?;
+                eprintln!("    removed a packaging leftover: {}", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn leaf_stands_alone(leaf: &str) -> Result<(), String> {
     let dir_name = leaf.trim_start_matches("purloin-");
     let scratch = root().join("target").join("standalone").join(dir_name);
