@@ -59,7 +59,10 @@ impl Timer {
     /// use std::time::{Duration, Instant};
     ///
     /// let sched = purloin_sched::Scheduler::new().unwrap();
-    /// let t = sched.call_every(Instant::now(), Duration::from_millis(1), |_| true);
+    /// // First due in an hour: still pending when cancelled (a timer that is firing at the
+    /// // moment of `cancel` is not re-armed, but that run was not prevented: `false`).
+    /// let first = Instant::now() + Duration::from_secs(3600);
+    /// let t = sched.call_every(first, Duration::from_millis(1), |_| true);
     /// assert!(t.cancel());
     /// assert!(!t.cancel());
     /// ```
