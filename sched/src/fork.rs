@@ -230,7 +230,7 @@ where
     // it a G; see `entry`).
     let entry = Entry::job(NonNull::from(&ptr));
     bump(&held.p().stats.spawned);
-    held.enqueue(entry, Slot::Local);
+    held.enqueue(entry, Slot::Fork);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     if !job.is_done() && !take_back(entry, &job) {

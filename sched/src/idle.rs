@@ -46,6 +46,14 @@
 //!   `runnext_spawn_vs_other_worker_going_idle` — the outcome C++20 forbids but loom's weaker
 //!   model allows; I3 rests on the argument above, not on that model).
 //!
+//! - (I4) A push that its pusher runs itself if nobody else does needs no F1: a fork's job
+//!   (`join`), whose joiner takes it back from its own queue, or parks waiting for it, and then
+//!   its worker's loop reaches it. Missing a worker that is going idle then costs parallelism,
+//!   never the job: the wake-up is a hint ([`Idle::worker_to_wake_hint`], rayon's
+//!   `new_internal_jobs` makes the same bet). Every other submission keeps F1: a spawner may
+//!   spin on its child, which then has to run elsewhere. Modelled in `loom_idle`
+//!   (`fork_vs_other_worker_going_idle`).
+//!
 //! At most half of the workers search at once (`2 * searching < workers`, Go's and tokio's
 //! rule); the last searcher to find work wakes another so the ramp-up continues.
 
@@ -108,6 +116,12 @@ impl Idle {
         #[cfg(loom)]
         fence(Ordering::SeqCst);
         self.sleeper_to_wake(self.state.load(Ordering::SeqCst))
+    }
+
+    /// [`Idle::worker_to_wake`] without F1, for a push its pusher will run itself if nobody
+    /// else does (I4): it may miss a worker that is going idle at this moment.
+    pub(crate) fn worker_to_wake_hint(&self) -> Option<usize> {
+        self.sleeper_to_wake(self.state.load(Ordering::Relaxed))
     }
 
     fn sleeper_to_wake(&self, state: u32) -> Option<usize> {

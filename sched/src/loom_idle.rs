@@ -108,3 +108,51 @@ fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
         busy.held_on_g0().enqueue(g.into(), Slot::RunnextIfEmpty)
     });
 }
+
+/// A fork (`join`, `Slot::Fork`): P 0's worker queues a job with the wake-up hint, which has
+/// no F1 (`idle`, I4), while P 1's worker goes idle; then the joiner takes the job back if it is
+/// still on top of its queue. Then P 0 spawns one more G with the full notify rule, so that P 1
+/// always finds something and the model ends. The job runs exactly once: taken back, or found
+/// by P 1. Mutation check: without the take-back (the joiner relies on the hint to get its job
+/// run), loom reports a deadlock: the hint may miss the worker going idle.
+#[test]
+fn fork_vs_other_worker_going_idle() {
+    model(|| {
+        let s = shared(2);
+        let s2 = s.clone();
+        let idle = lthread::spawn(move || worker(s2, 1));
+        let (job, last) = (new_g(&s), new_g(&s));
+        let busy = M::new(s.clone(), 0, 0);
+        busy.held_on_g0().enqueue(job.into(), Slot::Fork);
+        let taken_back = match busy.held_on_g0().local().pop() {
+            Some(e) => {
+                assert!(e == job.into(), "only the job was queued");
+                true
+            }
+            None => false,
+        };
+        busy.held_on_g0().enqueue(last.into(), Slot::Local);
+        let found = idle.join().unwrap();
+        assert!(taken_back != (found == job), "the job ran exactly once");
+    });
+}
+
+/// A fork's hint that woke nobody must not leave the next spawn on that P stranded: P 0 queues
+/// a fork's job with the hint, then spawns a G onto its now non-empty queue and never looks at
+/// its queue again (a green thread that spins on its child), while P 1 goes idle. P 1 must end
+/// up with one of them. Mutation check: with `fork_unannounced` ignored (a push onto visible
+/// work never notifies), loom reports a deadlock.
+#[test]
+fn spawn_after_an_unannounced_fork_vs_other_worker_going_idle() {
+    model(|| {
+        let s = shared(2);
+        let s2 = s.clone();
+        let idle = lthread::spawn(move || worker(s2, 1));
+        let (job, child) = (new_g(&s), new_g(&s));
+        let busy = M::new(s.clone(), 0, 0);
+        busy.held_on_g0().enqueue(job.into(), Slot::Fork);
+        busy.held_on_g0().enqueue(child.into(), Slot::Local);
+        let found = idle.join().unwrap();
+        assert!(found == job || found == child);
+    });
+}

@@ -30,7 +30,7 @@ use crate::entry::Entry;
 use crate::g::GRef;
 use crate::stats::PStats;
 use crate::sync::{
-    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
 };
 use crate::timers::Timers;
 
@@ -68,6 +68,11 @@ pub(crate) struct P {
     pub(crate) syscall_tick: AtomicU64,
     /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
     pub(crate) schedtick: AtomicU64,
+    /// A fork's job was queued here with a wake-up hint that woke nobody (`idle`, I4), so the
+    /// queue may show work that no other worker is coming for: the next other push announces
+    /// itself with F1 even onto a non-empty queue (`ready`'s notify rule). Holder only
+    /// (Relaxed: written and read by the holding worker).
+    pub(crate) fork_unannounced: AtomicBool,
     /// Deadlines: timed parks and callback timers (fired by anyone: `timers`).
     pub(crate) timers: Timers,
     /// Free G records (holder only).
@@ -107,6 +112,7 @@ impl P {
             status: AtomicU32::new(RUNNING),
             syscall_tick: AtomicU64::new(0),
             schedtick: AtomicU64::new(0),
+            fork_unannounced: AtomicBool::new(false),
             timers: Timers::new(),
             free_gs: UnsafeCell::new(Vec::new()),
             pinned: AtomicU32::new(0),

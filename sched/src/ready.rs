@@ -23,6 +23,10 @@
 //! visible, a worker was woken, or one was searching (it takes the work or re-checks every
 //! queue before it parks), or none was parked; and a searcher that finds work while others
 //! remain wakes the next one (`found_work`). So every non-empty queue has someone coming.
+//! A fork's job (`join`) is the exception: its joiner runs it if nobody else does, so its
+//! wake-up is a hint without the fence (`idle`, I4). A hint that woke nobody may leave work
+//! that nobody is coming for, so the P remembers it (`P::fork_unannounced`) and the next other
+//! push onto it notifies with the fence even though work was visible.
 //! While a worker queues a batch the poller readied, which it is about to run itself, it does
 //! not notify per push (`M::poll_batch`; the batch notifies once).
 
@@ -54,6 +58,9 @@ pub(crate) enum Slot {
     /// next=true)`). A thief takes runnext only after a grace period, so a child that is
     /// joined soon is usually still here for its joiner to run inline.
     Runnext,
+    /// On top of the local queue, for a fork's job: its joiner runs it if nobody else does, so
+    /// the notify rule's wake-up is a hint without the fence (`idle`, I4).
+    Fork,
     /// In runnext if it is empty, else on top of the local queue, without a read-modify-write
     /// (a lazy spawn: in a burst of spawns runnext is always full, and a swap is a locked
     /// instruction that waits for the spawn's stores to the cell to drain).
@@ -67,6 +74,8 @@ enum Notify {
     AfterStore,
     /// The push was runnext's SeqCst swap, which is F1 itself (`idle`, I3).
     AfterSeqCstSwap,
+    /// A fork's job: `notify_fork_from` (no F1, `idle`, I4).
+    Hint,
 }
 
 impl HeldP<'_> {
@@ -79,33 +88,38 @@ impl HeldP<'_> {
                 self.push_local(entry);
                 Notify::No
             }
-            Slot::Local => {
+            Slot::Local | Slot::Fork => {
                 let was_empty =
                     p.runnext.load(Ordering::Relaxed).is_null() && self.local().is_empty();
                 self.push_local(entry);
-                if was_empty { Notify::AfterStore } else { Notify::No }
+                match slot {
+                    Slot::Fork if was_empty => Notify::Hint,
+                    Slot::Fork => Notify::No,
+                    _ if was_empty => Notify::AfterStore,
+                    _ => self.onto_visible_work(),
+                }
             }
             Slot::Runnext => {
                 let local_empty = self.local().is_empty();
                 match p.put_runnext(entry) {
                     Some(old) => {
                         self.push_local(old);
-                        Notify::No
+                        self.onto_visible_work()
                     }
                     None if local_empty => Notify::AfterSeqCstSwap,
-                    None => Notify::No,
+                    None => self.onto_visible_work(),
                 }
             }
             Slot::RunnextIfEmpty => {
                 if !p.runnext.load(Ordering::Relaxed).is_null() {
                     self.push_local(entry);
-                    Notify::No
+                    self.onto_visible_work()
                 } else {
                     let local_empty = self.local().is_empty();
                     // A Release store (R1): only the holder fills runnext and thieves only
                     // empty it, so it is still empty here.
                     p.fill_empty_runnext(entry);
-                    if local_empty { Notify::AfterStore } else { Notify::No }
+                    if local_empty { Notify::AfterStore } else { self.onto_visible_work() }
                 }
             }
         };
@@ -113,8 +127,39 @@ impl HeldP<'_> {
         match notify {
             Notify::No => {}
             _ if self.m().poll_batch.get() => {}
-            Notify::AfterStore => shared.notify_work_from(p),
-            Notify::AfterSeqCstSwap => shared.notify_work_after_runnext_push(p),
+            Notify::AfterStore => {
+                self.announced();
+                shared.notify_work_from(p);
+            }
+            Notify::AfterSeqCstSwap => {
+                self.announced();
+                shared.notify_work_after_runnext_push(p);
+            }
+            Notify::Hint => {
+                if !shared.notify_fork_from(p) {
+                    p.fork_unannounced.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The notify a push onto a P that already showed work needs: none, unless a fork's hint
+    /// left work that nobody may be coming for (`P::fork_unannounced`).
+    #[inline]
+    fn onto_visible_work(self) -> Notify {
+        if self.p().fork_unannounced.load(Ordering::Relaxed) {
+            Notify::AfterStore
+        } else {
+            Notify::No
+        }
+    }
+
+    /// A push with F1 covers every entry visible before it: a fork's missed hint is made up.
+    #[inline]
+    fn announced(self) {
+        let p = self.p();
+        if p.fork_unannounced.load(Ordering::Relaxed) {
+            p.fork_unannounced.store(false, Ordering::Relaxed);
         }
     }
 

@@ -148,6 +148,21 @@ impl Shared {
         }
     }
 
+    /// [`Shared::notify_work_from`] for a fork's job, which its joiner runs itself if nobody
+    /// takes it: a hint without F1 (see `idle`, I4). Returns whether a worker was woken.
+    pub(crate) fn notify_fork_from(&self, p: &P) -> bool {
+        match self.idle.worker_to_wake_hint() {
+            Some(to_wake) => {
+                self.wake_sleeper(to_wake);
+                true
+            }
+            None => {
+                bump(&p.stats.wakes_skipped);
+                false
+            }
+        }
+    }
+
     /// The body of the notify functions. Returns whether a worker was woken.
     fn try_wake_one(&self) -> bool {
         let Some(p) = self.idle.worker_to_wake() else { return false };
