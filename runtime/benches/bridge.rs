@@ -1,9 +1,10 @@
 //! The tokio bridge (`cargo bench -p purloin --features tokio --bench bridge`).
 //!
-//! - `bridge_round_trip`: one bridged future from a green thread (`purloin::tokio::block_on`:
-//!   a tokio spawn, its completion wakes the parked green thread): a ready future, and
-//!   `tokio::time::sleep(0)`. `tokio/spawn_await` is the same ready future spawned and awaited
-//!   from a tokio task: the tokio-side floor.
+//! - `bridge_round_trip`: one bridged future from a green thread (`purloin::tokio::block_on`,
+//!   polled on the green thread with tokio's context entered): a ready future; a future woken
+//!   once from a tokio thread (`purloin/wake`: a task spawned on tokio completes a oneshot it
+//!   awaits), and `tokio::time::sleep(0)`. `tokio/wake` is that same future awaited from a
+//!   tokio task: the tokio-side floor.
 //! - `http_100_conns`: HTTP/1 request/response over loopback with hyper, 100 keep-alive
 //!   connections, each making the same number of sequential requests; one element is one
 //!   request. Server: hyper on a 1-thread tokio runtime. Clients: (a) `tokio`: 100 tokio tasks
@@ -111,14 +112,25 @@ fn round_trip(c: &mut Criterion) {
             })
         })
     });
+    g.bench_function("purloin/wake", |b| {
+        b.iter_custom(|n| {
+            rt.block_on(move || {
+                let start = Instant::now();
+                for _ in 0..n {
+                    purloin::tokio::block_on(woken_from_tokio());
+                }
+                start.elapsed()
+            })
+        })
+    });
     let handle = purloin::tokio::handle();
-    g.bench_function("tokio/spawn_await", |b| {
+    g.bench_function("tokio/wake", |b| {
         b.iter_custom(|n| {
             handle
                 .block_on(handle.spawn(async move {
                     let start = Instant::now();
                     for _ in 0..n {
-                        black_box(tokio::spawn(async { black_box(1u64) }).await.unwrap());
+                        woken_from_tokio().await;
                     }
                     start.elapsed()
                 }))
@@ -126,6 +138,13 @@ fn round_trip(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// A future woken once from a tokio thread: a task spawned there completes a oneshot.
+async fn woken_from_tokio() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move { tx.send(black_box(1u64)) });
+    black_box(rx.await.unwrap());
 }
 
 /// An echo-the-path server on its own 1-thread tokio runtime; returns its address.
@@ -165,6 +184,8 @@ async fn connect(addr: SocketAddr) -> SendRequest<Empty<Bytes>> {
 }
 
 async fn request(sender: &mut SendRequest<Empty<Bytes>>) -> usize {
+    // The connection task may still be finishing the previous exchange.
+    sender.ready().await.unwrap();
     let req = Request::get("/x")
         .header(hyper::header::HOST, "localhost")
         .body(Empty::<Bytes>::new())
@@ -235,12 +256,8 @@ fn http(c: &mut Criterion) {
                             let mut mine = Vec::with_capacity(rounds as usize);
                             for _ in 0..rounds {
                                 let t = Instant::now();
-                                let (back, len) = purloin::tokio::block_on(async move {
-                                    let len = request(&mut s).await;
-                                    (s, len)
-                                });
+                                let len = purloin::tokio::block_on(request(&mut s));
                                 mine.push(t.elapsed().as_nanos() as u64);
-                                s = back;
                                 black_box(len);
                             }
                             lat.lock().unwrap().extend(mine);

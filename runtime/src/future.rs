@@ -24,11 +24,14 @@
 //! # 2. A future that needs tokio's reactor or timers: `purloin::tokio::block_on`
 //!
 //! `tokio::net`, hyper, reqwest-style clients and `tokio::time` need a tokio runtime to drive
-//! their I/O and timers. With the `tokio` cargo feature, `purloin::tokio::block_on` spawns the
-//! future on a tokio runtime (one purloin starts on first use, or one you supply with
-//! `purloin::tokio::set_handle`) and parks the green thread until it completes. A panic in the
-//! future comes back as the green thread's panic; a green thread that unwinds while it waits
-//! (a panic, or its runtime shutting down) aborts the tokio task, which drops the future.
+//! their I/O and timers. With the `tokio` cargo feature, `purloin::tokio::block_on` polls the
+//! future on the green thread with a tokio runtime's context entered during each poll (one
+//! purloin starts on first use, or one you supply with `purloin::tokio::set_handle`), and parks
+//! the green thread in between; tokio's threads drive the I/O and timers and wake it. A panic in
+//! the future is the green thread's panic; a green thread that unwinds while it waits (a panic,
+//! or its runtime shutting down) drops the future. Inside the future, await async APIs: a
+//! purloin wait there (a lock or channel that has to wait, a sleep, a join) panics, because the
+//! tokio context must not stay on the worker across a park.
 //!
 //! ```
 //! # #[cfg(feature = "tokio")] {
@@ -84,7 +87,7 @@
 //!   `Runtime::block_on` on a green thread (it blocks the worker and every green thread queued
 //!   on it), and do not keep a `Handle::enter()` guard across a park (it is a thread-local of
 //!   the worker, which another green thread then runs under). `purloin::tokio::block_on`
-//!   spawns onto the handle instead of entering it.
+//!   enters it only for the length of each poll, and refuses a park inside one.
 //! - a **`std::sync::MutexGuard`** or any OS-thread lock: the green thread may park holding it
 //!   while another green thread on the same worker blocks on it (use [`sync`](crate::sync)).
 //! - a **`thread_local!` reference** or a `RefCell` borrow of one: after the park it may belong

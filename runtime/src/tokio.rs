@@ -1,25 +1,34 @@
 //! Running tokio-based futures from green threads (the `tokio` cargo feature).
 //!
-//! [`block_on`] spawns the future on a tokio runtime and parks the calling green thread until
-//! the tokio task completes: the future's I/O and timers are driven by tokio's threads, and the
-//! green thread's worker runs other green threads meanwhile. See the
-//! [`future` module](crate::future) for the whole picture and the pitfalls.
+//! [`block_on`] polls the future on the calling green thread, with the tokio runtime's context
+//! entered for the length of each poll, and parks the green thread between polls: tokio's
+//! threads drive the I/O and timers the future registered, and their wake-ups unpark the green
+//! thread. The worker runs other green threads meanwhile.
 //!
 //! # Design
 //!
-//! - **No tokio context on a worker.** The future is handed to tokio with `Handle::spawn`,
-//!   which enters no runtime context on the calling thread; the green thread then waits for the
-//!   task's `JoinHandle` with [`future::block_on`](crate::future::block_on), whose waker (called
-//!   by a tokio thread when the task completes) unparks the green thread. So a worker never
-//!   carries a tokio context across a park, and never blocks.
+//! - **No tokio context on a worker across a park.** The context is a thread-local of the OS
+//!   thread (tokio's `Handle::enter`). It is entered just before each poll and left just
+//!   after, and each poll runs in a [`NoSwitch`](purloin_sched::NoSwitch) section: if the
+//!   future's code tries to park, yield or block the green thread (a purloin lock or channel
+//!   that has to wait, a sleep, a `join`, `purloin::blocking`), it panics with a message that
+//!   says so, instead of leaving the context on the worker for the next green thread. Inside
+//!   the future, await async APIs; do purloin's waits outside `block_on`.
 //! - **Which runtime.** The handle given to [`set_handle`] before first use, or else a
 //!   multi-threaded tokio runtime that purloin starts on first use (threads named
 //!   `purloin-tokio`, as many as CPUs up to 4, I/O and time drivers enabled), which lives as
 //!   long as the process. [`block_on_with`] takes a handle per call.
-//! - **Panics and cancellation.** A panic in the future is caught by tokio and resumed on the
-//!   green thread, with the original payload. If the green thread stops waiting (it panicked,
-//!   or its runtime shut down and unwound it), the tokio task is aborted: tokio drops the
-//!   future on one of its threads, at once if it is idle, else when its current poll returns.
+//! - **Cost.** A future that is ready at once costs its poll and the context's entry; one that
+//!   waits costs a park and an unpark, woken from tokio's driver thread. Nothing is spawned:
+//!   the request/response of a client runs where `block_on` was called, as in a tokio task.
+//! - **Panics and cancellation.** A panic in the future unwinds out of `block_on` on the green
+//!   thread, with its payload. If the green thread stops waiting (it panicked, or its runtime
+//!   shut down and unwound it), the future is dropped right there, like a dropped tokio
+//!   `JoinHandle` of an aborted task.
+//! - **Futures need not be `Send` or `'static`**: they never leave the green thread (which may
+//!   move between workers between polls; pin the green thread if a future must stay on one OS
+//!   thread). A future that must run on tokio's threads (CPU-heavy, or blocking inside), or
+//!   outlive the caller, is spawned there: `block_on(async { tokio::spawn(fut).await })`.
 //!
 //! # Make tokio futures inside the task
 //!
@@ -27,7 +36,7 @@
 //! `interval`, `TcpStream::from_std`, `tokio::spawn`. A green thread is not in a tokio runtime,
 //! so `block_on(tokio::time::sleep(d))` panics in `sleep` ("there is no reactor running"),
 //! before `block_on` is even called. Write `block_on(async move { tokio::time::sleep(d).await
-//! })`: the `async` block's body runs in the tokio task, where they find the runtime.
+//! })`: the `async` block's body runs inside `block_on`'s polls, where the context is entered.
 //!
 //! ```
 //! use std::time::Duration;
@@ -43,10 +52,12 @@
 //! ```
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 
 use ::tokio::runtime::{Handle, Runtime};
-use ::tokio::task::JoinHandle;
+use purloin_sched::NoSwitch;
 
 /// The handle [`block_on`] uses: set by [`set_handle`], or the owned runtime's.
 static HANDLE: OnceLock<Handle> = OnceLock::new();
@@ -93,46 +104,78 @@ pub fn handle() -> &'static Handle {
     })
 }
 
-/// Runs `future` on the tokio runtime of [`handle`] and parks the calling green thread until
-/// it completes; returns its output. On a plain OS thread it blocks that thread.
+/// Runs `future` to completion on the calling green thread with the tokio runtime of
+/// [`handle`] as its context, parking the green thread while it waits (see the module docs);
+/// returns its output. On a plain OS thread it blocks that thread.
 ///
 /// # Panics
-/// If the future panics (with its payload), or if the tokio runtime shut down before the
-/// future completed.
-pub fn block_on<F>(future: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
+/// If the future panics (with its payload), or if its code tries to park, yield or block the
+/// green thread (with a message that says so; see the module docs).
+///
+/// # Examples
+///
+/// ```
+/// let h = purloin::spawn(|| {
+///     let local = String::from("borrowed");
+///     // The future borrows from the green thread's stack: it is polled right here.
+///     purloin::tokio::block_on(async {
+///         tokio::task::yield_now().await;
+///         local.len()
+///     })
+/// });
+/// assert_eq!(h.join().unwrap(), 8);
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
     block_on_with(handle(), future)
 }
 
-/// [`block_on`] on the runtime of `handle`.
+/// [`block_on`] with `handle`'s runtime as the context.
 ///
 /// # Panics
 /// As [`block_on`].
-pub fn block_on_with<F>(handle: &Handle, future: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let mut task = AbortOnDrop(handle.spawn(future));
-    match crate::future::block_on(&mut task.0) {
-        Ok(out) => out,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => panic!(
-            "purloin::tokio::block_on: the future did not complete: {e} (its tokio runtime \
-             shut down)"
-        ),
-    }
+///
+/// # Examples
+///
+/// ```
+/// let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+///     .worker_threads(1)
+///     .enable_all()
+///     .build()
+///     .unwrap();
+/// let handle = tokio_rt.handle().clone();
+/// let h = purloin::spawn(move || {
+///     purloin::tokio::block_on_with(&handle, async {
+///         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+///         7
+///     })
+/// });
+/// assert_eq!(h.join().unwrap(), 7);
+/// ```
+pub fn block_on_with<F: Future>(handle: &Handle, future: F) -> F::Output {
+    crate::future::block_on(Entered { handle, future })
 }
 
-/// Aborts the tokio task when the waiting green thread stops waiting (a no-op once it
-/// completed).
-struct AbortOnDrop<T>(JoinHandle<T>);
+/// Why a bridged poll may not switch (the panic message of [`NoSwitch`]).
+const IN_POLL: &str = "a future polled by purloin::tokio::block_on (await async APIs inside it)";
 
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
+/// A future polled with `handle`'s context entered, in a [`NoSwitch`] section.
+struct Entered<'h, F> {
+    handle: &'h Handle,
+    future: F,
+}
+
+impl<F: Future> Future for Entered<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `future` is structurally pinned: it is never moved out of `self`, and
+        // `Entered` has no `Drop` and is `Unpin` only if `F` is.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above: `this.future` stays where it is until `this` is dropped.
+        let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        // The section ends after the context is left (drop order: reverse of declaration).
+        let _no_switch = NoSwitch::new(IN_POLL);
+        let _context = this.handle.enter();
+        future.poll(cx)
     }
 }

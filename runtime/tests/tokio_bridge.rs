@@ -140,6 +140,7 @@ fn unwinding_green_thread_drops_the_future() {
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
+/// `block_on_with` uses the given runtime: what the future spawns runs on its threads.
 #[test]
 fn a_user_supplied_handle() {
     let _w = common::watchdog("handle", Duration::from_secs(60));
@@ -156,13 +157,46 @@ fn a_user_supplied_handle() {
     let h = purloin::spawn(move || {
         purloin::tokio::block_on_with(&handle, async {
             tokio::time::sleep(Duration::from_millis(1)).await;
-            std::thread::current().name().map(str::to_owned)
+            let spawned = tokio::spawn(async { std::thread::current().name().map(str::to_owned) });
+            spawned.await.unwrap()
         })
     });
     assert_eq!(h.join().unwrap().as_deref(), Some("user-tokio"));
 }
 
-/// 100,000 bridged futures, each woken from a tokio thread (a yield, then completion), by 200
+/// A purloin wait inside a bridged future would park the green thread with tokio's context
+/// entered on its worker: it panics instead, with a message that says why, and the worker is
+/// left without a context (for this green thread afterwards and for the next one).
+#[test]
+fn a_purloin_wait_inside_a_bridged_future_panics_and_leaves_no_context() {
+    let _w = common::watchdog("no switch", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let h = rt.spawn(|| {
+        let caught = std::panic::catch_unwind(|| {
+            purloin::tokio::block_on(async {
+                purloin::time::sleep(Duration::from_millis(1));
+            })
+        });
+        let msg = caught.unwrap_err().downcast::<String>().map(|m| *m).unwrap_or_default();
+        (msg, tokio::runtime::Handle::try_current().is_err())
+    });
+    let (msg, clean) = h.join().unwrap();
+    assert!(msg.contains("purloin::tokio::block_on"), "{msg}");
+    assert!(clean, "no tokio context left on the green thread's worker");
+    let next = rt.spawn(|| tokio::runtime::Handle::try_current().is_err());
+    assert!(next.join().unwrap(), "no tokio context for the next green thread");
+    // A bridged future that awaits (parks between polls) is fine on the same worker.
+    let ok = rt.spawn(|| {
+        purloin::tokio::block_on(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::runtime::Handle::try_current().is_ok()
+        })
+    });
+    assert!(ok.join().unwrap());
+}
+
+/// 100,000 bridged futures, each woken from a tokio thread (a task spawned there completes a
+/// oneshot the future awaits), by 200
 /// green threads that yield between futures (so they move between the two workers): every
 /// future completes exactly once, and every future's capture and output is dropped once.
 #[test]
@@ -185,7 +219,9 @@ fn stress_100k_bridged_futures_while_migrating() {
                     let (guard, out) = (Counted(c.clone()), Counted(o.clone()));
                     let (got, out) = purloin::tokio::block_on(async move {
                         let _guard = guard;
-                        tokio::task::yield_now().await;
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        tokio::spawn(async move { tx.send(()) });
+                        rx.await.unwrap();
                         (id, out)
                     });
                     drop(out);
@@ -208,7 +244,6 @@ fn stress_100k_bridged_futures_while_migrating() {
     let total = THREADS * EACH;
     assert_eq!(seen.len(), total, "each future completed exactly once");
     assert_eq!(outputs.load(Ordering::SeqCst), total, "each output dropped once");
-    // tokio drops a future when it completes, before its output reaches the JoinHandle.
     assert_eq!(captures.load(Ordering::SeqCst), total, "each future dropped once");
     eprintln!("stress: {} OS-thread moves of green threads", moves.load(Ordering::Relaxed));
 }

@@ -83,6 +83,7 @@ pub fn enter_blocking() {
     if m.current.get().is_none() || m.in_blocking.get() || m.p.get() == NO_P {
         return;
     }
+    crate::switch::check_no_switch(m);
     let p = m.p();
     bump(&p.stats.blocking);
     m.in_blocking.set(true);

@@ -109,6 +109,7 @@ pub use scheduler::{
 };
 pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ProcStats, Stats};
+pub use switch::NoSwitch;
 pub use task::Cancelled;
 pub use thread::{
     ForcedUnwind, GreenId, GreenThread, WaitInfo, WaitKind, current, current_locals,

@@ -350,6 +350,7 @@ pub(crate) fn switch_out(action: Action) {
 #[inline]
 pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let g0 = m.g0.take().expect("switch_out called outside a green thread");
+    debug_assert!(m.no_switch.get().is_none(), "a switch inside a NoSwitch section");
     if std::thread::panicking() {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
@@ -370,6 +371,79 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
         crate::hook::switch_in(saved);
     }
     m
+}
+
+/// The check of every way a G can switch out (park, yield, entering a blocking section, which
+/// may lose the processor), made before anything changed: inside a [`NoSwitch`] section it
+/// panics, after ending the section (so the unwinding may park).
+#[inline(always)]
+pub(crate) fn check_no_switch(m: &M) {
+    if let Some(why) = m.no_switch.take() {
+        no_switch_violated(why);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn no_switch_violated(why: &'static str) -> ! {
+    panic!(
+        "purloin: a green thread tried to park, yield or block inside {why}, where it must stay on \
+         its OS thread; finish the wait outside it"
+    )
+}
+
+/// While a `NoSwitch` lives, the green thread that made it must not switch out: a park (also
+/// one that would return at once, and every wait built on parks: locks, channels, joins,
+/// sleeps), a yield or entering a blocking section (which may lose the processor) panics
+/// instead, before anything changed, with a message naming `why`. For code that holds OS-thread state (a thread-local context,
+/// an OS-thread lock) for a short stretch and must not migrate or let another green thread
+/// run on its OS thread meanwhile: `purloin::tokio` polls futures inside one with tokio's
+/// context entered. On a plain OS thread it does nothing. Sections do not nest (the inner one
+/// ends the outer).
+///
+/// The check costs one load and a predictable branch on every park, yield and blocking
+/// section.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let _section = purloin_sched::NoSwitch::new("a thread-local section");
+///     purloin_sched::yield_now(); // panics: it would switch out
+/// });
+/// let err = h.join().unwrap_err();
+/// let msg = err.downcast_ref::<String>().unwrap();
+/// assert!(msg.contains("inside a thread-local section"));
+/// ```
+#[must_use = "the section ends when the value is dropped"]
+pub struct NoSwitch {
+    m: *const M,
+}
+
+impl NoSwitch {
+    /// Starts a section on the current green thread (see [`NoSwitch`]); `why` names it in the
+    /// panic message.
+    pub fn new(why: &'static str) -> NoSwitch {
+        let m = current_m();
+        // SAFETY: a non-null `current_m` is this OS thread's live worker; its G cannot switch
+        // to another worker while the section lives (that is what the section forbids).
+        if let Some(m) = unsafe { m.as_ref() }.filter(|m| m.current.get().is_some()) {
+            m.no_switch.set(Some(why));
+            return NoSwitch { m };
+        }
+        NoSwitch { m: core::ptr::null() }
+    }
+}
+
+impl Drop for NoSwitch {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`: the G never left this worker while the section lived (a switch
+        // attempt panicked before switching and cleared the flag).
+        if let Some(m) = unsafe { self.m.as_ref() } {
+            m.no_switch.set(None);
+        }
+    }
 }
 
 /// After a G resumes: under loom every context is its own loom thread, so the G's thread must

@@ -226,6 +226,7 @@ pub fn in_green_thread() -> bool {
 pub fn yield_now() {
     match current_worker() {
         Some(m) if m.current.get().is_some() => {
+            crate::switch::check_no_switch(m);
             let (m, was_blocking) = crate::blocking::pause_blocking(m);
             let m = switch_out_from(m, Action::Yield);
             after_resume_on(m);
@@ -264,6 +265,7 @@ pub fn park() {
         crate::sync::thread::park();
         return;
     };
+    crate::switch::check_no_switch(m);
     let (m, was_blocking) = crate::blocking::pause_blocking(m);
     let m = park_on(m);
     after_resume_on(m);

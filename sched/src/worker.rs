@@ -82,6 +82,9 @@ pub(crate) struct M {
     pub(crate) poll_batch: Cell<bool>,
     /// This worker retired with its removed P (`set_workers`): its thread ends.
     pub(crate) retired: Cell<bool>,
+    /// Set while the running G is in a [`NoSwitch`](crate::NoSwitch) section: why it must not
+    /// switch out (checked by `switch_out_from`).
+    pub(crate) no_switch: Cell<Option<&'static str>>,
     /// A finished G's stack, handed to the next G that has none (brpc's ending_sched).
     pub(crate) spare_stack: Cell<Option<purloin_stack::Stack>>,
     /// Where this worker's joins look for their children, and their back-off
@@ -127,6 +130,7 @@ impl M {
             searching: Cell::new(false),
             spare_stack: Cell::new(None),
             retired: Cell::new(false),
+            no_switch: Cell::new(None),
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
             looks: crate::join::Looks::new(),
