@@ -61,6 +61,8 @@ mod deadlock;
 pub mod debugging;
 pub mod fs;
 pub mod future;
+#[cfg(not(loom))]
+mod hook;
 pub mod io;
 mod local;
 mod loom;
@@ -78,7 +80,7 @@ pub mod signal;
 #[cfg(all(test, loom))]
 #[path = "signal/pending.rs"]
 mod signal_pending;
-#[cfg(feature = "tracing")]
+#[cfg(all(feature = "tracing", not(loom)))]
 mod span_hook;
 mod spawn;
 mod stats;
@@ -86,6 +88,8 @@ pub mod sync;
 pub mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+#[cfg(not(loom))]
+pub mod trace;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;
