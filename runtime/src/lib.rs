@@ -48,7 +48,10 @@
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
 //!   the `purloin::sched` target. Set the subscriber before the first runtime is built. See
-//!   [`debugging`](crate::debugging#5-tracing).
+//!   [`debugging`](crate::debugging#6-tracing).
+//!
+//! No feature is needed for [`trace`]: a Chrome trace-event / Perfetto file of what the
+//! scheduler did (`PURLOIN_TRACE=out.json`), written without any dependency.
 //!
 //! # Layers
 //!

@@ -159,7 +159,8 @@ impl Builder {
     ///
     /// # Errors
     /// Invalid configuration, or the OS refused threads, the netpoller, or the stack
-    /// overflow handler.
+    /// overflow handler; a trace to record ([`Builder::trace`]) could not start (another one
+    /// records, or its file cannot be created).
     pub fn build(self) -> io::Result<Runtime> {
         if self.schedtrace.is_some_and(|every| every.is_zero()) {
             return Err(io::Error::new(

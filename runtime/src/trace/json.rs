@@ -63,19 +63,122 @@ impl Writer {
     fn finish(&mut self) -> io::Result<u64> {
         self.out.write_all(b"\n]}\n")?;
         self.out.flush()?;
-        self.out.get_ref().sync_data()?;
         Ok(self.events)
     }
 
     fn event(&mut self, args: std::fmt::Arguments<'_>) -> io::Result<()> {
+        self.open();
+        let _ = self.line.write_fmt(args);
+        self.close()
+    }
+
+    /// Starts an event's line (the comma of the previous one first).
+    fn open(&mut self) {
         self.line.clear();
         if self.events > 0 {
             self.line.push_str(",\n");
         }
-        let _ = self.line.write_fmt(args);
+    }
+
+    /// Writes the line built since [`open`](Writer::open).
+    fn close(&mut self) -> io::Result<()> {
         self.out.write_all(self.line.as_bytes())?;
         self.events += 1;
         Ok(())
+    }
+
+    /// `{"ph":"<ph>","pid":…,"tid":…,"ts":…` (the common head; the caller goes on with `,`).
+    fn head(&mut self, ph: &str, tid: u64, ts: u64) {
+        self.open();
+        self.line.push_str("{\"ph\":\"");
+        self.line.push_str(ph);
+        self.line.push_str("\",\"pid\":");
+        push_u64(&mut self.line, u64::from(self.pid));
+        self.line.push_str(",\"tid\":");
+        push_u64(&mut self.line, tid);
+        self.line.push_str(",\"ts\":");
+        push_us(&mut self.line, ts);
+    }
+
+    /// A complete slice: `dur`, category, name (`name` then ` G<id>` if `gid`), args.
+    #[allow(clippy::too_many_arguments)]
+    fn slice(
+        &mut self,
+        tid: u64,
+        ts: u64,
+        dur_ns: u64,
+        cat: &str,
+        name: &str,
+        gid: Option<u64>,
+        arg: (&str, u64),
+    ) -> io::Result<()> {
+        self.head("X", tid, ts);
+        self.line.push_str(",\"dur\":");
+        push_us(&mut self.line, dur_ns);
+        self.cat_name(cat, name, gid);
+        self.line.push_str(",\"args\":{\"");
+        self.line.push_str(arg.0);
+        self.line.push_str("\":");
+        push_u64(&mut self.line, arg.1);
+        self.line.push_str("}}");
+        self.close()
+    }
+
+    fn cat_name(&mut self, cat: &str, name: &str, gid: Option<u64>) {
+        self.line.push_str(",\"cat\":\"");
+        self.line.push_str(cat);
+        self.line.push_str("\",\"name\":\"");
+        let _ = write!(self.line, "{}", Escaped(name));
+        if let Some(id) = gid {
+            if !name.is_empty() {
+                self.line.push(' ');
+            }
+            self.line.push('G');
+            push_u64(&mut self.line, id);
+        }
+        self.line.push('"');
+    }
+
+    /// A thread-scoped instant with up to three numeric arguments (`None`: `null`).
+    fn instant(
+        &mut self,
+        tid: u64,
+        ts: u64,
+        cat: &str,
+        name: &str,
+        args: &[(&str, Option<u64>)],
+    ) -> io::Result<()> {
+        self.head("i", tid, ts);
+        self.line.push_str(",\"s\":\"t\"");
+        self.cat_name(cat, name, None);
+        self.line.push_str(",\"args\":{");
+        for (i, (k, v)) in args.iter().enumerate() {
+            if i > 0 {
+                self.line.push(',');
+            }
+            self.line.push('"');
+            self.line.push_str(k);
+            self.line.push_str("\":");
+            match v {
+                Some(v) => push_u64(&mut self.line, *v),
+                None => self.line.push_str("null"),
+            }
+        }
+        self.line.push_str("}}");
+        self.close()
+    }
+
+    /// A flow event (`s` start, or `f` finish bound to the enclosing slice).
+    fn flow(&mut self, ph: &str, tid: u64, ts: u64, cat: &str, id: u64) -> io::Result<()> {
+        self.head(ph, tid, ts);
+        if ph == "f" {
+            self.line.push_str(",\"bp\":\"e\"");
+        }
+        self.cat_name(cat, cat, None);
+        self.line.push_str(",\"id\":");
+        push_u64(&mut self.line, id);
+        self.line.push('}');
+        self.close()
     }
 
     fn batch(&mut self, tid: u64, name: Option<String>, recs: Vec<Rec>) -> io::Result<()> {
@@ -93,120 +196,128 @@ impl Writer {
     }
 
     fn rec(&mut self, tid: u64, rec: Rec) -> io::Result<()> {
-        let pid = self.pid;
-        let head = format_args!(r#""pid":{pid},"tid":{tid}"#).to_string();
         match rec {
             Rec::Run { ts, end, id, name, first, woke } => {
-                let (t, d) = (Us(ts), Us(end - ts));
-                match name {
-                    Some(n) => {
-                        let n = Escaped(&n);
-                        self.event(format_args!(
-                            r#"{{"ph":"X",{head},"ts":{t},"dur":{d},"cat":"run","name":"{n} G{id}","args":{{"id":{id}}}}}"#
-                        ))?
-                    }
-                    None => self.event(format_args!(
-                        r#"{{"ph":"X",{head},"ts":{t},"dur":{d},"cat":"run","name":"G{id}","args":{{"id":{id}}}}}"#
-                    ))?,
-                }
+                let name = name.as_deref().unwrap_or("");
+                self.slice(tid, ts, end - ts, "run", name, Some(id), ("id", id))?;
                 if first {
-                    self.event(format_args!(
-                        r#"{{"ph":"f","bp":"e",{head},"ts":{t},"cat":"spawn","name":"spawn","id":{id}}}"#
-                    ))?;
+                    self.flow("f", tid, ts, "spawn", id)?;
                 }
                 if woke {
-                    self.event(format_args!(
-                        r#"{{"ph":"f","bp":"e",{head},"ts":{t},"cat":"wake","name":"wake","id":{id}}}"#
-                    ))?;
+                    self.flow("f", tid, ts, "wake", id)?;
                 }
+                Ok(())
             }
-            Rec::Blocking { ts, end, id } => self.event(format_args!(
-                r#"{{"ph":"X",{head},"ts":{},"dur":{},"cat":"blocking","name":"blocking","args":{{"id":{id}}}}}"#,
-                Us(ts),
-                Us(end - ts)
-            ))?,
-            Rec::Idle { ts, end, p } => self.event(format_args!(
-                r#"{{"ph":"X",{head},"ts":{},"dur":{},"cat":"worker","name":"idle","args":{{"p":{p}}}}}"#,
-                Us(ts),
-                Us(end - ts)
-            ))?,
+            Rec::Blocking { ts, end, id } => {
+                self.slice(tid, ts, end - ts, "blocking", "blocking", None, ("id", id))
+            }
+            Rec::Idle { ts, end, p } => {
+                self.slice(tid, ts, end - ts, "worker", "idle", None, ("p", p as u64))
+            }
             Rec::Spawn { ts, id, by, anchored } => {
-                self.flow_start(&head, ts, id, by, anchored, "spawn")?;
+                self.flow_start(tid, ts, id, by, anchored, "spawn", "spawn")
             }
             Rec::Unpark { ts, id, by, anchored } => {
-                self.flow_start(&head, ts, id, by, anchored, "wake")?;
+                self.flow_start(tid, ts, id, by, anchored, "wake", "unpark")
             }
             Rec::Park { ts, id, wait } => {
-                let t = Us(ts);
+                self.head("i", tid, ts);
+                self.line.push_str(",\"s\":\"t\"");
+                self.cat_name("park", "park", None);
+                self.line.push_str(",\"args\":{\"id\":");
+                push_u64(&mut self.line, id);
                 match wait {
                     Some(w) => {
-                        let reason = w.kind.describe();
-                        let holder = Opt(w.holder.map(|h| h.0));
-                        let object = w.object;
-                        self.event(format_args!(
-                            r#"{{"ph":"i","s":"t",{head},"ts":{t},"cat":"park","name":"park","args":{{"id":{id},"reason":"{reason}","object":"{object:#x}","holder":{holder}}}}}"#
-                        ))?
+                        let _ = write!(
+                            self.line,
+                            ",\"reason\":\"{}\",\"object\":\"{:#x}\",\"holder\":{}",
+                            w.kind.describe(),
+                            w.object,
+                            Opt(w.holder.map(|h| h.0))
+                        );
                     }
-                    None => self.event(format_args!(
-                        r#"{{"ph":"i","s":"t",{head},"ts":{t},"cat":"park","name":"park","args":{{"id":{id},"reason":null}}}}"#
-                    ))?,
+                    None => self.line.push_str(",\"reason\":null"),
                 }
+                self.line.push_str("}}");
+                self.close()
             }
-            Rec::Steal { ts, thief, victim, count } => self.event(format_args!(
-                r#"{{"ph":"i","s":"t",{head},"ts":{},"cat":"sched","name":"steal","args":{{"thief":{thief},"victim":{victim},"count":{count}}}}}"#,
-                Us(ts)
-            ))?,
-            Rec::GlobalPull { ts, p } => self.event(format_args!(
-                r#"{{"ph":"i","s":"t",{head},"ts":{},"cat":"sched","name":"global pull","args":{{"p":{p}}}}}"#,
-                Us(ts)
-            ))?,
-            Rec::Timers { ts, count } => self.event(format_args!(
-                r#"{{"ph":"i","s":"t",{head},"ts":{},"cat":"sched","name":"timers fired","args":{{"count":{count}}}}}"#,
-                Us(ts)
-            ))?,
-            Rec::Poll { ts, readied } => self.event(format_args!(
-                r#"{{"ph":"i","s":"t",{head},"ts":{},"cat":"sched","name":"poller wake","args":{{"readied":{readied}}}}}"#,
-                Us(ts)
-            ))?,
+            Rec::Steal { ts, thief, victim, count } => self.instant(
+                tid,
+                ts,
+                "sched",
+                "steal",
+                &[
+                    ("thief", Some(thief as u64)),
+                    ("victim", Some(victim as u64)),
+                    ("count", Some(count as u64)),
+                ],
+            ),
+            Rec::GlobalPull { ts, p } => {
+                self.instant(tid, ts, "sched", "global pull", &[("p", Some(p as u64))])
+            }
+            Rec::Timers { ts, count } => {
+                self.instant(tid, ts, "sched", "timers fired", &[("count", Some(count as u64))])
+            }
+            Rec::Poll { ts, readied } => {
+                self.instant(tid, ts, "sched", "poller wake", &[("readied", Some(readied as u64))])
+            }
         }
-        Ok(())
     }
 
-    /// A flow's start (`spawn` or `wake`) with its instant; outside a run slice it gets a
-    /// one-nanosecond slice of its own to bind to (a flow starts in a slice).
+    /// A flow's start (`spawn` or `wake`) with its instant (`what`); outside a run slice it
+    /// gets a one-nanosecond slice of its own to bind to (a flow starts in a slice).
+    #[allow(clippy::too_many_arguments)]
     fn flow_start(
         &mut self,
-        head: &str,
+        tid: u64,
         ts: u64,
         id: u64,
         by: Option<u64>,
         anchored: bool,
         cat: &str,
+        what: &str,
     ) -> io::Result<()> {
-        let (t, by) = (Us(ts), Opt(by));
-        let what = if cat == "spawn" { "spawn" } else { "unpark" };
         if anchored {
-            self.event(format_args!(
-                r#"{{"ph":"i","s":"t",{head},"ts":{t},"cat":"{cat}","name":"{what}","args":{{"id":{id},"by":{by}}}}}"#
-            ))?;
+            self.instant(tid, ts, cat, what, &[("id", Some(id)), ("by", by)])?;
         } else {
-            self.event(format_args!(
-                r#"{{"ph":"X",{head},"ts":{t},"dur":0.001,"cat":"{cat}","name":"{what}","args":{{"id":{id},"by":{by}}}}}"#
-            ))?;
+            self.head("X", tid, ts);
+            self.line.push_str(",\"dur\":0.001");
+            self.cat_name(cat, what, None);
+            self.line.push_str(",\"args\":{\"id\":");
+            push_u64(&mut self.line, id);
+            self.line.push_str(",\"by\":");
+            let _ = write!(self.line, "{}", Opt(by));
+            self.line.push_str("}}");
+            self.close()?;
         }
-        self.event(format_args!(
-            r#"{{"ph":"s",{head},"ts":{t},"cat":"{cat}","name":"{cat}","id":{id}}}"#
-        ))
+        self.flow("s", tid, ts, cat, id)
     }
 }
 
-/// Nanoseconds as the format's microseconds, to the nanosecond.
-struct Us(u64);
-
-impl std::fmt::Display for Us {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+/// Appends `v` in decimal (without `core::fmt`: the writer formats millions of numbers).
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
     }
+    // The bytes are ASCII digits.
+    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
+/// Appends nanoseconds as the format's microseconds, to the nanosecond (`1234.567`).
+fn push_us(out: &mut String, ns: u64) {
+    push_u64(out, ns / 1000);
+    let frac = ns % 1000;
+    out.push('.');
+    out.push(char::from(b'0' + (frac / 100) as u8));
+    out.push(char::from(b'0' + (frac / 10 % 10) as u8));
+    out.push(char::from(b'0' + (frac % 10) as u8));
 }
 
 /// A number or `null`.
@@ -240,12 +351,19 @@ impl std::fmt::Display for Escaped<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Escaped, Us};
+    use super::{Escaped, push_u64, push_us};
 
     #[test]
-    fn escapes_and_times() {
+    fn escapes_and_numbers() {
         assert_eq!(Escaped("a\"b\\c\n").to_string(), "a\\\"b\\\\c\\u000a");
-        assert_eq!(Us(1_234_567).to_string(), "1234.567");
-        assert_eq!(Us(5).to_string(), "0.005");
+        let mut s = String::new();
+        push_us(&mut s, 1_234_567);
+        s.push(' ');
+        push_us(&mut s, 5);
+        s.push(' ');
+        push_u64(&mut s, 0);
+        s.push(' ');
+        push_u64(&mut s, u64::MAX);
+        assert_eq!(s, "1234.567 0.005 0 18446744073709551615");
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! - `PURLOIN_TRACE=out.json` in the environment: the first runtime built while it is set
 //!   ([`runtime::Builder::build`](crate::runtime::Builder::build), or the global runtime on the
-//!   first [`spawn`](crate::spawn)) starts a trace to that file, and stops it when that runtime
+//!   first [`spawn`](crate::spawn)) starts a trace to that file (later runtimes leave the
+//!   variable alone, so the file is not overwritten), and stops it when that runtime
 //!   shuts down (dropped, or [`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout)),
 //!   after its workers have ended, so the file is complete and valid JSON. The global runtime
 //!   is never shut down: a program on it calls [`stop`] before it exits.
@@ -330,8 +331,15 @@ impl OwnedTrace {
     }
 }
 
-/// The `PURLOIN_TRACE` file, if set and no trace records yet.
+/// The `PURLOIN_TRACE` file, for the first runtime built while it is set and no trace
+/// records (later runtimes would truncate the file it wrote).
 pub(crate) fn from_env() -> Option<PathBuf> {
+    use crate::loom::AtomicBool;
+    static TAKEN: AtomicBool = AtomicBool::new(false);
     let v = std::env::var_os("PURLOIN_TRACE")?;
-    (!v.is_empty() && !is_recording()).then(|| PathBuf::from(v))
+    // Relaxed: only decides which runtime takes the variable.
+    if v.is_empty() || is_recording() || TAKEN.swap(true, Ordering::Relaxed) {
+        return None;
+    }
+    Some(PathBuf::from(v))
 }
