@@ -66,6 +66,14 @@ fn program(rt: &purloin::Runtime) {
         for c in children {
             c.join().unwrap();
         }
+
+        // Idle time: sleep until a worker has slept (found nothing to run and parked its OS
+        // thread), however long the spinning before it takes on a loaded machine.
+        let parks = || purloin::stats().total.parks;
+        let before = parks();
+        while parks() == before {
+            purloin::sleep(Duration::from_millis(1));
+        }
     });
     for (i, h) in from_main.into_iter().enumerate() {
         assert_eq!(h.join().unwrap(), i * 2);

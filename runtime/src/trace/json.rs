@@ -13,7 +13,7 @@ pub(super) struct Writer {
     out: BufWriter<File>,
     pid: u32,
     events: u64,
-    line: String,
+    line: Vec<u8>,
 }
 
 impl Writer {
@@ -22,7 +22,7 @@ impl Writer {
             out: BufWriter::new(file),
             pid: std::process::id(),
             events: 0,
-            line: String::new(),
+            line: Vec::new(),
         };
         w.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         let pid = w.pid;
@@ -76,13 +76,13 @@ impl Writer {
     fn open(&mut self) {
         self.line.clear();
         if self.events > 0 {
-            self.line.push_str(",\n");
+            self.line.extend_from_slice(b",\n");
         }
     }
 
     /// Writes the line built since [`open`](Writer::open).
     fn close(&mut self) -> io::Result<()> {
-        self.out.write_all(self.line.as_bytes())?;
+        self.out.write_all(&self.line)?;
         self.events += 1;
         Ok(())
     }
@@ -90,13 +90,13 @@ impl Writer {
     /// `{"ph":"<ph>","pid":…,"tid":…,"ts":…` (the common head; the caller goes on with `,`).
     fn head(&mut self, ph: &str, tid: u64, ts: u64) {
         self.open();
-        self.line.push_str("{\"ph\":\"");
-        self.line.push_str(ph);
-        self.line.push_str("\",\"pid\":");
+        self.line.extend_from_slice(b"{\"ph\":\"");
+        self.line.extend_from_slice(ph.as_bytes());
+        self.line.extend_from_slice(b"\",\"pid\":");
         push_u64(&mut self.line, u64::from(self.pid));
-        self.line.push_str(",\"tid\":");
+        self.line.extend_from_slice(b",\"tid\":");
         push_u64(&mut self.line, tid);
-        self.line.push_str(",\"ts\":");
+        self.line.extend_from_slice(b",\"ts\":");
         push_us(&mut self.line, ts);
     }
 
@@ -113,30 +113,34 @@ impl Writer {
         arg: (&str, u64),
     ) -> io::Result<()> {
         self.head("X", tid, ts);
-        self.line.push_str(",\"dur\":");
+        self.line.extend_from_slice(b",\"dur\":");
         push_us(&mut self.line, dur_ns);
         self.cat_name(cat, name, gid);
-        self.line.push_str(",\"args\":{\"");
-        self.line.push_str(arg.0);
-        self.line.push_str("\":");
+        self.line.extend_from_slice(b",\"args\":{\"");
+        self.line.extend_from_slice(arg.0.as_bytes());
+        self.line.extend_from_slice(b"\":");
         push_u64(&mut self.line, arg.1);
-        self.line.push_str("}}");
+        self.line.extend_from_slice(b"}}");
         self.close()
     }
 
     fn cat_name(&mut self, cat: &str, name: &str, gid: Option<u64>) {
-        self.line.push_str(",\"cat\":\"");
-        self.line.push_str(cat);
-        self.line.push_str("\",\"name\":\"");
-        let _ = write!(self.line, "{}", Escaped(name));
+        self.line.extend_from_slice(b",\"cat\":\"");
+        self.line.extend_from_slice(cat.as_bytes());
+        self.line.extend_from_slice(b"\",\"name\":\"");
+        if name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.line.extend_from_slice(name.as_bytes());
+        } else {
+            let _ = write!(self.line, "{}", Escaped(name));
+        }
         if let Some(id) = gid {
             if !name.is_empty() {
-                self.line.push(' ');
+                self.line.push(b' ');
             }
-            self.line.push('G');
+            self.line.push(b'G');
             push_u64(&mut self.line, id);
         }
-        self.line.push('"');
+        self.line.push(b'"');
     }
 
     /// A thread-scoped instant with up to three numeric arguments (`None`: `null`).
@@ -149,22 +153,22 @@ impl Writer {
         args: &[(&str, Option<u64>)],
     ) -> io::Result<()> {
         self.head("i", tid, ts);
-        self.line.push_str(",\"s\":\"t\"");
+        self.line.extend_from_slice(b",\"s\":\"t\"");
         self.cat_name(cat, name, None);
-        self.line.push_str(",\"args\":{");
+        self.line.extend_from_slice(b",\"args\":{");
         for (i, (k, v)) in args.iter().enumerate() {
             if i > 0 {
-                self.line.push(',');
+                self.line.push(b',');
             }
-            self.line.push('"');
-            self.line.push_str(k);
-            self.line.push_str("\":");
+            self.line.push(b'"');
+            self.line.extend_from_slice(k.as_bytes());
+            self.line.extend_from_slice(b"\":");
             match v {
                 Some(v) => push_u64(&mut self.line, *v),
-                None => self.line.push_str("null"),
+                None => self.line.extend_from_slice(b"null"),
             }
         }
-        self.line.push_str("}}");
+        self.line.extend_from_slice(b"}}");
         self.close()
     }
 
@@ -172,12 +176,12 @@ impl Writer {
     fn flow(&mut self, ph: &str, tid: u64, ts: u64, cat: &str, id: u64) -> io::Result<()> {
         self.head(ph, tid, ts);
         if ph == "f" {
-            self.line.push_str(",\"bp\":\"e\"");
+            self.line.extend_from_slice(b",\"bp\":\"e\"");
         }
         self.cat_name(cat, cat, None);
-        self.line.push_str(",\"id\":");
+        self.line.extend_from_slice(b",\"id\":");
         push_u64(&mut self.line, id);
-        self.line.push('}');
+        self.line.push(b'}');
         self.close()
     }
 
@@ -222,9 +226,9 @@ impl Writer {
             }
             Rec::Park { ts, id, wait } => {
                 self.head("i", tid, ts);
-                self.line.push_str(",\"s\":\"t\"");
+                self.line.extend_from_slice(b",\"s\":\"t\"");
                 self.cat_name("park", "park", None);
-                self.line.push_str(",\"args\":{\"id\":");
+                self.line.extend_from_slice(b",\"args\":{\"id\":");
                 push_u64(&mut self.line, id);
                 match wait {
                     Some(w) => {
@@ -236,9 +240,9 @@ impl Writer {
                             Opt(w.holder.map(|h| h.0))
                         );
                     }
-                    None => self.line.push_str(",\"reason\":null"),
+                    None => self.line.extend_from_slice(b",\"reason\":null"),
                 }
-                self.line.push_str("}}");
+                self.line.extend_from_slice(b"}}");
                 self.close()
             }
             Rec::Steal { ts, thief, victim, count } => self.instant(
@@ -281,13 +285,13 @@ impl Writer {
             self.instant(tid, ts, cat, what, &[("id", Some(id)), ("by", by)])?;
         } else {
             self.head("X", tid, ts);
-            self.line.push_str(",\"dur\":0.001");
+            self.line.extend_from_slice(b",\"dur\":0.001");
             self.cat_name(cat, what, None);
-            self.line.push_str(",\"args\":{\"id\":");
+            self.line.extend_from_slice(b",\"args\":{\"id\":");
             push_u64(&mut self.line, id);
-            self.line.push_str(",\"by\":");
+            self.line.extend_from_slice(b",\"by\":");
             let _ = write!(self.line, "{}", Opt(by));
-            self.line.push_str("}}");
+            self.line.extend_from_slice(b"}}");
             self.close()?;
         }
         self.flow("s", tid, ts, cat, id)
@@ -295,7 +299,7 @@ impl Writer {
 }
 
 /// Appends `v` in decimal (without `core::fmt`: the writer formats millions of numbers).
-fn push_u64(out: &mut String, mut v: u64) {
+fn push_u64(out: &mut Vec<u8>, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -306,18 +310,19 @@ fn push_u64(out: &mut String, mut v: u64) {
             break;
         }
     }
-    // The bytes are ASCII digits.
-    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Appends nanoseconds as the format's microseconds, to the nanosecond (`1234.567`).
-fn push_us(out: &mut String, ns: u64) {
+fn push_us(out: &mut Vec<u8>, ns: u64) {
     push_u64(out, ns / 1000);
     let frac = ns % 1000;
-    out.push('.');
-    out.push(char::from(b'0' + (frac / 100) as u8));
-    out.push(char::from(b'0' + (frac / 10 % 10) as u8));
-    out.push(char::from(b'0' + (frac % 10) as u8));
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
 }
 
 /// A number or `null`.
@@ -356,14 +361,14 @@ mod tests {
     #[test]
     fn escapes_and_numbers() {
         assert_eq!(Escaped("a\"b\\c\n").to_string(), "a\\\"b\\\\c\\u000a");
-        let mut s = String::new();
+        let mut s = Vec::new();
         push_us(&mut s, 1_234_567);
-        s.push(' ');
+        s.push(b' ');
         push_us(&mut s, 5);
-        s.push(' ');
+        s.push(b' ');
         push_u64(&mut s, 0);
-        s.push(' ');
+        s.push(b' ');
         push_u64(&mut s, u64::MAX);
-        assert_eq!(s, "1234.567 0.005 0 18446744073709551615");
+        assert_eq!(String::from_utf8(s).unwrap(), "1234.567 0.005 0 18446744073709551615");
     }
 }
