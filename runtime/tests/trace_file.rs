@@ -208,8 +208,11 @@ fn check(trace: &Value) -> (Vec<String>, BTreeMap<String, usize>) {
     let within = |tid: u64, ts: i64| {
         slices.get(&tid).is_some_and(|l| l.iter().any(|s| s.ts <= ts && ts <= s.end))
     };
+    // A finish is written a nanosecond into its run slice (or at the start of an empty one).
     let run_starts_at = |tid: u64, ts: i64| {
-        slices.get(&tid).is_some_and(|l| l.iter().any(|s| s.cat == "run" && s.ts == ts))
+        slices.get(&tid).is_some_and(|l| {
+            l.iter().any(|s| s.cat == "run" && (s.ts + 1 == ts || s.ts == ts) && ts <= s.end)
+        })
     };
     for ((cat, id), list) in &mut flows {
         list.sort_by_key(|&(ts, fin, _)| (ts, fin));

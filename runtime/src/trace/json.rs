@@ -204,11 +204,14 @@ impl Writer {
             Rec::Run { ts, end, id, name, first, woke } => {
                 let name = name.as_deref().unwrap_or("");
                 self.slice(tid, ts, end - ts, "run", name, Some(id), ("id", id))?;
+                // A nanosecond into the slice: a viewer binds a finish to the slice open at
+                // its time, and at the slice's very start that may still be the one before.
+                let at = ts + (end - ts).min(1);
                 if first {
-                    self.flow("f", tid, ts, "spawn", id)?;
+                    self.flow("f", tid, at, "spawn", id)?;
                 }
                 if woke {
-                    self.flow("f", tid, ts, "wake", id)?;
+                    self.flow("f", tid, at, "wake", id)?;
                 }
                 Ok(())
             }
@@ -269,7 +272,7 @@ impl Writer {
     }
 
     /// A flow's start (`spawn` or `wake`) with its instant (`what`); outside a run slice it
-    /// gets a one-nanosecond slice of its own to bind to (a flow starts in a slice).
+    /// gets a two-nanosecond slice of its own to bind to (a flow starts in a slice).
     #[allow(clippy::too_many_arguments)]
     fn flow_start(
         &mut self,
@@ -285,7 +288,7 @@ impl Writer {
             self.instant(tid, ts, cat, what, &[("id", Some(id)), ("by", by)])?;
         } else {
             self.head("X", tid, ts);
-            self.line.extend_from_slice(b",\"dur\":0.001");
+            self.line.extend_from_slice(b",\"dur\":0.002");
             self.cat_name(cat, what, None);
             self.line.extend_from_slice(b",\"args\":{\"id\":");
             push_u64(&mut self.line, id);
@@ -294,7 +297,8 @@ impl Writer {
             self.line.extend_from_slice(b"}}");
             self.close()?;
         }
-        self.flow("s", tid, ts, cat, id)
+        // Inside its slice (the start binds to the slice open at its time).
+        self.flow("s", tid, if anchored { ts } else { ts + 1 }, cat, id)
     }
 }
 

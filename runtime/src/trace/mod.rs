@@ -37,7 +37,7 @@
 //!   ([`blocking`](crate::blocking)) during which the worker's OS thread may block.
 //! - **Idle** slices (category `worker`): the worker found nothing to run and slept (on its
 //!   lot, or blocked in the netpoller) until woken.
-//! - **Flows** (arrows): `spawn` from the spawner (inside its run slice, or on a one-nanosecond
+//! - **Flows** (arrows): `spawn` from the spawner (inside its run slice, or on a two-nanosecond
 //!   `spawn` slice of a thread that is not running a green thread) to the new green thread's
 //!   first run slice; `wake` from whoever unparked a green thread (a green thread, a timer, the
 //!   poller, a shutdown) to the run slice in which the parked green thread resumed.
