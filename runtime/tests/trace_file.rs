@@ -7,6 +7,7 @@
 mod rt_common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -19,7 +20,8 @@ use rt_common::watchdog;
 static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The known program: ping-pong on rendezvous channels, sleeps, a blocking section, a
-/// fan-out that can only run by being stolen, spawns from the main thread.
+/// fan-out that can only run by being stolen, spawns from the main thread, a socket read
+/// woken by the poller, idle workers.
 fn program(rt: &purloin::Runtime) {
     // Spawned from the main OS thread: through the global queue.
     let from_main: Vec<_> = (0..4).map(|i| rt.spawn(move || i * 2)).collect();
@@ -66,6 +68,30 @@ fn program(rt: &purloin::Runtime) {
         for c in children {
             c.join().unwrap();
         }
+
+        // I/O: the reader parks in accept or read until the poller reports its socket ready
+        // (the write comes only once it is seen parked).
+        let listener = purloin::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reader = purloin::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).unwrap();
+            b[0]
+        });
+        let mut client = purloin::net::TcpStream::connect(addr).unwrap();
+        let rid = reader.thread().id();
+        let parked = || {
+            let dump = purloin::debugging::dump();
+            dump.threads
+                .iter()
+                .any(|t| t.id == rid && t.state == purloin::sched::GreenState::Parked)
+        };
+        while !parked() {
+            purloin::yield_now();
+        }
+        client.write_all(&[9]).unwrap();
+        assert_eq!(reader.join().unwrap(), 9);
 
         // Idle time: sleep until a worker has slept (found nothing to run and parked its OS
         // thread), however long the spinning before it takes on a loaded machine.
@@ -280,6 +306,7 @@ fn trace_of_a_known_program_is_consistent() {
         "steal",
         "global pull",
         "timers fired",
+        "poller wake",
     ] {
         assert!(kinds.get(kind).copied().unwrap_or(0) > 0, "no {kind:?} in the trace: {kinds:?}");
     }
