@@ -338,3 +338,43 @@ fn start_and_stop_write_valid_json_and_count() {
     assert!(purloin::trace::stop().is_err(), "a second stop finds no trace");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// With the `tracing` feature and a subscriber, the facade's one hook serves both the span
+/// mover and the recorder: spans stay current across parks (the switch word carries the span
+/// stack and the recorder's park bit together), and the trace is still consistent.
+#[cfg(feature = "tracing")]
+#[test]
+fn spans_and_trace_share_the_hook() {
+    use tracing_subscriber::prelude::*;
+
+    let _w = watchdog("spans_and_trace_share_the_hook", Duration::from_secs(60));
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = tracing_subscriber::registry().try_init();
+    let path =
+        std::env::temp_dir().join(format!("purloin-trace-spans-{}.json", std::process::id()));
+    let rt = purloin::runtime::Builder::new().workers(2).trace(&path).build().unwrap();
+    rt.block_on(|| {
+        let hs: Vec<_> = (0..8)
+            .map(|i| {
+                purloin::spawn(move || {
+                    let span = tracing::info_span!("job", i);
+                    let _entered = span.enter();
+                    for _ in 0..20 {
+                        // Parks inside the span, maybe resuming on the other worker.
+                        purloin::sleep(Duration::from_micros(200));
+                        assert_eq!(tracing::Span::current().id(), span.id());
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    drop(rt);
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (errors, kinds) = check(&trace);
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(kinds.get("flow wake").copied().unwrap_or(0) >= 8 * 20, "{kinds:?}");
+    std::fs::remove_file(&path).unwrap();
+}

@@ -255,6 +255,25 @@ pub fn install(hook: &'static dyn Hook) -> Result<(), &'static dyn Hook> {
     }
 }
 
+/// The id of the green thread whose record runs on this OS thread: the one [`Event::Park`]
+/// and [`Event::Unpark`] name. It differs from `current()`'s id while a joiner runs a child
+/// inline ([`Event::Start`]): then the joiner parks and is woken for the child. `None` off a
+/// green thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::hook::running_record() == purloin_sched::current().map(|t| t.id())
+/// });
+/// assert!(h.join().unwrap());
+/// assert_eq!(purloin_sched::hook::running_record(), None);
+/// ```
+pub fn running_record() -> Option<GreenId> {
+    crate::thread::running_g().map(|g| GreenId(g.id_with(g.generation())))
+}
+
 /// Whether a hook is installed: the one load and branch of every site.
 #[inline(always)]
 pub(crate) fn installed() -> bool {

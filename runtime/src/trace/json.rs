@@ -210,8 +210,8 @@ impl Writer {
                 if first {
                     self.flow("f", tid, at, "spawn", id)?;
                 }
-                if woke {
-                    self.flow("f", tid, at, "wake", id)?;
+                if let Some(record) = woke {
+                    self.flow("f", tid, at, "wake", record)?;
                 }
                 Ok(())
             }

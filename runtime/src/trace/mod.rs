@@ -40,7 +40,10 @@
 //! - **Flows** (arrows): `spawn` from the spawner (inside its run slice, or on a two-nanosecond
 //!   `spawn` slice of a thread that is not running a green thread) to the new green thread's
 //!   first run slice; `wake` from whoever unparked a green thread (a green thread, a timer, the
-//!   poller, a shutdown) to the run slice in which the parked green thread resumed.
+//!   poller, a shutdown) to the run slice in which the parked green thread resumed. A child
+//!   that its joiner runs inline (join-helping) has its own run slices on the joiner's stack;
+//!   when it waits, the joiner is what parks, so its `park`, `unpark` and `wake` carry the
+//!   joiner's id.
 //! - **Instant events**: `park` (arguments: the green thread, the wait's reason, the object's
 //!   address, the holder when known), `unpark` and `spawn` (with `by`, the green thread that
 //!   did it, or `null`), `steal` (thief, victim, how many), `global pull` (a batch from the

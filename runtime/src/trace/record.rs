@@ -57,8 +57,9 @@ pub(super) enum Rec {
         name: Option<Arc<str>>,
         /// Its first run: the end of its spawn flow.
         first: bool,
-        /// It resumed after a park: the end of its wake flow.
-        woke: bool,
+        /// It resumed after a park: the end of the wake flow of this record (the joiner's,
+        /// for a child run inline: the one that parked and was woken).
+        woke: Option<u64>,
     },
     /// A blocking section of green thread `id`.
     Blocking {
@@ -141,7 +142,7 @@ struct OpenRun {
     id: u64,
     name: Option<Arc<str>>,
     first: bool,
-    woke: bool,
+    woke: Option<u64>,
 }
 
 /// One thread's recorder.
@@ -323,6 +324,8 @@ fn running() -> Option<(u64, Option<Arc<str>>)> {
 fn open_run(l: &mut Local, now: u64, first: bool, woke: bool) {
     l.close_run(now);
     if let Some((id, name)) = running() {
+        // The wake flow is the parked record's (the joiner's, while it runs a child inline).
+        let woke = if woke { purloin_sched::hook::running_record().map(|r| r.0) } else { None };
         l.run = Some(OpenRun { ts: now, id, name, first, woke });
     }
 }
