@@ -230,8 +230,18 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
 /// std::fs::remove_file(&path).unwrap();
 /// ```
 pub fn stop() -> io::Result<Summary> {
+    stop_session(None)
+}
+
+/// [`stop`], of session `generation` only if given (a runtime stops the trace it started,
+/// not one started after the user stopped that).
+fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
     let mut guard = session();
-    let Some(s) = guard.take() else {
+    let taken = match (generation, &*guard) {
+        (Some(g), Some(s)) if s.generation != g => None,
+        _ => guard.take(),
+    };
+    let Some(s) = taken else {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             "purloin::trace::stop: no trace records (start one with purloin::trace::start, \
@@ -308,18 +318,24 @@ fn attach() -> Option<Attach> {
 }
 
 /// The trace a runtime starts (`PURLOIN_TRACE` or `Builder::trace`) and stops at its
-/// shutdown.
-pub(crate) struct OwnedTrace;
+/// shutdown (unless it was stopped before: then nothing).
+pub(crate) struct OwnedTrace {
+    generation: u64,
+}
 
 impl OwnedTrace {
     /// Starts a trace to `path` for a runtime being built.
     pub(crate) fn start(path: &Path) -> io::Result<OwnedTrace> {
-        start(path).map(|()| OwnedTrace)
+        start(path)?;
+        let generation = session().as_ref().map_or(0, |s| s.generation);
+        Ok(OwnedTrace { generation })
     }
 
     /// Stops it (after the runtime's workers ended); reports a failure or drops on stderr.
     pub(crate) fn finish(self) {
-        match stop() {
+        match stop_session(Some(self.generation)) {
+            // Already stopped with `stop` (and maybe another trace started since).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Ok(s) if s.dropped > 0 || s.unflushed_threads > 0 => eprintln!(
                 "purloin: trace written to {} ({} events; {} scheduler events dropped because \
                  the writer lagged, {} threads' last events missing)",
