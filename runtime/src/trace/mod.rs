@@ -49,7 +49,7 @@
 //!   did it, or `null`), `steal` (thief, victim, how many), `global pull` (a batch from the
 //!   global queue), `timers fired` (how many), `poller wake` (how many it readied).
 //!
-//! Timestamps are from [`Instant`](std::time::Instant), relative to the start of the trace.
+//! Timestamps are from `std::time::Instant`, relative to the start of the trace.
 //! Stackless tasks ([`sched::spawn_task`](crate::sched::spawn_task), state machines) have
 //! their spawns recorded, but their steps are not drawn.
 //!
