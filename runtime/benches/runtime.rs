@@ -17,7 +17,15 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const WORKERS: usize = 2;
 
+/// `PURLOIN_BENCH_TRACE=<file>` (`/dev/null` to time the recording alone) records a trace
+/// of every purloin runtime of the run (`PURLOIN_TRACE` would record only the first runtime
+/// built, whichever group it belongs to); it is never stopped, so the file is not complete.
 fn purloin_rt() -> purloin::Runtime {
+    if let Some(path) = std::env::var_os("PURLOIN_BENCH_TRACE")
+        && !purloin::trace::is_recording()
+    {
+        purloin::trace::start(path).expect("PURLOIN_BENCH_TRACE: the trace could not start");
+    }
     purloin::runtime::Builder::new()
         .workers(WORKERS)
         .stack_size(purloin::StackSize::Small)

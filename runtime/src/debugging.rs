@@ -53,7 +53,43 @@
 //! the Prometheus text format for whatever serves your `/metrics`. `PURLOIN_SCHEDTRACE=1000`
 //! prints one line of scheduler state per second on stderr (Go's `GODEBUG=schedtrace`).
 //!
-//! # 5. `tracing`
+//! # 5. A trace file: what the scheduler did, over time
+//!
+//! When the question is not "where is everything now" but "what happened" (why a request
+//! waited, which worker ran what, who woke whom), record a trace: run the program with
+//! `PURLOIN_TRACE=out.json` (the first runtime built records until it shuts down), or call
+//! [`trace::start`](crate::trace::start) and [`trace::stop`](crate::trace::stop) around the
+//! interesting stretch, or use [`Builder::trace`](crate::runtime::Builder::trace). Then open
+//! the file at <https://ui.perfetto.dev> ("Open trace file"; the file stays in the browser)
+//! or in `chrome://tracing` ("Load").
+//!
+//! Each worker is a track. On it, each green thread's runs are slices named `G<id>` (its
+//! name first if it has one), with `blocking` slices inside them and `idle` slices where the
+//! worker slept. Arrows (flows) lead from each spawn to the new green thread's first run, and
+//! from each wake-up (a green thread's unpark, a timer, the poller) to the run it caused.
+//! Instants mark each park (click it: the reason, the object, the holder, as in a dump),
+//! unpark (`by` whom), steal, global-queue pull, timers fired and poller wake-up. A green
+//! thread that waits too long shows as a park whose wake arrow starts late; a green thread
+//! that hogs a worker as one long run slice; work that never spreads as steals that never
+//! happen. See [`trace`](crate::trace) for the details and the cost.
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("purloin-debugging-{}.json", std::process::id()));
+//! purloin::trace::start(&path).unwrap();
+//! let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+//! rt.block_on(|| {
+//!     let (tx, rx) = purloin::sync::channel::bounded::<u32>(0);
+//!     let child = purloin::spawn(move || rx.recv().unwrap()); // parks until the send
+//!     tx.send(7).unwrap(); // unparks it: a wake flow in the trace
+//!     assert_eq!(child.join().unwrap(), 7);
+//! });
+//! drop(rt);
+//! let summary = purloin::trace::stop().unwrap();
+//! assert!(summary.events > 0 && summary.dropped == 0);
+//! # std::fs::remove_file(&path).unwrap();
+//! ```
+//!
+//! # 6. `tracing`
 //!
 //! With the `tracing` feature, spans work on green threads as they do on OS threads. A
 //! subscriber keeps the stack of entered spans per OS thread, and a green thread that waits

@@ -48,7 +48,10 @@
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
 //!   the `purloin::sched` target. Set the subscriber before the first runtime is built. See
-//!   [`debugging`](crate::debugging#5-tracing).
+//!   [`debugging`](crate::debugging#6-tracing).
+//!
+//! No feature is needed for [`trace`]: a Chrome trace-event / Perfetto file of what the
+//! scheduler did (`PURLOIN_TRACE=out.json`), written without any dependency.
 //!
 //! # Layers
 //!
@@ -61,6 +64,8 @@ mod deadlock;
 pub mod debugging;
 pub mod fs;
 pub mod future;
+#[cfg(not(loom))]
+mod hook;
 pub mod io;
 mod local;
 mod loom;
@@ -78,7 +83,7 @@ pub mod signal;
 #[cfg(all(test, loom))]
 #[path = "signal/pending.rs"]
 mod signal_pending;
-#[cfg(feature = "tracing")]
+#[cfg(all(feature = "tracing", not(loom)))]
 mod span_hook;
 mod spawn;
 mod stats;
@@ -86,6 +91,8 @@ pub mod sync;
 pub mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+#[cfg(not(loom))]
+pub mod trace;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;

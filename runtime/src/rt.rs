@@ -19,6 +19,8 @@ pub struct Builder {
     deadlock_grace: Duration,
     schedtrace: Option<Duration>,
     shutdown_grace: Duration,
+    #[cfg_attr(loom, allow(dead_code))]
+    trace: Option<std::path::PathBuf>,
 }
 
 /// [`Builder::shutdown_grace`]'s default. Under loom a real-time deadline that one
@@ -59,6 +61,7 @@ impl Builder {
             deadlock_grace: Duration::from_secs(1),
             schedtrace,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            trace: None,
         }
     }
 
@@ -130,11 +133,34 @@ impl Builder {
         self
     }
 
+    /// Records a trace of this runtime (and of every other one of the process meanwhile) to
+    /// the file at `path`, from [`build`](Builder::build) until this runtime shuts down: see
+    /// [`trace`](crate::trace) for what it holds and how to open it. Without this call the
+    /// `PURLOIN_TRACE=<file>` environment variable, read by `build`, does the same for the
+    /// first runtime built while no trace records.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("purloin-builder-trace-{}.json", std::process::id()));
+    /// let rt = purloin::runtime::Builder::new().workers(1).trace(&path).build().unwrap();
+    /// rt.block_on(|| purloin::spawn(|| ()).join().unwrap());
+    /// drop(rt); // stops the trace: the file is complete
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("\"traceEvents\""));
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    #[cfg(not(loom))]
+    pub fn trace(mut self, path: impl AsRef<std::path::Path>) -> Builder {
+        self.trace = Some(path.as_ref().to_path_buf());
+        self
+    }
+
     /// Starts the runtime.
     ///
     /// # Errors
     /// Invalid configuration, or the OS refused threads, the netpoller, or the stack
-    /// overflow handler.
+    /// overflow handler; a trace to record ([`Builder::trace`]) could not start (another one
+    /// records, or its file cannot be created).
     pub fn build(self) -> io::Result<Runtime> {
         if self.schedtrace.is_some_and(|every| every.is_zero()) {
             return Err(io::Error::new(
@@ -144,8 +170,14 @@ impl Builder {
                  turn it off",
             ));
         }
-        #[cfg(feature = "tracing")]
+        #[cfg(all(feature = "tracing", not(loom)))]
         crate::span_hook::install();
+        // Before the workers start, so their first events are in it.
+        #[cfg(not(loom))]
+        let owned_trace = match self.trace.or_else(crate::trace::from_env) {
+            Some(path) => Some(crate::trace::OwnedTrace::start(&path)?),
+            None => None,
+        };
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
@@ -162,7 +194,15 @@ impl Builder {
             .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
         #[cfg(not(loom))]
         crate::debugging::start_from_env();
-        Ok(Runtime { sched: Some(sched), data, trace, watch, grace: self.shutdown_grace })
+        Ok(Runtime {
+            sched: Some(sched),
+            data,
+            trace,
+            watch,
+            grace: self.shutdown_grace,
+            #[cfg(not(loom))]
+            owned_trace,
+        })
     }
 }
 
@@ -265,6 +305,10 @@ pub struct Runtime {
     trace: Option<crate::stats::Schedtrace>,
     watch: Option<crate::deadlock::Watch>,
     grace: Duration,
+    /// The trace this runtime started (`Builder::trace`, `PURLOIN_TRACE`), stopped once its
+    /// workers have ended.
+    #[cfg(not(loom))]
+    owned_trace: Option<crate::trace::OwnedTrace>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -429,7 +473,7 @@ impl Runtime {
         drop(self.trace.take());
         drop(self.watch.take());
         let Some(sched) = self.sched.take() else { return ShutdownReport::default() };
-        match Arc::try_unwrap(sched) {
+        let report = match Arc::try_unwrap(sched) {
             Ok(s) => s.shutdown_timeout(timeout),
             Err(shared) => {
                 // Still referenced (by a schedtrace thread that is just exiting): the last
@@ -437,7 +481,13 @@ impl Runtime {
                 drop(shared);
                 ShutdownReport::default()
             }
+        };
+        // The workers have ended (their buffers went to the writer as they exited).
+        #[cfg(not(loom))]
+        if let Some(t) = self.owned_trace.take() {
+            t.finish();
         }
+        report
     }
 }
 
@@ -452,6 +502,8 @@ impl Drop for Runtime {
                 trace: self.trace.take(),
                 watch: self.watch.take(),
                 grace: self.grace,
+                #[cfg(not(loom))]
+                owned_trace: self.owned_trace.take(),
             };
             let handed = std::thread::Builder::new()
                 .name("purloin-shutdown".into())

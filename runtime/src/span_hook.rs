@@ -28,7 +28,7 @@
 use tracing::level_filters::LevelFilter;
 use tracing::span::Id;
 
-use purloin_sched::hook::{self, Event, Hook};
+use purloin_sched::hook::Event;
 
 /// A subscriber that reports a current span its `exit` does not remove would make the exit
 /// loop endless: no green thread nests spans this deep.
@@ -37,67 +37,68 @@ const MAX_DEPTH: usize = 256;
 /// The target of the scheduler's events.
 const TARGET: &str = "purloin::sched";
 
-struct TracingHook;
-
-static HOOK: TracingHook = TracingHook;
-
-/// Installs the hook if a subscriber is interested in anything (once per process; a hook
-/// installed by someone else stays).
+/// Installs the facade's hook (`hook`) if a subscriber is interested in anything (once per
+/// process; a hook installed by someone else stays, and spans then do not follow).
 pub(crate) fn install() {
     if LevelFilter::current() != LevelFilter::OFF {
-        let _ = hook::install(&HOOK);
+        let _ = crate::hook::install();
     }
 }
 
-impl Hook for TracingHook {
-    fn switch_out(&self, finished: bool) -> usize {
-        if LevelFilter::current() == LevelFilter::OFF {
-            return 0;
-        }
-        let saved: Vec<Id> = tracing::dispatcher::get_default(|d| {
-            let mut saved = Vec::new();
-            while saved.len() < MAX_DEPTH {
-                let Some(id) = d.current_span().id().cloned() else { break };
-                d.exit(&id);
-                saved.push(id);
-            }
-            saved
-        });
-        if finished || saved.is_empty() {
-            return 0;
-        }
-        Box::into_raw(Box::new(saved)) as usize
+/// The hook's switch-out: exits the green thread's spans on this OS thread and returns them
+/// boxed (an aligned pointer: bit 0 is free for the facade's hook), or 0.
+pub(crate) fn switch_out(finished: bool) -> usize {
+    if LevelFilter::current() == LevelFilter::OFF {
+        return 0;
     }
-
-    fn switch_in(&self, saved: usize) {
-        if saved == 0 {
-            return;
+    let saved: Vec<Id> = tracing::dispatcher::get_default(|d| {
+        let mut saved = Vec::new();
+        while saved.len() < MAX_DEPTH {
+            let Some(id) = d.current_span().id().cloned() else { break };
+            d.exit(&id);
+            saved.push(id);
         }
-        // SAFETY: a non-zero word is the `Box<Vec<Id>>` leaked by this green thread's last
-        // `switch_out` (the only source of the words given back to `switch_in`), given back
-        // exactly once.
-        let saved = unsafe { Box::from_raw(saved as *mut Vec<Id>) };
-        tracing::dispatcher::get_default(|d| {
-            for id in saved.iter().rev() {
-                d.enter(id);
-            }
-        });
+        saved
+    });
+    if finished || saved.is_empty() {
+        return 0;
     }
+    Box::into_raw(Box::new(saved)) as usize
+}
 
-    fn event(&self, event: Event) {
-        let gid = |g: Option<purloin_sched::GreenId>| g.map(|g| g.0);
-        match event {
-            Event::Spawn { id, by } => {
-                tracing::trace!(target: TARGET, id = gid(id), by = gid(by), "spawn")
-            }
-            Event::Park { id } => tracing::trace!(target: TARGET, id = id.0, "park"),
-            Event::Unpark { id, by } => {
-                tracing::trace!(target: TARGET, id = id.0, by = gid(by), "unpark")
-            }
-            Event::Steal { thief, victim, count } => {
-                tracing::trace!(target: TARGET, thief, victim, count, "steal")
-            }
-            _ => {}
+/// The hook's switch-in: enters again the spans `saved` (a `switch_out` word) holds.
+pub(crate) fn switch_in(saved: usize) {
+    if saved == 0 {
+        return;
+    }
+    // SAFETY: a non-zero word is the `Box<Vec<Id>>` leaked by this green thread's last
+    // `switch_out` (the facade's hook gives back exactly the words it got, bit 0 cleared),
+    // given back exactly once.
+    let saved = unsafe { Box::from_raw(saved as *mut Vec<Id>) };
+    tracing::dispatcher::get_default(|d| {
+        for id in saved.iter().rev() {
+            d.enter(id);
         }
+    });
+}
+
+/// The hook's event: the scheduler's events as TRACE events of `purloin::sched`.
+pub(crate) fn event(event: Event) {
+    if LevelFilter::current() == LevelFilter::OFF {
+        return;
+    }
+    let gid = |g: Option<purloin_sched::GreenId>| g.map(|g| g.0);
+    match event {
+        Event::Spawn { id, by } => {
+            tracing::trace!(target: TARGET, id = gid(id), by = gid(by), "spawn")
+        }
+        Event::Park { id, .. } => tracing::trace!(target: TARGET, id = id.0, "park"),
+        Event::Unpark { id, by } => {
+            tracing::trace!(target: TARGET, id = id.0, by = gid(by), "unpark")
+        }
+        Event::Steal { thief, victim, count } => {
+            tracing::trace!(target: TARGET, thief, victim, count, "steal")
+        }
+        _ => {}
     }
 }

@@ -87,6 +87,7 @@ pub fn enter_blocking() {
     let p = m.p();
     bump(&p.stats.blocking);
     m.in_blocking.set(true);
+    crate::hook::emit(|| crate::hook::Event::BlockingEnter { id: running_id(m) });
     // The P runs nothing while its holder blocks (and may be handed off): the monitor must
     // not take this G for a long runner of whoever holds the P next (`exit_blocking` puts it
     // back if this worker keeps the P).
@@ -117,6 +118,7 @@ pub fn exit_blocking() {
         return;
     }
     m.in_blocking.set(false);
+    crate::hook::emit(|| crate::hook::Event::BlockingLeave { id: running_id(m) });
     let p = m.p();
     // B1: the CAS races the monitor's retake on the same word.
     if p.try_exit_syscall() {
@@ -129,6 +131,12 @@ pub fn exit_blocking() {
     // scheduling loop sees it has no P and waits as a spare.
     m.p.set(NO_P);
     switch_out(Action::RequeueGlobal);
+}
+
+/// The id of the green thread running on `m` (for a hook event; 0 if none runs).
+#[cold]
+fn running_id(m: &M) -> crate::GreenId {
+    crate::GreenId(m.current.get().map_or(0, |g| g.id_with(g.generation())))
 }
 
 /// A green thread about to switch out (yield, park) inside a blocking section stops blocking

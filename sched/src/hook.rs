@@ -1,5 +1,6 @@
 //! One process-wide observer of the scheduler: called when a green thread switches out and
-//! back in, and at the scheduler's events (spawn, park, unpark, steal).
+//! back in, and at the scheduler's events (spawn, first run, park, unpark, steal, global-queue
+//! pulls, worker sleeps and wake-ups, blocking sections, timers fired, poller wake-ups).
 //!
 //! The scheduler depends on no tracing or profiling library; a layer above (the `purloin`
 //! facade's `tracing` feature) installs a [`Hook`] that translates. A hook is installed once
@@ -17,8 +18,18 @@
 //!   code, with the word `switch_out` returned. Thread-local state that belongs to the green
 //!   thread (the span stack of a `tracing` subscriber) moves between OS threads this way.
 //! - [`Hook::event`] runs where the event happens: on the green thread that spawns or unparks,
-//!   on the parking green thread just before it switches out, on the worker that steals. It
-//!   must not park, spawn or switch.
+//!   on the new green thread's stack before its first code ([`Event::Start`]), on the parking
+//!   green thread just before it switches out, on the green thread entering or leaving a
+//!   blocking section, on the worker (its own stack, between green threads) that steals, pulls
+//!   from the global queue, fires timers, polls or sleeps. It must not park, spawn or switch.
+//!
+//! # Identities of lazily spawned green threads
+//!
+//! A spawn that may be lazy (`lazy`) takes no G record and so has no id: its
+//! [`Event::Spawn`] says `id: None`, and its first run has the id of whatever record the
+//! runner gives it (or none, when its joiner runs it inline). A hook that draws spawn → first
+//! run needs both ends: [`set_eager_spawn`] makes spawns take a record (and an id) at once
+//! while a hook is installed. With no hook installed its flag is never read.
 
 use std::sync::OnceLock;
 
@@ -41,6 +52,8 @@ pub enum Event {
     Park {
         /// The parking green thread.
         id: GreenId,
+        /// What it waits for, as its wait primitive recorded it (`set_wait_info`), if it did.
+        wait: Option<crate::WaitInfo>,
     },
     /// A parked green thread was made runnable. `by` is the waking green thread, if any.
     Unpark {
@@ -57,6 +70,61 @@ pub enum Event {
         victim: usize,
         /// How many run-queue entries moved.
         count: usize,
+    },
+    /// A green thread starts its first run: on its own stack, on the OS thread that runs it,
+    /// before any of its code (later runs are announced by [`Hook::switch_in`]). A child its
+    /// joiner runs inline (join-helping) starts on the joiner's stack, and ends with an
+    /// [`Event::InlineEnd`]; meanwhile its switches are the joiner's.
+    Start {
+        /// The green thread.
+        id: GreenId,
+    },
+    /// The child `id` that its joiner ran inline ended: the joiner's own code continues, on
+    /// this OS thread.
+    InlineEnd {
+        /// The child that ran inline.
+        id: GreenId,
+    },
+    /// Worker `p` took a batch from the global queue (one entry to run, the rest moved to its
+    /// local queue).
+    GlobalPull {
+        /// The pulling worker's P.
+        p: usize,
+    },
+    /// The worker holding P `p` found nothing to run and is about to sleep (on its lot, or
+    /// blocked in the poller); an [`Event::WorkerWake`] on the same OS thread follows.
+    WorkerPark {
+        /// The sleeping worker's P.
+        p: usize,
+    },
+    /// The worker that sent [`Event::WorkerPark`] woke up (work, a timer, readiness or stop).
+    WorkerWake {
+        /// The woken worker's P.
+        p: usize,
+    },
+    /// The running green thread entered a blocking section (`enter_blocking`): its OS thread
+    /// may block; the monitor may hand the P to another thread.
+    BlockingEnter {
+        /// The green thread.
+        id: GreenId,
+    },
+    /// The running green thread left its blocking section (a switch-out may follow at once if
+    /// its P was handed off).
+    BlockingLeave {
+        /// The green thread.
+        id: GreenId,
+    },
+    /// Due timers of one P's heap fired, on this OS thread (their wake-ups or callbacks
+    /// already ran).
+    TimersFired {
+        /// How many fired.
+        count: usize,
+    },
+    /// The netpoller reported readiness: `readied` green threads were unparked (their
+    /// [`Event::Unpark`]s came before this).
+    PollerWake {
+        /// How many green threads it readied.
+        readied: usize,
     },
 }
 
@@ -111,6 +179,49 @@ static HOOK: OnceLock<&'static dyn Hook> = OnceLock::new();
 /// Set once `HOOK` holds the hook: the sites' one load and branch.
 static INSTALLED: HookFlag = HookFlag::new(false);
 
+/// [`set_eager_spawn`]'s flag (read only after `INSTALLED`).
+static EAGER_SPAWN: HookFlag = HookFlag::new(false);
+
+/// While `on` (and a hook is installed), every spawn takes a G record at once, so its
+/// [`Event::Spawn`] has an id and its first run is announced with the same id
+/// ([`Event::Start`]). Spawns cost what a non-lazy spawn costs meanwhile (`lazy`: two
+/// cache-line transfers per child), and a joiner no longer runs an unstarted child inline.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::hook::{self, Event, Hook};
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// struct SawId(AtomicBool);
+/// impl Hook for SawId {
+///     fn event(&self, e: Event) {
+///         if let Event::Spawn { id: Some(_), by: Some(_) } = e {
+///             self.0.store(true, Ordering::Relaxed);
+///         }
+///     }
+/// }
+/// static SAW: SawId = SawId(AtomicBool::new(false));
+/// if hook::install(&SAW).is_ok() {
+///     hook::set_eager_spawn(true);
+///     let sched = purloin_sched::Scheduler::new().unwrap();
+///     // A spawn from a green thread (lazy otherwise) now reports its id.
+///     sched.spawn(|| purloin_sched::spawn(|| ()).unwrap().join().unwrap()).join().unwrap();
+///     assert!(SAW.0.load(Ordering::Relaxed));
+/// }
+/// ```
+pub fn set_eager_spawn(on: bool) {
+    // Relaxed: a hint; a spawn that reads the old value is lazy (or not) once more.
+    EAGER_SPAWN.store(on, HOOK_FLAG);
+}
+
+/// Whether spawns must take a record now ([`set_eager_spawn`]); only read after
+/// [`installed`].
+#[cold]
+pub(crate) fn eager_spawn() -> bool {
+    EAGER_SPAWN.load(HOOK_FLAG)
+}
+
 /// Installs the process's hook. Green threads switched out before the hook was installed are
 /// switched in with `saved == 0`.
 ///
@@ -142,6 +253,25 @@ pub fn install(hook: &'static dyn Hook) -> Result<(), &'static dyn Hook> {
     } else {
         Err(*current)
     }
+}
+
+/// The id of the green thread whose record runs on this OS thread: the one [`Event::Park`]
+/// and [`Event::Unpark`] name. It differs from `current()`'s id while a joiner runs a child
+/// inline ([`Event::Start`]): then the joiner parks and is woken for the child. `None` off a
+/// green thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     purloin_sched::hook::running_record() == purloin_sched::current().map(|t| t.id())
+/// });
+/// assert!(h.join().unwrap());
+/// assert_eq!(purloin_sched::hook::running_record(), None);
+/// ```
+pub fn running_record() -> Option<GreenId> {
+    crate::thread::running_g().map(|g| GreenId(g.id_with(g.generation())))
 }
 
 /// Whether a hook is installed: the one load and branch of every site.

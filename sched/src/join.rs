@@ -245,12 +245,14 @@ pub(crate) fn run_inline(
     // SAFETY: we own the claimed child's cells.
     let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
     as_inline_child(m, host, InlineChild::Thread(child), || {
+        crate::hook::emit(|| crate::hook::Event::Start { id: child.id() });
         if let Some(task) = task {
             // The joiner (in `JoinHandle::join`, no waiter registered) is the only party that
             // can see the child's packet now.
             task.run_by_joiner();
         }
     });
+    crate::hook::emit(|| crate::hook::Event::InlineEnd { id: child.id() });
     crate::lazy::release_inline(child);
     finish_inline(child_sched);
     true

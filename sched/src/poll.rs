@@ -142,6 +142,9 @@ pub(crate) fn poll_now(shared: &Shared) -> usize {
     for g in ready {
         g.unpark();
     }
+    if n > 0 {
+        crate::hook::emit(move || crate::hook::Event::PollerWake { readied: n });
+    }
     n
 }
 
@@ -191,5 +194,8 @@ pub(crate) fn poll_blocking(
         g.unpark();
     }
     m.poll_batch.set(false);
+    if n > 0 {
+        crate::hook::emit(move || crate::hook::Event::PollerWake { readied: n });
+    }
     Some(n)
 }

@@ -246,6 +246,11 @@ pub(crate) fn spawn_lazy(
 ) -> Result<(), OwnedTask> {
     let default_opts =
         !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
+    // A hook that wants every spawn's id (`hook::set_eager_spawn`): the flag is read only
+    // when a hook is installed.
+    if hook::installed() && hook::eager_spawn() {
+        return Err(task);
+    }
     let Some(h) = current_worker()
         .filter(|m| default_opts && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared))
         .and_then(|m| m.held())

@@ -392,6 +392,8 @@ impl Scheduler {
     pub fn cancel(&self, thread: &crate::GreenThread) -> bool {
         match thread.g.cancel(thread.generation) {
             g::Unparked::Queue => {
+                let id = thread.id();
+                crate::hook::emit(move || crate::hook::Event::Unpark { id, by: None });
                 self.shared.push_global(thread.g);
                 true
             }

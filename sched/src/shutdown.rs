@@ -148,6 +148,10 @@ pub(crate) fn cancel_parked(shared: &Arc<Shared>) -> usize {
     for_each_parked(Arc::as_ptr(shared), |gref, generation| {
         if gref.cancel(generation) == g::Unparked::Queue {
             n += 1;
+            crate::hook::emit(move || crate::hook::Event::Unpark {
+                id: crate::GreenId(gref.id_with(generation)),
+                by: None,
+            });
             shared.push_global(gref);
         }
     });

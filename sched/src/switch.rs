@@ -140,7 +140,13 @@ impl M {
                 if g.publish_parked() {
                     None
                 } else {
-                    // An unpark raced the park: run it again at once (token consumed).
+                    // An unpark raced the park: run it again at once (token consumed). The
+                    // waker saw a parking G (`Noted`) and reported nothing: report the wake-up
+                    // here, so each reported park has its unpark.
+                    crate::hook::emit(move || crate::hook::Event::Unpark {
+                        id: crate::GreenId(g.id_with(g.generation())),
+                        by: None,
+                    });
                     g.claim_for_run().then_some(g)
                 }
             }
@@ -311,6 +317,9 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
         adopt_worker(m);
         m.g0.set(Some(t.context));
         let g = m.current.get().expect("a G runs with current set");
+        crate::hook::emit(move || crate::hook::Event::Start {
+            id: crate::GreenId(g.id_with(g.generation())),
+        });
         // SAFETY: this G is RUNNING on this worker: it owns its cells.
         let task = unsafe { g.task.with_mut(|t| (*t).take()) };
         if let Some(task) = task {

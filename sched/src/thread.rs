@@ -282,7 +282,10 @@ fn park_on(m: &worker::M) -> &worker::M {
         g.take_notified();
         return m;
     }
-    crate::hook::emit(move || crate::hook::Event::Park { id: GreenId(g.id_with(g.generation())) });
+    crate::hook::emit(move || crate::hook::Event::Park {
+        id: GreenId(g.id_with(g.generation())),
+        wait: wait_info_of(g),
+    });
     switch_out_from(m, Action::Park)
 }
 

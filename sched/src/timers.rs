@@ -361,6 +361,7 @@ impl Timers {
         self.next.store(h.first(epoch), Ordering::Relaxed);
         drop(h);
         let n = due.len();
+        crate::hook::emit(move || crate::hook::Event::TimersFired { count: n });
         let mut again = Vec::new();
         for (e, action) in due {
             if let Some((at, action)) = action.run(e.at, now) {

@@ -276,6 +276,8 @@ impl M {
             match self.shared.injector.steal_batch_with_limit_and_pop(local, n.max(1)) {
                 Steal::Success(g) => {
                     bump(&p.stats.global_pulls);
+                    let pi = self.p.get();
+                    crate::hook::emit(move || crate::hook::Event::GlobalPull { p: pi });
                     if let Some(g) = self.accept(g) {
                         return Some(g);
                     }
@@ -460,6 +462,7 @@ impl M {
             // Go's `checkdead` when the last M goes idle).
             crate::outside::note_idle_event();
         }
+        crate::hook::emit(move || crate::hook::Event::WorkerPark { p: pi });
         let readied = crate::poll::poll_blocking(self, due, &snapshot);
         if readied.is_none() {
             match due {
@@ -469,6 +472,7 @@ impl M {
                 None => lot.wait(snapshot),
             }
         }
+        crate::hook::emit(move || crate::hook::Event::WorkerWake { p: pi });
         self.searching.set(shared.idle.unpark_self(pi));
         // An idle monitor watches again: this worker may run green threads now (M1,
         // `blocking`).

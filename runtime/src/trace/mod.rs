@@ -1,0 +1,364 @@
+//! A trace file of what the scheduler did, in Chrome's trace-event JSON format, for
+//! [ui.perfetto.dev](https://ui.perfetto.dev) or `chrome://tracing`.
+//!
+//! # Turning it on
+//!
+//! - `PURLOIN_TRACE=out.json` in the environment: the first runtime built while it is set
+//!   ([`runtime::Builder::build`](crate::runtime::Builder::build), or the global runtime on the
+//!   first [`spawn`](crate::spawn)) starts a trace to that file (later runtimes leave the
+//!   variable alone, so the file is not overwritten), and stops it when that runtime
+//!   shuts down (dropped, or [`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout)),
+//!   after its workers have ended, so the file is complete and valid JSON. The global runtime
+//!   is never shut down: a program on it calls [`stop`] before it exits.
+//! - [`runtime::Builder::trace`](crate::runtime::Builder::trace): the same for one runtime.
+//! - [`start`] and [`stop`] around any stretch of a program.
+//!
+//! One trace records at a time, and it records every runtime of the process. Stopping prints
+//! nothing; the [`Summary`] says how many events were written and how many were dropped.
+//!
+//! # Opening it
+//!
+//! - Perfetto: open <https://ui.perfetto.dev>, choose "Open trace file" in the left-hand menu
+//!   and pick the file (it is read in the browser, not uploaded). Keys `W`/`S` zoom, `A`/`D`
+//!   pan; click a slice for its arguments and its flows.
+//! - Chrome: open `chrome://tracing`, press "Load" and pick the file.
+//!
+//! # What is in it
+//!
+//! One process (`purloin`) with one track per OS thread that did anything: the workers (named
+//! `purloin-worker-N` unless the builder renamed them), and any other thread that spawned or
+//! woke green threads (the main thread, the monitor, a blocking pool).
+//!
+//! - **Run slices** (category `run`): a green thread running on that worker, named `G<id>`
+//!   (or `<name> G<id>` for a named one; the id is the one dumps and
+//!   [`GreenThread::id`](crate::GreenThread::id) show). A slice ends at every switch out: a
+//!   yield, a park, a blocking section's hand-off, the end.
+//! - **Blocking** slices (category `blocking`), inside a run slice: a blocking section
+//!   ([`blocking`](crate::blocking)) during which the worker's OS thread may block.
+//! - **Idle** slices (category `worker`): the worker found nothing to run and slept (on its
+//!   lot, or blocked in the netpoller) until woken.
+//! - **Flows** (arrows): `spawn` from the spawner (inside its run slice, or on a two-nanosecond
+//!   `spawn` slice of a thread that is not running a green thread) to the new green thread's
+//!   first run slice; `wake` from whoever unparked a green thread (a green thread, a timer, the
+//!   poller, a shutdown) to the run slice in which the parked green thread resumed. A child
+//!   that its joiner runs inline (join-helping) has its own run slices on the joiner's stack;
+//!   when it waits, the joiner is what parks, so its `park`, `unpark` and `wake` carry the
+//!   joiner's id.
+//! - **Instant events**: `park` (arguments: the green thread, the wait's reason, the object's
+//!   address, the holder when known), `unpark` and `spawn` (with `by`, the green thread that
+//!   did it, or `null`), `steal` (thief, victim, how many), `global pull` (a batch from the
+//!   global queue), `timers fired` (how many), `poller wake` (how many it readied).
+//!
+//! Timestamps are from `std::time::Instant`, relative to the start of the trace.
+//! Stackless tasks ([`sched::spawn_task`](crate::sched::spawn_task), state machines) have
+//! their spawns recorded, but their steps are not drawn.
+//!
+//! # Cost
+//!
+//! The scheduler reports to one hook per process (`purloin_sched::hook`); until a trace or a
+//! `tracing` subscriber needs it, nothing is installed and each event site costs a load and a
+//! predictable branch. Once installed (it stays for the process's life), every switch and
+//! event calls the hook, which checks whether a trace records. While one records, each event
+//! is a timestamp and a push into a buffer of the OS thread's own (no lock); full buffers
+//! go to a writer thread that streams them to the file. At most 32 buffers of 4096 events
+//! wait for the writer: when it lags further, a full buffer is dropped and counted in
+//! [`Summary::dropped`] rather than the memory growing. While a trace records, every spawn
+//! takes its green thread's record at once (no lazy spawn), so that each spawn has an id
+//! for its flow.
+//!
+//! # Examples
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("purloin-trace-doc-{}.json", std::process::id()));
+//! purloin::trace::start(&path).unwrap();
+//! let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+//! rt.block_on(|| purloin::spawn(purloin::yield_now).join().unwrap());
+//! drop(rt);
+//! let summary = purloin::trace::stop().unwrap();
+//! assert!(summary.events > 0);
+//! let text = std::fs::read_to_string(&path).unwrap();
+//! assert!(text.starts_with('{') && text.trim_end().ends_with('}'));
+//! std::fs::remove_file(&path).unwrap();
+//! ```
+
+mod json;
+mod record;
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::loom::{AtomicU64, Ordering};
+
+use record::{Attach, GENERATION, Msg, RECORDING, ThreadFlag};
+pub(crate) use record::{event, switch_in, switch_out};
+
+/// Batches waiting for the writer before a full buffer is dropped.
+const IN_FLIGHT: usize = 32;
+
+/// How long [`stop`] waits for running threads to hand over their buffers.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// What a finished trace holds.
+///
+/// # Examples
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("purloin-summary-doc-{}.json", std::process::id()));
+/// purloin::trace::start(&path).unwrap();
+/// let s = purloin::trace::stop().unwrap();
+/// assert_eq!(s.path, path);
+/// assert_eq!(s.dropped, 0);
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// The file written.
+    pub path: PathBuf,
+    /// Trace events written (slices, flows, instants and metadata).
+    pub events: u64,
+    /// Scheduler events recorded but not written: the writer lagged (more than 32 buffers
+    /// waited), or a thread handed its buffer over after the trace stopped.
+    pub dropped: u64,
+    /// Threads still running when the trace stopped whose last records (up to one buffer
+    /// each) did not reach the writer within the stop's grace (a green thread running without
+    /// a scheduling point, or a non-worker thread that is blocked).
+    pub unflushed_threads: usize,
+}
+
+/// The recording session.
+struct Session {
+    generation: u64,
+    tx: SyncSender<Msg>,
+    writer: JoinHandle<io::Result<u64>>,
+    start: Instant,
+    path: PathBuf,
+    dropped: Arc<AtomicU64>,
+    threads: Vec<Arc<ThreadFlag>>,
+    next_tid: u64,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
+    SESSION.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts recording every runtime of the process to the file at `path` (created, or
+/// truncated).
+///
+/// # Errors
+/// A trace already records (one at a time: [`stop`] it first); the file cannot be created;
+/// another scheduler hook than purloin's own is installed in this process
+/// (`purloin_sched::hook::install` was called directly); the writer thread cannot start.
+///
+/// # Examples
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("purloin-start-doc-{}.json", std::process::id()));
+/// purloin::trace::start(&path).unwrap();
+/// // A second trace cannot start while this one records.
+/// assert!(purloin::trace::start(&path).is_err());
+/// purloin::trace::stop().unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = path.as_ref().to_path_buf();
+    let mut s = session();
+    if let Some(s) = &*s {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "purloin::trace::start({}): a trace already records to {}; call \
+                 purloin::trace::stop() first (one trace at a time)",
+                path.display(),
+                s.path.display()
+            ),
+        ));
+    }
+    crate::hook::install()?;
+    let file = File::create(&path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("purloin::trace::start: cannot create the trace file {}: {e}", path.display()),
+        )
+    })?;
+    let writer = json::Writer::new(file)?;
+    let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+    let writer =
+        std::thread::Builder::new().name("purloin-trace".into()).spawn(move || writer.run(rx))?;
+    let generation = GENERATION.load(Ordering::Relaxed) + 1;
+    *s = Some(Session {
+        generation,
+        tx,
+        writer,
+        start: Instant::now(),
+        path,
+        dropped: Arc::new(AtomicU64::new(0)),
+        threads: Vec::new(),
+        next_tid: 1,
+    });
+    // Under the session lock: a thread that sees the generation finds its session.
+    GENERATION.store(generation, Ordering::Relaxed);
+    purloin_sched::hook::set_eager_spawn(true);
+    RECORDING.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Stops the trace: every thread's records go to the writer (threads that are running get a
+/// short grace to reach their next event), and the file is completed and closed.
+///
+/// # Errors
+/// No trace records; writing the file failed (the error names the cause: a full disk, …).
+///
+/// # Examples
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("purloin-stop-doc-{}.json", std::process::id()));
+/// purloin::trace::start(&path).unwrap();
+/// let h = purloin::spawn(|| 6 * 7);
+/// assert_eq!(h.join().unwrap(), 42);
+/// let summary = purloin::trace::stop().unwrap();
+/// assert!(summary.events > 0);
+/// // Nothing records now.
+/// assert!(purloin::trace::stop().is_err());
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn stop() -> io::Result<Summary> {
+    stop_session(None)
+}
+
+/// [`stop`], of session `generation` only if given (a runtime stops the trace it started,
+/// not one started after the user stopped that).
+fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
+    let mut guard = session();
+    let taken = match (generation, &*guard) {
+        (Some(g), Some(s)) if s.generation != g => None,
+        _ => guard.take(),
+    };
+    let Some(s) = taken else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "purloin::trace::stop: no trace records (start one with purloin::trace::start, \
+             Builder::trace or PURLOIN_TRACE=file.json)",
+        ));
+    };
+    // T1: SeqCst, against the recorders' `dirty` stores.
+    RECORDING.store(false, Ordering::SeqCst);
+    purloin_sched::hook::set_eager_spawn(false);
+    drop(guard);
+    record::leave_here();
+    let deadline = Instant::now() + STOP_GRACE;
+    let unflushed = loop {
+        let n = s.threads.iter().filter(|t| record::is_dirty(t)).count();
+        if n == 0 || Instant::now() >= deadline {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+    let sent = s.tx.send(Msg::Finish(reply_tx));
+    drop(s.tx);
+    let written = match sent {
+        Ok(()) => reply_rx.recv().unwrap_or_else(|_| {
+            Err(io::Error::other("purloin::trace::stop: the trace writer thread panicked"))
+        }),
+        Err(_) => Err(io::Error::other("purloin::trace::stop: the trace writer thread ended")),
+    };
+    let joined = s.writer.join();
+    let events = match (written, joined) {
+        (Ok(n), _) => n,
+        (Err(e), _) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("purloin::trace::stop: writing {} failed: {e}", s.path.display()),
+            ));
+        }
+    };
+    Ok(Summary {
+        path: s.path,
+        events,
+        dropped: s.dropped.load(Ordering::Relaxed),
+        unflushed_threads: unflushed,
+    })
+}
+
+/// Whether a trace records now.
+///
+/// # Examples
+///
+/// ```
+/// assert!(!purloin::trace::is_recording());
+/// ```
+pub fn is_recording() -> bool {
+    RECORDING.load(Ordering::Relaxed)
+}
+
+/// A thread joins the current session (`None` if none records).
+fn attach() -> Option<Attach> {
+    let mut guard = session();
+    let s = guard.as_mut()?;
+    let flag = Arc::new(ThreadFlag::default());
+    s.threads.push(flag.clone());
+    let tid = s.next_tid;
+    s.next_tid += 1;
+    Some(Attach {
+        generation: s.generation,
+        tx: s.tx.clone(),
+        start: s.start,
+        dropped: s.dropped.clone(),
+        tid,
+        flag,
+    })
+}
+
+/// The trace a runtime starts (`PURLOIN_TRACE` or `Builder::trace`) and stops at its
+/// shutdown (unless it was stopped before: then nothing).
+pub(crate) struct OwnedTrace {
+    generation: u64,
+}
+
+impl OwnedTrace {
+    /// Starts a trace to `path` for a runtime being built.
+    pub(crate) fn start(path: &Path) -> io::Result<OwnedTrace> {
+        start(path)?;
+        let generation = session().as_ref().map_or(0, |s| s.generation);
+        Ok(OwnedTrace { generation })
+    }
+
+    /// Stops it (after the runtime's workers ended); reports a failure or drops on stderr.
+    pub(crate) fn finish(self) {
+        match stop_session(Some(self.generation)) {
+            // Already stopped with `stop` (and maybe another trace started since).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Ok(s) if s.dropped > 0 || s.unflushed_threads > 0 => eprintln!(
+                "purloin: trace written to {} ({} events; {} scheduler events dropped because \
+                 the writer lagged, {} threads' last events missing)",
+                s.path.display(),
+                s.events,
+                s.dropped,
+                s.unflushed_threads
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("purloin: the trace could not be completed: {e}"),
+        }
+    }
+}
+
+/// The `PURLOIN_TRACE` file, for the first runtime built while it is set and no trace
+/// records (later runtimes would truncate the file it wrote).
+pub(crate) fn from_env() -> Option<PathBuf> {
+    use crate::loom::AtomicBool;
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    let v = std::env::var_os("PURLOIN_TRACE")?;
+    // Relaxed: only decides which runtime takes the variable.
+    if v.is_empty() || is_recording() || TAKEN.swap(true, Ordering::Relaxed) {
+        return None;
+    }
+    Some(PathBuf::from(v))
+}

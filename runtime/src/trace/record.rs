@@ -1,0 +1,421 @@
+//! The recording side: one buffer per OS thread, filled without locks, handed to the writer
+//! thread when full (or when the thread goes idle, exits, or sees the trace stopped).
+//!
+//! # Protocol
+//!
+//! - A thread records only while [`RECORDING`] is set, into its thread-local [`Local`]. The
+//!   first record of a session fetches the session's channel and start instant (one lock per
+//!   thread per session) and registers the thread's [`ThreadFlag`].
+//! - A full buffer goes to the writer with `try_send` on a bounded channel: when the writer
+//!   lags and `IN_FLIGHT` batches wait, the buffer's records are dropped and counted. Memory
+//!   is bounded by `IN_FLIGHT + threads` buffers of `BUFFER` records.
+//! - A worker about to sleep hands over what it has (best effort: kept if the channel is
+//!   full), so a stop while workers sleep finds their buffers empty.
+//! - `dirty` says the buffer holds records the writer has not got. The stopping thread clears
+//!   [`RECORDING`], then waits (bounded) for every registered thread's `dirty` to clear: a
+//!   thread that records anything after the stop hands over its buffer and leaves the session;
+//!   a thread that exits hands it over from its thread-local destructor.
+//!
+//! # Memory ordering
+//!
+//! - (T1) `dirty`: the owner's SeqCst store `false` after its hand-over pairs with the
+//!   stopper's SeqCst load: a stopper that reads `false` sends `Finish` after the batch
+//!   (the channel orders the two messages from then on). The owner's store `true` and the
+//!   stopper's clear of [`RECORDING`] are both SeqCst, so a record pushed after the stopper's
+//!   scan read `false` was pushed by a thread that then sees [`RECORDING`] clear at its next
+//!   event and hands over into a closed channel: counted as dropped.
+//! - [`RECORDING`] is read Relaxed on the hot path: a thread that misses the stop for a few
+//!   events records them into a session that is ending (they are counted as dropped or
+//!   written, never lost silently).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::time::Instant;
+
+use purloin_sched::WaitInfo;
+
+use crate::loom::{AtomicBool, AtomicU64, Ordering};
+
+/// Records per thread buffer.
+pub(super) const BUFFER: usize = 4096;
+
+/// Set while a trace records (the recorder's own check, behind the scheduler's hook flag).
+pub(super) static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// The session number (`start` bumps it; 0 is none).
+pub(super) static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// One recorded event. Times are nanoseconds since the trace started.
+#[derive(Debug)]
+pub(super) enum Rec {
+    /// A green thread ran on this thread from `ts` to `end`.
+    Run {
+        ts: u64,
+        end: u64,
+        id: u64,
+        name: Option<Arc<str>>,
+        /// Its first run: the end of its spawn flow.
+        first: bool,
+        /// It resumed after a park: the end of the wake flow of this record (the joiner's,
+        /// for a child run inline: the one that parked and was woken).
+        woke: Option<u64>,
+    },
+    /// A blocking section of green thread `id`.
+    Blocking {
+        ts: u64,
+        end: u64,
+        id: u64,
+    },
+    /// This worker slept (P `p`).
+    Idle {
+        ts: u64,
+        end: u64,
+        p: usize,
+    },
+    /// Green thread `id` was spawned; `anchored`: inside a run slice of this thread.
+    Spawn {
+        ts: u64,
+        id: u64,
+        by: Option<u64>,
+        anchored: bool,
+    },
+    /// Green thread `id` was made runnable after a park.
+    Unpark {
+        ts: u64,
+        id: u64,
+        by: Option<u64>,
+        anchored: bool,
+    },
+    /// Green thread `id` parked.
+    Park {
+        ts: u64,
+        id: u64,
+        wait: Option<WaitInfo>,
+    },
+    Steal {
+        ts: u64,
+        thief: usize,
+        victim: usize,
+        count: usize,
+    },
+    GlobalPull {
+        ts: u64,
+        p: usize,
+    },
+    Timers {
+        ts: u64,
+        count: usize,
+    },
+    Poll {
+        ts: u64,
+        readied: usize,
+    },
+}
+
+/// What a thread hands the writer.
+pub(super) enum Msg {
+    Batch { tid: u64, name: Option<String>, recs: Vec<Rec> },
+    Finish(SyncSender<std::io::Result<u64>>),
+}
+
+/// A recording thread, as the stopper sees it.
+#[derive(Default)]
+pub(super) struct ThreadFlag {
+    /// The buffer holds records the writer has not got (T1).
+    pub(super) dirty: AtomicBool,
+}
+
+/// What a thread needs from its session.
+pub(super) struct Attach {
+    pub(super) generation: u64,
+    pub(super) tx: SyncSender<Msg>,
+    pub(super) start: Instant,
+    pub(super) dropped: Arc<AtomicU64>,
+    pub(super) tid: u64,
+    pub(super) flag: Arc<ThreadFlag>,
+}
+
+/// An open run slice.
+struct OpenRun {
+    ts: u64,
+    id: u64,
+    name: Option<Arc<str>>,
+    first: bool,
+    woke: Option<u64>,
+}
+
+/// One thread's recorder.
+struct Local {
+    session: Option<Attach>,
+    /// The thread's name, until it went to the writer with a batch.
+    name: Option<String>,
+    recs: Vec<Rec>,
+    run: Option<OpenRun>,
+    blocking: Option<(u64, u64)>,
+    idle: Option<(u64, usize)>,
+    /// The running green thread announced a park: its switch-out is a park's.
+    parking: bool,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            session: None,
+            name: None,
+            recs: Vec::new(),
+            run: None,
+            blocking: None,
+            idle: None,
+            parking: false,
+        })
+    };
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The thread exits: its records go to the writer (T1).
+        let now = self.now();
+        self.leave(now);
+    }
+}
+
+impl Local {
+    fn now(&self) -> u64 {
+        self.session.as_ref().map_or(0, |s| s.start.elapsed().as_nanos() as u64)
+    }
+
+    /// Joins the current session if this thread is not in it (or in an older one). Returns
+    /// whether it records.
+    fn attach(&mut self) -> bool {
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if self.session.as_ref().is_some_and(|s| s.generation == generation) {
+            return true;
+        }
+        let now = self.now();
+        self.leave(now);
+        match super::attach() {
+            Some(a) => {
+                self.name = Some(
+                    std::thread::current()
+                        .name()
+                        .map_or_else(|| format!("thread {}", a.tid), str::to_owned),
+                );
+                self.session = Some(a);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Leaves the session: closes the open slices at `now` and hands everything over.
+    fn leave(&mut self, now: u64) {
+        if self.session.is_none() {
+            return;
+        }
+        self.close_run(now);
+        if let Some((ts, p)) = self.idle.take() {
+            self.recs.push(Rec::Idle { ts, end: now, p });
+        }
+        self.flush(true);
+        self.session = None;
+    }
+
+    fn push(&mut self, rec: Rec) {
+        let Some(s) = &self.session else { return };
+        if self.recs.is_empty() {
+            // T1: SeqCst, against the stopper's scan.
+            s.flag.dirty.store(true, Ordering::SeqCst);
+            if self.recs.capacity() == 0 {
+                self.recs.reserve_exact(BUFFER);
+            }
+        }
+        self.recs.push(rec);
+        if self.recs.len() >= BUFFER {
+            self.flush(true);
+        }
+    }
+
+    /// Hands the buffer to the writer. With `must`, a full channel drops the records
+    /// (counted); without, they stay for later.
+    fn flush(&mut self, must: bool) {
+        let Some(s) = &self.session else { return };
+        if self.recs.is_empty() {
+            return;
+        }
+        let recs = std::mem::replace(&mut self.recs, Vec::with_capacity(BUFFER));
+        let n = recs.len() as u64;
+        let msg = Msg::Batch { tid: s.tid, name: self.name.take(), recs };
+        match s.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(TrySendError::Full(Msg::Batch { name, recs, .. })) if !must => {
+                self.recs = recs;
+                self.name = name;
+                return;
+            }
+            Err(TrySendError::Full(Msg::Batch { name, .. })) => {
+                self.name = name;
+                s.dropped.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(_) => {
+                s.dropped.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        // T1: after the hand-over.
+        s.flag.dirty.store(false, Ordering::SeqCst);
+    }
+
+    fn close_run(&mut self, now: u64) {
+        if let Some((ts, id)) = self.blocking.take() {
+            self.recs_push_raw(Rec::Blocking { ts, end: now, id });
+        }
+        if let Some(r) = self.run.take() {
+            let rec = Rec::Run {
+                ts: r.ts,
+                end: now,
+                id: r.id,
+                name: r.name,
+                first: r.first,
+                woke: r.woke,
+            };
+            self.recs_push_raw(rec);
+        }
+    }
+
+    /// `push` without the hand-over when full (closing slices while leaving).
+    fn recs_push_raw(&mut self, rec: Rec) {
+        if let Some(s) = &self.session
+            && self.recs.is_empty()
+        {
+            s.flag.dirty.store(true, Ordering::SeqCst);
+        }
+        self.recs.push(rec);
+    }
+}
+
+/// Runs `f` on this thread's recorder if a trace records (and this thread is in it); a
+/// thread that sees the trace stopped leaves it.
+#[inline]
+fn with(f: impl FnOnce(&mut Local, u64)) {
+    let _ = LOCAL.try_with(|l| {
+        let Ok(mut l) = l.try_borrow_mut() else { return };
+        if !RECORDING.load(Ordering::Relaxed) {
+            if l.session.is_some() {
+                let now = l.now();
+                l.leave(now);
+            }
+            l.parking = false;
+            return;
+        }
+        if !l.attach() {
+            return;
+        }
+        let now = l.now();
+        f(&mut l, now);
+    });
+}
+
+/// The running green thread's id and name (`None` off a green thread).
+fn running() -> Option<(u64, Option<Arc<str>>)> {
+    let t = purloin_sched::current()?;
+    Some((t.id().0, t.name()))
+}
+
+fn open_run(l: &mut Local, now: u64, first: bool, woke: bool) {
+    l.close_run(now);
+    if let Some((id, name)) = running() {
+        // The wake flow is the parked record's (the joiner's, while it runs a child inline).
+        let woke = if woke { purloin_sched::hook::running_record().map(|r| r.0) } else { None };
+        l.run = Some(OpenRun { ts: now, id, name, first, woke });
+    }
+}
+
+/// The hook's `switch_out`: closes the run slice. Returns whether the switch-out is a park's
+/// (the resumed run then ends a wake flow).
+pub(crate) fn switch_out(_finished: bool) -> bool {
+    let mut parked = false;
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            parked = std::mem::take(&mut l.parking);
+        }
+    });
+    with(|l, now| {
+        l.close_run(now);
+        if l.recs.len() >= BUFFER {
+            l.flush(true);
+        }
+    });
+    parked
+}
+
+/// The hook's `switch_in`: opens a run slice (`woke`: it resumes after a park).
+pub(crate) fn switch_in(woke: bool) {
+    with(|l, now| open_run(l, now, false, woke));
+}
+
+/// The hook's `event`.
+pub(crate) fn event(event: purloin_sched::hook::Event) {
+    use purloin_sched::hook::Event;
+    if let Event::Park { .. } = event {
+        // Also while not recording: a park before the start resumes after it.
+        let _ = LOCAL.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.parking = true;
+            }
+        });
+    }
+    with(|l, ts| {
+        let anchored = l.run.is_some();
+        match event {
+            Event::Start { .. } => open_run(l, ts, true, false),
+            // The joiner's run goes on (it is `current` again).
+            Event::InlineEnd { .. } => open_run(l, ts, false, false),
+            Event::Spawn { id: Some(id), by } => {
+                l.push(Rec::Spawn { ts, id: id.0, by: by.map(|b| b.0), anchored })
+            }
+            Event::Unpark { id, by } => {
+                l.push(Rec::Unpark { ts, id: id.0, by: by.map(|b| b.0), anchored })
+            }
+            Event::Park { id, wait } => l.push(Rec::Park { ts, id: id.0, wait }),
+            Event::Steal { thief, victim, count } => {
+                l.push(Rec::Steal { ts, thief, victim, count })
+            }
+            Event::GlobalPull { p } => l.push(Rec::GlobalPull { ts, p }),
+            Event::TimersFired { count } => l.push(Rec::Timers { ts, count }),
+            Event::PollerWake { readied } => l.push(Rec::Poll { ts, readied }),
+            Event::BlockingEnter { id } => l.blocking = Some((ts, id.0)),
+            Event::BlockingLeave { .. } => {
+                if let Some((start, id)) = l.blocking.take() {
+                    l.push(Rec::Blocking { ts: start, end: ts, id });
+                }
+            }
+            Event::WorkerPark { p } => {
+                l.close_run(ts);
+                l.idle = Some((ts, p));
+                // Sleeping: hand over what there is (kept if the writer lags).
+                l.flush(false);
+            }
+            Event::WorkerWake { .. } => {
+                if let Some((start, p)) = l.idle.take() {
+                    l.push(Rec::Idle { ts: start, end: ts, p });
+                }
+            }
+            _ => {}
+        }
+    });
+}
+
+/// The stopping thread hands over its own buffer.
+pub(super) fn leave_here() {
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            let now = l.now();
+            l.leave(now);
+        }
+    });
+}
+
+/// Whether `flag`'s thread still holds records (T1).
+pub(super) fn is_dirty(flag: &ThreadFlag) -> bool {
+    flag.dirty.load(Ordering::SeqCst)
+}
