@@ -40,6 +40,7 @@ pub(crate) struct Global {
     classes: Box<[AtomicPtr<ClassPool>]>,
     class_lock: Mutex<()>,
     /// Wakes the scavenger thread after a deferred return (`scavenger.rs`).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) scavenger: crate::scavenger::Wakeup,
 }
 

@@ -81,6 +81,10 @@ const FIRST_CHUNK_BYTES: usize = 4 << 20;
 /// Virtual size at which chunk growth stops doubling.
 const MAX_CHUNK_BYTES: usize = 1 << 30;
 
+/// Slots `scavenge` sorts and gives back at once (adjacent ones coalesced): the capacity of
+/// the batch buffer each class allocates up front.
+const SCAVENGE_STEP: usize = if cfg!(loom) { 2 } else { 1024 };
+
 /// One tag increment in a list head (`tag << 32 | SlotRef`).
 const TAG_ONE: u64 = 1 << 32;
 const EMPTY_LIST: u64 = SlotRef::NIL.0 as u64;
@@ -172,8 +176,9 @@ pub(crate) struct ClassPool {
     warm: AtomicU64,
     excess: AtomicU64,
     clean: AtomicU64,
-    /// Held while `excess` slots are popped and given back (P3).
-    scavenging: Mutex<()>,
+    /// Held while `excess` slots are popped and given back (P3); the batch buffer, allocated
+    /// with the pool.
+    scavenging: Mutex<Vec<SlotRef>>,
     /// Slots ever carved.
     carved: AtomicUsize,
     /// Slots in `warm` or `clean` (or being moved between them by `trim`).
@@ -214,7 +219,7 @@ impl ClassPool {
             warm: AtomicU64::new(EMPTY_LIST),
             excess: AtomicU64::new(EMPTY_LIST),
             clean: AtomicU64::new(EMPTY_LIST),
-            scavenging: Mutex::new(()),
+            scavenging: Mutex::new(Vec::with_capacity(SCAVENGE_STEP)),
             carved: AtomicUsize::new(0),
             pooled: AtomicUsize::new(0),
             dirty: AtomicUsize::new(0),
@@ -310,14 +315,14 @@ impl ClassPool {
     }
 
     /// Returns slots waiting in `excess` (resident stacks returned beyond `pool_cap`): at most
-    /// `max` of them, popped in one batch. While fewer than `kept_cap` slots keep their top
+    /// `max` of them, popped and given back [`SCAVENGE_STEP`] at a time. While fewer than `kept_cap` slots keep their top
     /// pages, each gives back all but its top `keep_resident` bytes and goes to `warm`; the
     /// others give back everything, sorted by address so that adjacent slots are given back
     /// with one `madvise` (guard markers between them survive it), and go to `clean`.
     /// Returns how many slots it took.
     pub(crate) fn scavenge(&self, max: usize) -> usize {
-        let _batch = lock(&self.scavenging);
-        self.scavenge_locked(max, true)
+        let mut buf = lock(&self.scavenging);
+        self.scavenge_locked(&mut buf, max, true)
     }
 
     /// Slots waiting for the scavenger.
@@ -328,49 +333,64 @@ impl ClassPool {
 
     /// [`Self::scavenge`] under the `scavenging` lock (P3); `keep` false gives everything
     /// back, as `trim` does.
-    fn scavenge_locked(&self, max: usize, keep: bool) -> usize {
-        let mut all = Vec::new();
-        while all.len() < max {
-            let Some(r) = self.pop(&self.excess) else { break };
-            self.uncount(self.meta(r).state.load(Ordering::Relaxed));
-            all.push(r);
-        }
-        let taken = all.len();
-        let mut gone = Vec::with_capacity(taken);
-        for r in all {
-            // Relaxed: heuristic bound (module docs).
-            if keep && self.kept.load(Ordering::Relaxed) < self.kept_cap {
-                let raw = self.raw(r);
-                // SAFETY: the low `usable - keep_resident` bytes of a slot we popped from
-                // `excess`: returned, so nothing uses it, and ours until we push it.
-                unsafe { os::discard(raw.limit.as_ptr(), self.geo.usable - self.keep_resident) };
-                self.kept.fetch_add(1, Ordering::Relaxed);
-                let meta = self.meta(r);
-                let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
-                meta.state.store(guarded | RES_KEPT, Ordering::Relaxed);
-                self.push(&self.warm, r);
-            } else {
-                gone.push(r);
+    fn scavenge_locked(&self, buf: &mut Vec<SlotRef>, max: usize, keep: bool) -> usize {
+        // `buf` was allocated with the pool: the scavenger thread never allocates (a thread's
+        // first allocation would cost it a malloc arena: two more memory mappings).
+        let step = buf.capacity().max(1);
+        let mut taken = 0;
+        while taken < max {
+            buf.clear();
+            while buf.len() < step.min(max - taken) {
+                let Some(r) = self.pop(&self.excess) else { break };
+                self.uncount(self.meta(r).state.load(Ordering::Relaxed));
+                buf.push(r);
+            }
+            let popped = buf.len();
+            taken += popped;
+            self.give_back_batch(buf, keep);
+            if popped < step {
+                break;
             }
         }
+        taken
+    }
+
+    /// Gives back the memory of the popped `excess` slots in `batch` (see [`Self::scavenge`]).
+    fn give_back_batch(&self, batch: &mut Vec<SlotRef>, keep: bool) {
+        batch.retain(|&r| {
+            // Relaxed: heuristic bound (module docs).
+            if !keep || self.kept.load(Ordering::Relaxed) >= self.kept_cap {
+                return true;
+            }
+            let raw = self.raw(r);
+            // SAFETY: the low `usable - keep_resident` bytes of a slot we popped from
+            // `excess`: returned, so nothing uses it, and ours until we push it.
+            unsafe { os::discard(raw.limit.as_ptr(), self.geo.usable - self.keep_resident) };
+            self.kept.fetch_add(1, Ordering::Relaxed);
+            let meta = self.meta(r);
+            let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
+            meta.state.store(guarded | RES_KEPT, Ordering::Relaxed);
+            self.push(&self.warm, r);
+            false
+        });
         // `SlotRef` order is address order within a chunk: runs of consecutive slots of one
         // chunk are one range.
-        gone.sort_unstable_by_key(|r| r.0);
+        batch.sort_unstable_by_key(|r| r.0);
         let coalesce = self.backend == GuardBackend::GuardMarkers;
         let mut i = 0;
-        while i < gone.len() {
+        while i < batch.len() {
             let mut j = i + 1;
-            while coalesce && j < gone.len() && gone[j].0 == gone[j - 1].0 + 1 {
+            while coalesce && j < batch.len() && batch[j].0 == batch[j - 1].0 + 1 {
                 j += 1;
             }
-            let first = self.raw(gone[i]);
+            let first = self.raw(batch[i]);
             let len = (j - i - 1) * self.geo.slot_size + self.geo.usable;
-            // SAFETY: from the lowest usable byte of `gone[i]` to the top of `gone[j - 1]`:
+            // SAFETY: from the lowest usable byte of `batch[i]` to the top of `batch[j - 1]`:
             // the usable ranges of slots we popped (returned, unused, ours until pushed) and
             // the guard pages between them, which hold nothing and whose markers survive
             // `MADV_DONTNEED` (with `mprotect` guards no run spans a guard: `coalesce`).
             unsafe { os::discard(first.limit.as_ptr(), len) };
-            for &r in &gone[i..j] {
+            for &r in &batch[i..j] {
                 let meta = self.meta(r);
                 let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
                 meta.state.store(guarded | RES_CLEAN, Ordering::Relaxed);
@@ -378,7 +398,6 @@ impl ClassPool {
             }
             i = j;
         }
-        taken
     }
 
     /// Gives back the memory of every slot in `excess` and `warm` (of `warm`, at most as many
@@ -388,8 +407,8 @@ impl ClassPool {
     pub(crate) fn trim(&self) -> usize {
         let budget = self.pooled.load(Ordering::Relaxed);
         let mut trimmed = {
-            let _batch = lock(&self.scavenging);
-            self.scavenge_locked(budget, false)
+            let mut buf = lock(&self.scavenging);
+            self.scavenge_locked(&mut buf, budget, false)
         };
         while trimmed < budget {
             let Some(r) = self.pop(&self.warm) else { break };

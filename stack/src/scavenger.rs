@@ -37,10 +37,12 @@ use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock};
 /// Slots one scavenger step takes (and gives back) at once; `trim` waits for at most one.
 pub(crate) const BATCH: usize = 4096;
 /// How long the scavenger waits for a burst of returns to pause before giving memory back.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const SETTLE: std::time::Duration = std::time::Duration::from_millis(10);
 /// The longest the scavenger waits after a wake-up before giving memory back, even while
 /// returns continue: the bound on how long a returned stack beyond the pool's bounds stays
 /// resident (plus the time to give back what came before it).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const MAX_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Wakes the scavenger once per round, however many stacks are returned meanwhile.
@@ -71,6 +73,7 @@ impl Wakeup {
     }
 
     /// The scavenger: sleeps until notified (at once if a notify came since the last wait).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn wait(&self) {
         let mut woken = lock(&self.woken);
         while !*woken {
