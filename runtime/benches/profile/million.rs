@@ -68,7 +68,8 @@ fn round(n: usize, workers: usize) -> Round {
         // running a green thread between its bump and its park).
         let mut report = Instant::now();
         loop {
-            if report.elapsed() > Duration::from_secs(5) {
+            // A wait that does not end says why instead of hanging quietly.
+            if report.elapsed() > Duration::from_secs(30) {
                 report = Instant::now();
                 let s = purloin::stats();
                 eprintln!(

@@ -101,7 +101,7 @@ pub(crate) unsafe fn install_guard(
 }
 
 /// How many guard ranges `install_guard_markers_batch` passes to one system call.
-pub(crate) const GUARD_BATCH: usize = 16;
+pub(crate) const GUARD_BATCH: usize = 64;
 
 const BATCH_UNKNOWN: u8 = 0;
 const BATCH_WORKS: u8 = 1;
