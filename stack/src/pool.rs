@@ -475,7 +475,7 @@ impl ClassPool {
     /// owns the uncarved slots.
     fn guard_ahead(&self, k: usize, slot: usize, slots: usize) {
         let chunk = self.chunk(k);
-        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 {
+        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 || !os::guard_batching() {
             return;
         }
         let end = slots.min(slot + os::GUARD_BATCH);

@@ -111,6 +111,13 @@ static BATCH: AtomicU8 = AtomicU8::new(BATCH_UNKNOWN);
 /// child must not use its parent's).
 static SELF_PIDFD: Mutex<Option<(libc::pid_t, libc::c_int)>> = Mutex::new(None);
 
+/// Whether [`install_guard_markers_batch`] may still work (it was not found unsupported), so
+/// callers skip preparing a batch that would be refused.
+pub(crate) fn guard_batching() -> bool {
+    // Relaxed: a process-wide constant once set; a stale read costs one refused call.
+    BATCH.load(Ordering::Relaxed) != BATCH_UNSUPPORTED
+}
+
 /// Installs guard markers over `[start, start + len)` for every `start` in `starts` with one
 /// `process_madvise` call (about twice as fast per range as one `madvise` each, measured).
 /// Returns how many leading ranges got their guard: all, or fewer (even 0) when the kernel
