@@ -17,6 +17,10 @@
 //! pays nothing for it. If the thread cannot be started, the returning thread scavenges
 //! itself (memory is given back late rather than never).
 //!
+//! `fork`: a `pthread_atfork` handler makes a fork wait for a round in progress (so the child
+//! never inherits a class lock held by a thread it does not have), and a child that returns
+//! stacks beyond the bound starts its own scavenger thread.
+//!
 //! # Memory ordering
 //!
 //! The guarantee: a stack pushed to `excess` before [`Wakeup::notify`] is taken by a
@@ -48,7 +52,7 @@ pub(crate) const MAX_DELAY: std::time::Duration = std::time::Duration::from_mill
 /// Wakes the scavenger once per round, however many stacks are returned meanwhile.
 pub(crate) struct Wakeup {
     /// A round is due (S1).
-    pending: AtomicBool,
+    pub(crate) pending: AtomicBool,
     /// Set under the mutex by the notify that made `pending` true.
     woken: Mutex<bool>,
     cv: Condvar,
@@ -112,21 +116,98 @@ pub(crate) fn round<'a>(
     taken
 }
 
-/// Wakes the process-wide scavenger after a deferred return, starting it on first use.
+/// Set while the scavenger thread runs a round (and so may hold a class's `scavenging` lock),
+/// or while a `fork` is under way (see [`before_fork`]).
+#[cfg(not(loom))]
+static IN_ROUND: crate::sync::real::AtomicBool = crate::sync::real::AtomicBool::new(false);
+
+/// Takes [`IN_ROUND`], waiting for a round or a fork in progress to end.
+#[cfg(not(loom))]
+fn enter_round() {
+    use crate::sync::real::Ordering as RealOrdering;
+    // Acquire: pairs with the Release in `leave_round` (the previous holder's writes).
+    while IN_ROUND
+        .compare_exchange_weak(false, true, RealOrdering::Acquire, RealOrdering::Relaxed)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(not(loom))]
+fn leave_round() {
+    // Release: pairs with the Acquire in `enter_round`.
+    IN_ROUND.store(false, crate::sync::real::Ordering::Release);
+}
+
+/// `pthread_atfork` prepare handler: a fork waits for a scavenger round to end, so the child
+/// never inherits a class's `scavenging` lock held by a thread it does not have.
+#[cfg(not(loom))]
+extern "C" fn before_fork() {
+    enter_round();
+}
+
+#[cfg(not(loom))]
+extern "C" fn after_fork_in_parent() {
+    leave_round();
+}
+
+/// `pthread_atfork` child handler: the parent's scavenger thread does not exist here; a
+/// round that was due in the parent is forgotten so the child's next deferred return wakes
+/// (and starts) its own.
+#[cfg(not(loom))]
+extern "C" fn after_fork_in_child() {
+    // AcqRel (S1): as `begin_round`; the child has one thread, so any ordering would do.
+    crate::global::global().scavenger.pending.swap(false, Ordering::AcqRel);
+    leave_round();
+}
+
+/// Wakes the process-wide scavenger after a deferred return, starting it on first use in
+/// this process (a forked child starts its own: its parent's thread does not exist there).
 #[cfg(not(loom))]
 pub(crate) fn wake() {
+    use crate::sync::real::{AtomicU32, Mutex as RealMutex, Ordering as RealOrdering, lock};
+    /// The process whose scavenger thread is running (0: none yet).
+    static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
+    static STARTING: RealMutex<()> = RealMutex::new(());
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
     let g = crate::global::global();
     if !g.scavenger.notify() {
         return;
     }
-    static STARTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let running = *STARTED.get_or_init(|| {
-        std::thread::Builder::new().name("purloin-stack-scavenger".into()).spawn(run).is_ok()
+    // Once per round, not per return: `notify` let this caller through.
+    let pid = std::process::id();
+    // Relaxed: a cache of the check made under `STARTING` below.
+    if RUNNING_IN.load(RealOrdering::Relaxed) == pid {
+        return;
+    }
+    let _starting = lock(&STARTING);
+    if RUNNING_IN.load(RealOrdering::Relaxed) == pid {
+        return;
+    }
+    AT_FORK.call_once(|| {
+        // SAFETY: the handlers are `extern "C"` functions that live forever and only touch
+        // atomics; registering them has no other precondition. On failure (ENOMEM) a fork
+        // during a round could leave a child's `trim` waiting: nothing else changes.
+        unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(after_fork_in_child),
+            )
+        };
     });
-    if !running {
-        // No thread: give the memory back here, late rather than never.
+    let started =
+        std::thread::Builder::new().name("purloin-stack-scavenger".into()).spawn(run).is_ok();
+    if started {
+        // Relaxed: the `STARTING` mutex orders the starts.
+        RUNNING_IN.store(pid, RealOrdering::Relaxed);
+    } else {
+        // No thread (this time): give the memory back here, late rather than never.
         g.scavenger.wait();
+        enter_round();
         round(&g.scavenger, g.classes());
+        leave_round();
     }
 }
 
@@ -141,7 +222,9 @@ fn run() {
     loop {
         g.scavenger.wait();
         settle(|| g.classes().map(|c| c.excess()).sum());
+        enter_round();
         round(&g.scavenger, g.classes());
+        leave_round();
     }
 }
 

@@ -44,7 +44,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// process-wide constants kept in `const`-initialised statics.
 pub(crate) mod real {
     pub(crate) use core::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, compiler_fence,
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        compiler_fence,
     };
     pub(crate) use std::sync::{Mutex, Once};
 
