@@ -334,8 +334,8 @@ impl ClassPool {
     /// [`Self::scavenge`] under the `scavenging` lock (P3); `keep` false gives everything
     /// back, as `trim` does.
     fn scavenge_locked(&self, buf: &mut Vec<SlotRef>, max: usize, keep: bool) -> usize {
-        // `buf` was allocated with the pool: the scavenger thread never allocates (a thread's
-        // first allocation would cost it a malloc arena: two more memory mappings).
+        // `buf` was allocated with the pool: a round allocates nothing, whatever its size,
+        // and `trim` cannot fail for want of memory.
         let step = buf.capacity().max(1);
         let mut taken = 0;
         while taken < max {
