@@ -104,6 +104,9 @@ pub(crate) const RES_CLEAN: u32 = 0;
 pub(crate) const RES_KEPT: u32 = 1 << 1;
 /// Anything may be resident.
 pub(crate) const RES_DIRTY: u32 = 2 << 1;
+/// Anything may be resident, and the slot waits in the pool's `excess` list for the
+/// scavenger (or `trim`) to give its memory back.
+pub(crate) const RES_EXCESS: u32 = 3 << 1;
 pub(crate) const RES_MASK: u32 = 3 << 1;
 /// `SlotMeta::state` bit 0: the slot's guard is installed.
 pub(crate) const GUARDED: u32 = 1;
@@ -117,7 +120,8 @@ pub(crate) const GUARDED: u32 = 1;
 pub(crate) struct SlotMeta {
     /// The next slot (a [`SlotRef`]) in the pool list holding this slot.
     pub(crate) next: AtomicU32,
-    /// Bit 0: [`GUARDED`]; bits 1..=2: residency ([`RES_CLEAN`], [`RES_KEPT`], [`RES_DIRTY`]).
+    /// Bit 0: [`GUARDED`]; bits 1..=2: residency ([`RES_CLEAN`], [`RES_KEPT`], [`RES_DIRTY`],
+    /// [`RES_EXCESS`]).
     pub(crate) state: AtomicU32,
     /// 0: no label; `n + 1`: a label whose name is `n` bytes long. Written last (Release) by
     /// `set_label`, read first (Acquire) by `label` and the overflow handler, so the id and

@@ -109,7 +109,7 @@ struct Local(Cell<Option<&'static ThreadRecord>>);
 impl Drop for Local {
     fn drop(&mut self) {
         let Some(record) = self.0.take() else { return };
-        record.drain(&mut |class, raw| class.give_back(raw));
+        record.drain(&mut crate::global::give_back_slow);
         let _records = lock(&RECORDS);
         // Relaxed: the RECORDS mutex orders claims and releases.
         record.in_use.store(false, Ordering::Relaxed);

@@ -39,6 +39,9 @@ pub(crate) struct Global {
     /// freed).
     classes: Box<[AtomicPtr<ClassPool>]>,
     class_lock: Mutex<()>,
+    /// Wakes the scavenger thread after a deferred return (`scavenger.rs`).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) scavenger: crate::scavenger::Wakeup,
 }
 
 process_global! {
@@ -58,6 +61,7 @@ impl Global {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             class_lock: Mutex::new(()),
+            scavenger: crate::scavenger::Wakeup::new(),
         }
     }
 
@@ -258,14 +262,18 @@ pub(crate) fn give_back(class: &'static ClassPool, raw: RawSlot) {
 /// [`give_back`] past this thread's cache.
 #[cold]
 #[inline(never)]
-fn give_back_slow(class: &'static ClassPool, raw: RawSlot) {
-    class.give_back(raw);
+pub(crate) fn give_back_slow(class: &'static ClassPool, raw: RawSlot) {
+    if class.give_back(raw) {
+        crate::scavenger::wake();
+    }
 }
 
-/// Gives memory back to the kernel after a burst: every stack in the shared pools and in
-/// every thread's cache (the caller's and other threads', also of threads that are parked or
-/// blocked) is `MADV_DONTNEED`ed entirely (including the `keep_resident` top pages) and put
-/// in the shared pool, so the next lease of each starts from zero-filled pages.
+/// Gives memory back to the kernel after a burst: every stack in the shared pools, waiting
+/// for the background scavenger, and in every thread's cache (the caller's and other
+/// threads', also of threads that are parked or blocked) is `MADV_DONTNEED`ed entirely
+/// (including the `keep_resident` top pages) and put in the shared pool, so the next lease of
+/// each starts from zero-filled pages. Without `trim`, the scavenger gives back the memory of
+/// stacks returned beyond the pool's bounds on its own, shortly after a burst ends.
 ///
 /// The rule: when `trim` returns, no stack that was pooled or cached when it was called
 /// holds resident memory; the only stack memory still resident is that of leased stacks and

@@ -17,10 +17,13 @@
 //! (and run into the map-count limit, which is then reported by name).
 //!
 //! Stacks are **pooled**: a per-thread cache (one uncontended compare-and-swap, no system
-//! call), then a bounded shared pool per class. Stacks returned to a pool above its bound keep
-//! only their top pages resident (the rest is given back with `MADV_DONTNEED`), beyond a
-//! second bound they keep nothing, and [`trim`] gives everything back after a burst, from
-//! the shared pools and every thread's cache (see [`Options`]). Because slots have a fixed size, "which stack's guard is this fault
+//! call), then a bounded shared pool per class. Returning a stack never makes a system call:
+//! stacks returned to a pool above its bound are left resident for a background
+//! **scavenger** thread, which gives their memory back in bulk shortly after (adjacent
+//! stacks in one `MADV_DONTNEED`; at most about 200 ms after a burst's last return plus the
+//! time to give back what came before), keeping the top pages of a second bound's worth of
+//! them. [`trim`] gives everything back at once after a burst, from the shared pools, the
+//! scavenger's backlog and every thread's cache (see [`Options`]). Because slots have a fixed size, "which stack's guard is this fault
 //! address in?" is arithmetic, which lets the [`overflow`] handler print
 //! `green thread 42 'worker-7' has overflowed its 32 KiB stack` from a signal handler.
 //!
@@ -103,6 +106,7 @@ mod os;
 pub mod overflow;
 mod pool;
 mod registry;
+mod scavenger;
 mod size;
 mod stack;
 mod stats;

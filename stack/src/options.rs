@@ -15,8 +15,13 @@ use crate::os;
 /// | [`force_mprotect_guards`](Options::force_mprotect_guards) | `false` | use `mprotect(PROT_NONE)` guards even where guard markers work |
 /// | [`keep_resident`](Options::keep_resident) | 8 KiB | bytes at the top of a stack kept resident when it is returned to a pool that is above its bound |
 /// | [`thread_cache`](Options::thread_cache) | 16 | stacks per size class kept in each thread's cache (fewer for big stacks: at most 16 MiB per class) |
-/// | [`pool_capacity`](Options::pool_capacity) | 256 | returned stacks per size class kept as they are in the shared pool (fewer for big stacks: at most 256 MiB per class); beyond it, returns trim to `keep_resident` |
-/// | [`resident_capacity`](Options::resident_capacity) | 4096 | returned stacks per size class that keep their top `keep_resident` bytes; beyond it, returns give back all of their memory |
+/// | [`pool_capacity`](Options::pool_capacity) | 256 | returned stacks per size class kept as they are in the shared pool (fewer for big stacks: at most 256 MiB per class); beyond it, the background scavenger trims returns to `keep_resident` |
+/// | [`resident_capacity`](Options::resident_capacity) | 4096 | returned stacks per size class that keep their top `keep_resident` bytes; beyond it, the scavenger gives back all of their memory |
+///
+/// Returning a stack never makes a system call: a stack returned beyond `pool_capacity` stays
+/// resident until the scavenger thread gives its memory back, in bulk, shortly after the
+/// burst of returns ends (at most about 200 ms after its return, plus the time to give back
+/// the stacks returned before it). [`trim`](crate::trim) does it at once.
 ///
 /// Stacks bigger than [`Options::BIG_STACK_BYTES`] (16 MiB) are neither cached per thread
 /// nor kept as they are in the shared pool: each return gives back all but their top
@@ -97,9 +102,9 @@ impl Options {
         self
     }
 
-    /// Returned stacks per size class the shared pool keeps untouched. A stack returned to a
-    /// fuller pool first gives back all but its top [`keep_resident`](Options::keep_resident)
-    /// bytes. Capped so the untrimmed stacks of a class span at most
+    /// Returned stacks per size class the shared pool keeps untouched. Of a stack returned to
+    /// a fuller pool, the background scavenger gives back all but the top
+    /// [`keep_resident`](Options::keep_resident) bytes shortly after. Capped so the untrimmed stacks of a class span at most
     /// [`Options::POOL_BYTES`] (at least one stack).
     pub const fn pool_capacity(mut self, stacks: usize) -> Options {
         self.pool_capacity = stacks;
@@ -108,10 +113,10 @@ impl Options {
 
     /// Returned stacks per size class that keep their top
     /// [`keep_resident`](Options::keep_resident) bytes once the pool is above
-    /// [`pool_capacity`](Options::pool_capacity). Stacks returned beyond both bounds give
-    /// back all of their memory, so a burst of a million green threads does not leave a
-    /// million resident top pages behind (the same one `madvise` call, over the whole
-    /// stack). [`trim`](crate::trim) gives back the kept bytes too.
+    /// [`pool_capacity`](Options::pool_capacity). Of stacks returned beyond both bounds the
+    /// scavenger gives back all of the memory, so a burst of a million green threads does not
+    /// leave a million resident top pages behind (adjacent stacks are given back with one
+    /// `madvise`). [`trim`](crate::trim) gives back the kept bytes too.
     pub const fn resident_capacity(mut self, stacks: usize) -> Options {
         self.resident_capacity = stacks;
         self

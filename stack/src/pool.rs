@@ -1,17 +1,24 @@
-//! One size class's shared pool: its arena chunks, the slots never handed out yet, and two
+//! One size class's shared pool: its arena chunks, the slots never handed out yet, and three
 //! lock-free lists of returned slots.
 //!
 //! - `warm`: returned slots whose pages may still be resident (`RES_DIRTY`: returned as they
 //!   were, at most `pool_cap` of them; `RES_KEPT`: only the top `keep_resident` bytes left,
 //!   at most `kept_cap` of them).
-//! - `clean`: slots with nothing resident (returned beyond both bounds, or given back with
+//! - `excess`: slots returned beyond `pool_cap`, still resident (`RES_EXCESS`), waiting for
+//!   the scavenger (`scavenger.rs`) or `trim` to give their memory back in bulk: sorted by
+//!   address, adjacent slots coalesced into one `MADV_DONTNEED` (the guard markers between
+//!   them survive it). So a return never makes a system call, and a burst of a million
+//!   returns costs a few hundred `madvise` calls, off the returning threads, instead of a
+//!   million TLB shootdowns on them. A lease takes from `excess` before `clean`: resident
+//!   memory is reused instead of faulted in again.
+//! - `clean`: slots with nothing resident (scavenged beyond both bounds, given back with
 //!   `MADV_DONTNEED` by `trim` or [`Stack::release`](crate::Stack::release), or a fresh slot
 //!   whose guard could not be installed).
 //! - Fresh slots are carved from the newest chunk under the `growth` mutex; a full class maps
 //!   a new chunk, twice as big as the last (up to 1 GiB), so a million 32 KiB stacks take a
 //!   few dozen mappings.
 //!
-//! A lease takes from `warm`, then `clean`, then carves. Each list is a Treiber stack of
+//! A lease takes from `warm`, then `excess`, then `clean`, then carves. Each list is a Treiber stack of
 //! [`SlotRef`]s linked through the slots' metadata, with a 32-bit tag in the head word.
 //!
 //! # Memory ordering
@@ -38,19 +45,24 @@
 //! - `pop` reads `S.next` with Relaxed: the Acquire of the head snapshot makes the push's
 //!   `next` write visible, and if S was taken and its `next` rewritten since, the head
 //!   changed, so the CAS (tag) fails and the value is discarded.
-//! - The counters (`carved`, `pooled`, `dirty`, `kept`, `mapped`, `chunk_count`) are Relaxed
-//!   statistics and policy heuristics. `dirty` (`kept`) is incremented before the push that
-//!   publishes a dirty (kept) slot and decremented after the pop that takes it;
+//! - The counters (`carved`, `pooled`, `dirty`, `kept`, `excess_count`, `mapped`,
+//!   `chunk_count`) are Relaxed statistics and policy heuristics. `dirty` (`kept`,
+//!   `excess_count`) is incremented before the push that publishes a dirty (kept, excess)
+//!   slot and decremented after the pop that takes it;
 //!   read-modify-writes of one atomic follow happens-before, so it never wraps below zero.
 //!   The bound checks in `give_back` are a load followed by an add, so concurrent returns may
 //!   overshoot `pool_cap` or `kept_cap` by the number of returning threads.
+//! - (P3) `scavenge` pops and gives back `excess` slots under the `scavenging` mutex, and
+//!   `trim` drains `excess` under it too: a trim that finds `excess` empty because the
+//!   scavenger holds a batch it has popped but not yet given back waits for that batch, so
+//!   "when `trim` returns, no stack pooled when it was called holds resident memory" holds.
 
 use std::io;
 use std::ptr::NonNull;
 
 use crate::arena::{
-    Chunk, GUARDED, Geometry, MAX_SLOTS_PER_CHUNK, RES_CLEAN, RES_DIRTY, RES_KEPT, RES_MASK,
-    SlotMeta, SlotRef,
+    Chunk, GUARDED, Geometry, MAX_SLOTS_PER_CHUNK, RES_CLEAN, RES_DIRTY, RES_EXCESS, RES_KEPT,
+    RES_MASK, SlotMeta, SlotRef,
 };
 use crate::options::Options;
 use crate::os::{self, GuardBackend};
@@ -68,6 +80,10 @@ pub(crate) const MAX_CHUNKS: usize = 4;
 const FIRST_CHUNK_BYTES: usize = 4 << 20;
 /// Virtual size at which chunk growth stops doubling.
 const MAX_CHUNK_BYTES: usize = 1 << 30;
+
+/// Slots `scavenge` sorts and gives back at once (adjacent ones coalesced): the capacity of
+/// the batch buffer each class allocates up front.
+const SCAVENGE_STEP: usize = if cfg!(loom) { 2 } else { 1024 };
 
 /// One tag increment in a list head (`tag << 32 | SlotRef`).
 const TAG_ONE: u64 = 1 << 32;
@@ -144,6 +160,9 @@ pub(crate) struct ClassPool {
     pool_cap: usize,
     /// Most `RES_KEPT` slots in `warm`.
     kept_cap: usize,
+    /// Whether returns beyond `pool_cap` are left to the scavenger (`excess`); false for
+    /// stacks above `Options::BIG_STACK_BYTES`, whose return gives their memory back at once.
+    defer: bool,
     /// Per-thread cache capacity for this class.
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) cache_cap: usize,
@@ -155,7 +174,11 @@ pub(crate) struct ClassPool {
     growth: Mutex<Growth>,
     /// `tag << 32 | SlotRef` of the top of each list.
     warm: AtomicU64,
+    excess: AtomicU64,
     clean: AtomicU64,
+    /// Held while `excess` slots are popped and given back (P3); the batch buffer, allocated
+    /// with the pool.
+    scavenging: Mutex<Vec<SlotRef>>,
     /// Slots ever carved.
     carved: AtomicUsize,
     /// Slots in `warm` or `clean` (or being moved between them by `trim`).
@@ -164,6 +187,8 @@ pub(crate) struct ClassPool {
     dirty: AtomicUsize,
     /// `RES_KEPT` slots in `warm`.
     kept: AtomicUsize,
+    /// `RES_EXCESS` slots in `excess`.
+    excess_count: AtomicUsize,
     /// Bytes mapped by the chunks.
     mapped: AtomicUsize,
     chunk_count: AtomicUsize,
@@ -186,16 +211,20 @@ impl ClassPool {
             keep_resident: options.keep_resident_pages().min(usable),
             pool_cap: options.pool_capacity_for(usable),
             kept_cap: options.get_resident_capacity(),
+            defer: usable <= Options::BIG_STACK_BYTES,
             cache_cap: options.thread_cache_for(usable),
             registered,
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0 }),
             warm: AtomicU64::new(EMPTY_LIST),
+            excess: AtomicU64::new(EMPTY_LIST),
             clean: AtomicU64::new(EMPTY_LIST),
+            scavenging: Mutex::new(Vec::with_capacity(SCAVENGE_STEP)),
             carved: AtomicUsize::new(0),
             pooled: AtomicUsize::new(0),
             dirty: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
+            excess_count: AtomicUsize::new(0),
             mapped: AtomicUsize::new(0),
             chunk_count: AtomicUsize::new(0),
         }
@@ -204,7 +233,11 @@ impl ClassPool {
     /// Takes a slot: a returned one if any, else a fresh one (mapping a chunk if needed), with
     /// its guard installed.
     pub(crate) fn lease(&self) -> io::Result<RawSlot> {
-        let r = match self.pop(&self.warm).or_else(|| self.pop(&self.clean)) {
+        let r = match self
+            .pop(&self.warm)
+            .or_else(|| self.pop(&self.excess))
+            .or_else(|| self.pop(&self.clean))
+        {
             Some(r) => {
                 // Relaxed: statistics and the pool-bound heuristic (module docs).
                 self.pooled.fetch_sub(1, Ordering::Relaxed);
@@ -223,9 +256,12 @@ impl ClassPool {
     }
 
     /// Returns a slot to the shared pool: as it is while fewer than `pool_cap` returned slots
-    /// are untrimmed; else, while fewer than `kept_cap` are, after giving back all but its top
-    /// `keep_resident` bytes; else after giving back all of its memory.
-    pub(crate) fn give_back(&self, s: RawSlot) {
+    /// are untrimmed; else, for classes that defer, as it is to `excess`, and returns `true`:
+    /// the caller wakes the scavenger, which gives its memory back later ([`Self::scavenge`]).
+    /// Big stacks instead give back at once all but their top `keep_resident` bytes while
+    /// fewer than `kept_cap` returned slots keep theirs, else all of their memory.
+    #[must_use = "a deferred return needs the scavenger woken"]
+    pub(crate) fn give_back(&self, s: RawSlot) -> bool {
         let meta = self.meta(s.slot);
         meta.clear_label();
         let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
@@ -233,6 +269,12 @@ impl ClassPool {
         if self.dirty.load(Ordering::Relaxed) < self.pool_cap {
             self.dirty.fetch_add(1, Ordering::Relaxed);
             meta.state.store(guarded | RES_DIRTY, Ordering::Relaxed);
+        } else if self.defer {
+            self.excess_count.fetch_add(1, Ordering::Relaxed);
+            meta.state.store(guarded | RES_EXCESS, Ordering::Relaxed);
+            self.pooled.fetch_add(1, Ordering::Relaxed);
+            self.push(&self.excess, s.slot);
+            return true;
         } else if self.kept.load(Ordering::Relaxed) < self.kept_cap {
             let discard = self.geo.usable - self.keep_resident;
             // SAFETY: the low `usable - keep_resident` bytes of the slot's usable range; the
@@ -242,10 +284,11 @@ impl ClassPool {
             meta.state.store(guarded | RES_KEPT, Ordering::Relaxed);
         } else {
             self.release(s);
-            return;
+            return false;
         }
         self.pooled.fetch_add(1, Ordering::Relaxed);
         self.push(&self.warm, s.slot);
+        false
     }
 
     /// Un-counts a slot of residency `state` taken from `warm`.
@@ -254,6 +297,7 @@ impl ClassPool {
         match state & RES_MASK {
             RES_DIRTY => self.dirty.fetch_sub(1, Ordering::Relaxed),
             RES_KEPT => self.kept.fetch_sub(1, Ordering::Relaxed),
+            RES_EXCESS => self.excess_count.fetch_sub(1, Ordering::Relaxed),
             _ => 0,
         };
     }
@@ -270,12 +314,102 @@ impl ClassPool {
         self.push(&self.clean, s.slot);
     }
 
-    /// Gives back the memory of every slot in `warm` (at most as many as were pooled when it
-    /// started, so concurrent returns cannot keep it running), moving them to `clean`.
-    /// Returns how many slots it trimmed.
+    /// Returns slots waiting in `excess` (resident stacks returned beyond `pool_cap`): at most
+    /// `max` of them, popped and given back [`SCAVENGE_STEP`] at a time. While fewer than `kept_cap` slots keep their top
+    /// pages, each gives back all but its top `keep_resident` bytes and goes to `warm`; the
+    /// others give back everything, sorted by address so that adjacent slots are given back
+    /// with one `madvise` (guard markers between them survive it), and go to `clean`.
+    /// Returns how many slots it took.
+    pub(crate) fn scavenge(&self, max: usize) -> usize {
+        let mut buf = lock(&self.scavenging);
+        self.scavenge_locked(&mut buf, max, true)
+    }
+
+    /// Slots waiting for the scavenger.
+    pub(crate) fn excess(&self) -> usize {
+        // Relaxed: a policy heuristic (module docs).
+        self.excess_count.load(Ordering::Relaxed)
+    }
+
+    /// [`Self::scavenge`] under the `scavenging` lock (P3); `keep` false gives everything
+    /// back, as `trim` does.
+    fn scavenge_locked(&self, buf: &mut Vec<SlotRef>, max: usize, keep: bool) -> usize {
+        // `buf` was allocated with the pool: a round allocates nothing, whatever its size,
+        // and `trim` cannot fail for want of memory.
+        let step = buf.capacity().max(1);
+        let mut taken = 0;
+        while taken < max {
+            buf.clear();
+            while buf.len() < step.min(max - taken) {
+                let Some(r) = self.pop(&self.excess) else { break };
+                self.uncount(self.meta(r).state.load(Ordering::Relaxed));
+                buf.push(r);
+            }
+            let popped = buf.len();
+            taken += popped;
+            self.give_back_batch(buf, keep);
+            if popped < step {
+                break;
+            }
+        }
+        taken
+    }
+
+    /// Gives back the memory of the popped `excess` slots in `batch` (see [`Self::scavenge`]).
+    fn give_back_batch(&self, batch: &mut Vec<SlotRef>, keep: bool) {
+        batch.retain(|&r| {
+            // Relaxed: heuristic bound (module docs).
+            if !keep || self.kept.load(Ordering::Relaxed) >= self.kept_cap {
+                return true;
+            }
+            let raw = self.raw(r);
+            // SAFETY: the low `usable - keep_resident` bytes of a slot we popped from
+            // `excess`: returned, so nothing uses it, and ours until we push it.
+            unsafe { os::discard(raw.limit.as_ptr(), self.geo.usable - self.keep_resident) };
+            self.kept.fetch_add(1, Ordering::Relaxed);
+            let meta = self.meta(r);
+            let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
+            meta.state.store(guarded | RES_KEPT, Ordering::Relaxed);
+            self.push(&self.warm, r);
+            false
+        });
+        // `SlotRef` order is address order within a chunk: runs of consecutive slots of one
+        // chunk are one range.
+        batch.sort_unstable_by_key(|r| r.0);
+        let coalesce = self.backend == GuardBackend::GuardMarkers;
+        let mut i = 0;
+        while i < batch.len() {
+            let mut j = i + 1;
+            while coalesce && j < batch.len() && batch[j].0 == batch[j - 1].0 + 1 {
+                j += 1;
+            }
+            let first = self.raw(batch[i]);
+            let len = (j - i - 1) * self.geo.slot_size + self.geo.usable;
+            // SAFETY: from the lowest usable byte of `batch[i]` to the top of `batch[j - 1]`:
+            // the usable ranges of slots we popped (returned, unused, ours until pushed) and
+            // the guard pages between them, which hold nothing and whose markers survive
+            // `MADV_DONTNEED` (with `mprotect` guards no run spans a guard: `coalesce`).
+            unsafe { os::discard(first.limit.as_ptr(), len) };
+            for &r in &batch[i..j] {
+                let meta = self.meta(r);
+                let guarded = meta.state.load(Ordering::Relaxed) & GUARDED;
+                meta.state.store(guarded | RES_CLEAN, Ordering::Relaxed);
+                self.push(&self.clean, r);
+            }
+            i = j;
+        }
+    }
+
+    /// Gives back the memory of every slot in `excess` and `warm` (of `warm`, at most as many
+    /// as were pooled when it started, so concurrent returns cannot keep it running), moving
+    /// them to `clean`; waits for a scavenger batch in progress (P3). Returns how many slots
+    /// it trimmed.
     pub(crate) fn trim(&self) -> usize {
         let budget = self.pooled.load(Ordering::Relaxed);
-        let mut trimmed = 0;
+        let mut trimmed = {
+            let mut buf = lock(&self.scavenging);
+            self.scavenge_locked(&mut buf, budget, false)
+        };
         while trimmed < budget {
             let Some(r) = self.pop(&self.warm) else { break };
             let meta = self.meta(r);
@@ -341,7 +475,7 @@ impl ClassPool {
     /// owns the uncarved slots.
     fn guard_ahead(&self, k: usize, slot: usize, slots: usize) {
         let chunk = self.chunk(k);
-        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 {
+        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 || !os::guard_batching() {
             return;
         }
         let end = slots.min(slot + os::GUARD_BATCH);
@@ -513,18 +647,18 @@ mod tests {
             }
         }
         for s in slots {
-            p.give_back(s);
+            assert!(!p.give_back(s), "under the bound: nothing deferred");
         }
         let c = p.counters();
         assert_eq!((c.carved, c.pooled), (n, n));
         // LIFO reuse, no new slot carved.
         let again = p.lease().unwrap();
         assert_eq!(p.counters().carved, n);
-        p.give_back(again);
+        let _ = p.give_back(again);
     }
 
     #[test]
-    fn returns_over_the_bounds_give_memory_back() {
+    fn returns_over_the_bounds_are_scavenged() {
         let page = os::page_size();
         let p = pool(&Options::new().pool_capacity(1).resident_capacity(1).keep_resident(page));
         let [a, b, c] = [(); 3].map(|_| p.lease().unwrap());
@@ -536,27 +670,82 @@ mod tests {
             // SAFETY: called on leased slots only; both reads are inside the usable range.
             unsafe { (*s.limit.as_ptr(), *s.limit.as_ptr().add(p.geo.usable - 1)) }
         };
-        p.give_back(a); // under pool_capacity: kept as is
-        p.give_back(b); // over it, under resident_capacity: all but the top page given back
-        p.give_back(c); // over both: everything given back, to the clean list
-        let b2 = p.lease().unwrap();
-        assert_eq!(b2.slot, b.slot, "LIFO over warm");
-        assert_eq!(low_top(b2), (0, 0xAB), "low pages discarded, top page kept");
+        assert!(!p.give_back(a), "under pool_capacity: kept as is");
+        assert!(p.give_back(b), "over it: deferred to the scavenger, still resident");
+        assert!(p.give_back(c), "deferred too");
+        assert_eq!(p.excess(), 2);
+        // The scavenger's step: the first popped (c, LIFO) keeps its top page (under
+        // resident_capacity), the other gives back everything.
+        assert_eq!(p.scavenge(BATCH_FOR_TESTS), 2);
+        assert_eq!(p.excess(), 0);
+        let c2 = p.lease().unwrap();
+        assert_eq!(c2.slot, c.slot, "kept slots go to warm, LIFO");
+        assert_eq!(low_top(c2), (0, 0xAB), "low pages given back, top page kept");
         let a2 = p.lease().unwrap();
         assert_eq!(low_top(a2), (0xAB, 0xAB), "untouched under the bound");
-        let c2 = p.lease().unwrap();
-        assert_eq!(c2.slot, c.slot, "clean after warm");
-        assert_eq!(low_top(c2), (0, 0), "all given back");
-        for s in [a2, b2, c2] {
-            p.give_back(s);
+        let b2 = p.lease().unwrap();
+        assert_eq!(b2.slot, b.slot, "clean after warm");
+        assert_eq!(low_top(b2), (0, 0), "all given back");
+        // A deferred slot is leased again before a clean one, still resident.
+        assert!(!p.give_back(a2));
+        assert!(p.give_back(b2));
+        let b3 = p.lease().unwrap();
+        assert_eq!(b3.slot, a2.slot, "warm first");
+        let b4 = p.lease().unwrap();
+        assert_eq!(b4.slot, b2.slot, "then excess");
+        for s in [b3, b4, c2] {
+            let _ = p.give_back(s);
         }
-        assert_eq!(p.trim(), 2, "trim empties warm");
+        assert_eq!(p.trim(), 3, "trim empties warm and excess");
         let d = p.lease().unwrap();
         assert_eq!(low_top(d), (0, 0), "trim gives back everything");
         p.release(d);
         assert_eq!(p.counters().pooled, 3);
         assert_eq!(p.counters().carved, 3);
     }
+
+    /// Adjacent slots are given back with one `madvise` over them and the guards between
+    /// them, and the guard markers survive it.
+    #[test]
+    fn scavenging_coalesces_adjacent_slots_and_keeps_their_guards() {
+        let p = pool(&Options::new().pool_capacity(0).resident_capacity(0));
+        let slots: Vec<RawSlot> = (0..40).map(|_| p.lease().unwrap()).collect();
+        for s in &slots {
+            // SAFETY: leased slots are ours; the whole usable range is read/write.
+            unsafe { std::ptr::write_bytes(s.limit.as_ptr(), 0xCD, p.geo.usable) };
+        }
+        let lo = slots[0].limit.as_ptr() as usize - p.geo.guard;
+        let hi = slots[39].limit.as_ptr() as usize + p.geo.usable;
+        let pages = |bit: u32| pagemap_count(lo, hi, bit);
+        let guards = pages(58);
+        assert_eq!(pages(63), 40 * p.geo.usable / p.geo.page, "all touched");
+        // Every other slot first (no two adjacent), then the rest in reverse.
+        for s in slots.iter().step_by(2).chain(slots.iter().skip(1).step_by(2).rev()) {
+            assert!(p.give_back(*s), "deferred");
+        }
+        assert_eq!(pages(63), 40 * p.geo.usable / p.geo.page, "returns leave memory resident");
+        assert_eq!(p.scavenge(BATCH_FOR_TESTS), 40);
+        assert_eq!(pages(63), 0, "all given back");
+        if p.backend == GuardBackend::GuardMarkers {
+            assert_eq!(guards, 40, "one guard marker per slot");
+            assert_eq!(pages(58), 40, "guard markers survive the coalesced MADV_DONTNEED");
+        }
+    }
+
+    /// Pages of `[lo, hi)` with pagemap bit `bit` set (63: present; 58: guard marker).
+    fn pagemap_count(lo: usize, hi: usize, bit: u32) -> usize {
+        use std::io::{Read, Seek, SeekFrom};
+        let page = os::page_size();
+        let mut f = std::fs::File::open("/proc/self/pagemap").unwrap();
+        f.seek(SeekFrom::Start((lo / page * 8) as u64)).unwrap();
+        let mut buf = vec![0u8; (hi - lo) / page * 8];
+        f.read_exact(&mut buf).unwrap();
+        buf.chunks_exact(8)
+            .filter(|e| u64::from_le_bytes((*e).try_into().unwrap()) >> bit & 1 != 0)
+            .count()
+    }
+
+    const BATCH_FOR_TESTS: usize = 4096;
 
     #[test]
     fn threads_share_the_pool_exactly_once() {
@@ -578,7 +767,11 @@ mod tests {
                         } else {
                             let (s, key) = held.swap_remove(i % held.len());
                             owners[key].store(false, Ordering::Relaxed);
-                            if i % 7 == 0 { p.release(s) } else { p.give_back(s) }
+                            if i % 7 == 0 {
+                                p.release(s)
+                            } else if p.give_back(s) && i % 11 == 0 {
+                                p.scavenge(64);
+                            }
                         }
                         if i % 5000 == 0 {
                             p.trim();
@@ -586,7 +779,7 @@ mod tests {
                     }
                     for (s, key) in held {
                         owners[key].store(false, Ordering::Relaxed);
-                        p.give_back(s);
+                        let _ = p.give_back(s);
                     }
                 })
             })
@@ -597,7 +790,8 @@ mod tests {
         let c = p.counters();
         assert_eq!(c.carved, c.pooled, "every carved slot is back in the pool");
         let mut seen = HashSet::new();
-        while let Some(s) = p.pop(&p.warm).or_else(|| p.pop(&p.clean)) {
+        while let Some(s) = p.pop(&p.warm).or_else(|| p.pop(&p.excess)).or_else(|| p.pop(&p.clean))
+        {
             assert!(seen.insert(s), "slot {s:?} pooled twice");
         }
         assert_eq!(seen.len(), c.carved, "no slot lost");
@@ -666,7 +860,8 @@ mod models {
             // SAFETY: loom checks this access; we are the lessee.
             self.memory[k].with(|m| assert_eq!(unsafe { *m }, who, "stack overwritten"));
             self.owned[k].store(false, Ordering::Relaxed);
-            self.pool.give_back(s);
+            // A deferred return stays in `excess` (no scavenger here): leases take it back.
+            let _ = self.pool.give_back(s);
         }
 
         /// Every carved slot is pooled exactly once; the dirty count matches the lists.
@@ -674,20 +869,25 @@ mod models {
             let c = self.pool.counters();
             assert_eq!(c.carved, c.pooled, "a slot was lost");
             let mut seen = [false; KEYS];
-            let (mut dirty, mut kept) = (0, 0);
-            while let Some(r) =
-                self.pool.pop(&self.pool.warm).or_else(|| self.pool.pop(&self.pool.clean))
+            let (mut dirty, mut kept, mut excess) = (0, 0, 0);
+            while let Some(r) = self
+                .pool
+                .pop(&self.pool.warm)
+                .or_else(|| self.pool.pop(&self.pool.excess))
+                .or_else(|| self.pool.pop(&self.pool.clean))
             {
                 assert!(!std::mem::replace(&mut seen[Self::key(r)], true), "pooled twice");
                 match self.pool.meta(r).state.load(Ordering::Relaxed) & RES_MASK {
                     RES_DIRTY => dirty += 1,
                     RES_KEPT => kept += 1,
+                    RES_EXCESS => excess += 1,
                     _ => {}
                 }
             }
             assert_eq!(seen.iter().filter(|&&s| s).count(), c.carved, "a slot was lost");
             assert_eq!(self.pool.dirty.load(Ordering::Relaxed), dirty, "dirty count drifted");
             assert_eq!(self.pool.kept.load(Ordering::Relaxed), kept, "kept count drifted");
+            assert_eq!(self.pool.excess(), excess, "excess count drifted");
         }
     }
 

@@ -25,14 +25,15 @@ pub(crate) use loom::sync::atomic::{
 };
 
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
-/// A mutex for the rare slow paths (growing an arena, registering a size class).
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+/// A mutex for the rare slow paths (growing an arena, registering a size class, a scavenger
+/// round) and the condition variable the scavenger sleeps on.
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Locks `m`, ignoring poisoning: every critical section in this crate leaves the protected
 /// state consistent before anything that can panic.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_ {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -43,7 +44,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_
 /// process-wide constants kept in `const`-initialised statics.
 pub(crate) mod real {
     pub(crate) use core::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, compiler_fence,
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        compiler_fence,
     };
     pub(crate) use std::sync::{Mutex, Once};
 

@@ -101,7 +101,7 @@ pub(crate) unsafe fn install_guard(
 }
 
 /// How many guard ranges `install_guard_markers_batch` passes to one system call.
-pub(crate) const GUARD_BATCH: usize = 16;
+pub(crate) const GUARD_BATCH: usize = 64;
 
 const BATCH_UNKNOWN: u8 = 0;
 const BATCH_WORKS: u8 = 1;
@@ -110,6 +110,13 @@ static BATCH: AtomicU8 = AtomicU8::new(BATCH_UNKNOWN);
 /// This process's pidfd for `process_madvise`, and the pid it was opened for (a forked
 /// child must not use its parent's).
 static SELF_PIDFD: Mutex<Option<(libc::pid_t, libc::c_int)>> = Mutex::new(None);
+
+/// Whether [`install_guard_markers_batch`] may still work (it was not found unsupported), so
+/// callers skip preparing a batch that would be refused.
+pub(crate) fn guard_batching() -> bool {
+    // Relaxed: a process-wide constant once set; a stale read costs one refused call.
+    BATCH.load(Ordering::Relaxed) != BATCH_UNSUPPORTED
+}
 
 /// Installs guard markers over `[start, start + len)` for every `start` in `starts` with one
 /// `process_madvise` call (about twice as fast per range as one `madvise` each, measured).

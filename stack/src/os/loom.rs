@@ -59,6 +59,10 @@ pub(crate) unsafe fn install_guard_markers_batch(starts: &[*mut u8], _len: usize
 /// - As for the real `discard`.
 pub(crate) unsafe fn discard(_p: *mut u8, _len: usize) {}
 
+pub(crate) fn guard_batching() -> bool {
+    true
+}
+
 pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
     Ok(GuardBackend::GuardMarkers)
 }

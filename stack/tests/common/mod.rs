@@ -110,3 +110,22 @@ pub fn rss() -> usize {
 pub fn max_map_count() -> usize {
     std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap().trim().parse().unwrap()
 }
+
+/// Aborts the process if the returned flag is not set within `secs`: a wait that never ends
+/// fails the test instead of hanging it. A bound, not synchronisation.
+pub fn watchdog(secs: u64, what: &'static str) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        for _ in 0..secs * 10 {
+            if d.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("watchdog: {what} did not happen in {secs} s");
+        std::process::abort();
+    });
+    done
+}
