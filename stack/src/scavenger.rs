@@ -140,16 +140,51 @@ fn leave_round() {
     IN_ROUND.store(false, crate::sync::real::Ordering::Release);
 }
 
+/// Serializes starting the scavenger thread (see [`wake`]).
+#[cfg(not(loom))]
+static STARTING: crate::sync::real::Mutex<()> = crate::sync::real::Mutex::new(());
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// The locks the forking thread holds across `fork` (taken by [`before_fork`], released by
+    /// the parent and child handlers; the child is a copy of the forking thread, so it finds
+    /// them here too).
+    static HELD_ACROSS_FORK: core::cell::RefCell<Option<ForkLocks>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// The scavenger's mutexes, held by the forking thread so that no other thread holds them at
+/// the fork: the child, which has only the forking thread, would wait on them forever.
+#[cfg(not(loom))]
+struct ForkLocks {
+    _starting: std::sync::MutexGuard<'static, ()>,
+    _woken: std::sync::MutexGuard<'static, bool>,
+}
+
 /// `pthread_atfork` prepare handler: a fork waits for a scavenger round to end, so the child
-/// never inherits a class's `scavenging` lock held by a thread it does not have.
+/// never inherits a class's `scavenging` lock held by a thread it does not have, and takes the
+/// scavenger's own mutexes for the same reason. The order (`STARTING`, the round, `woken`) is
+/// the order [`wake`] takes them in; the scavenger thread holds `woken` only inside
+/// [`Wakeup::wait`], never with the round.
 #[cfg(not(loom))]
 extern "C" fn before_fork() {
+    let starting = crate::sync::real::lock(&STARTING);
     enter_round();
+    let woken = lock(&crate::global::global().scavenger.woken);
+    HELD_ACROSS_FORK
+        .with(|h| *h.borrow_mut() = Some(ForkLocks { _starting: starting, _woken: woken }));
+}
+
+/// Releases what [`before_fork`] took.
+#[cfg(not(loom))]
+fn release_fork_locks() {
+    leave_round();
+    HELD_ACROSS_FORK.with(|h| drop(h.borrow_mut().take()));
 }
 
 #[cfg(not(loom))]
 extern "C" fn after_fork_in_parent() {
-    leave_round();
+    release_fork_locks();
 }
 
 /// `pthread_atfork` child handler: the parent's scavenger thread does not exist here; a
@@ -159,17 +194,16 @@ extern "C" fn after_fork_in_parent() {
 extern "C" fn after_fork_in_child() {
     // AcqRel (S1): as `begin_round`; the child has one thread, so any ordering would do.
     crate::global::global().scavenger.pending.swap(false, Ordering::AcqRel);
-    leave_round();
+    release_fork_locks();
 }
 
 /// Wakes the process-wide scavenger after a deferred return, starting it on first use in
 /// this process (a forked child starts its own: its parent's thread does not exist there).
 #[cfg(not(loom))]
 pub(crate) fn wake() {
-    use crate::sync::real::{AtomicU32, Mutex as RealMutex, Ordering as RealOrdering, lock};
+    use crate::sync::real::{AtomicU32, Ordering as RealOrdering, lock};
     /// The process whose scavenger thread is running (0: none yet).
     static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
-    static STARTING: RealMutex<()> = RealMutex::new(());
     static AT_FORK: std::sync::Once = std::sync::Once::new();
     let g = crate::global::global();
     if !g.scavenger.notify() {
