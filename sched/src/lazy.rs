@@ -71,6 +71,10 @@ pub(crate) struct Identity {
     /// identity it runs the task with, at INLINE the joiner running it (unparks of a G made
     /// during the run are forwarded there).
     taker: UnsafeCell<Option<GreenThread>>,
+    /// The id of the green thread that spawned the task (0: none), written by the spawner
+    /// before it queues the entry (published with it) and given to the record made for it
+    /// (`G::spawned_by`).
+    spawner: crate::sync::DiagU64,
 }
 
 impl Identity {
@@ -79,7 +83,19 @@ impl Identity {
             bind: AtomicU32::new(UNBOUND),
             bound: UnsafeCell::new(None),
             taker: UnsafeCell::new(None),
+            spawner: crate::sync::DiagU64::new(0),
         }
+    }
+
+    /// Records the green thread that spawns the task (its id; see `spawner`). Called by the
+    /// spawner before it queues the entry.
+    #[inline]
+    pub(crate) fn set_spawner(&self, id: u64) {
+        self.spawner.store(id, crate::sync::STAT);
+    }
+
+    fn spawner(&self) -> u64 {
+        self.spawner.load(crate::sync::STAT)
     }
 
     /// The identity, if one was made (never makes one).
@@ -147,13 +163,13 @@ impl Identity {
             unsafe { g.sched.with_mut(|p| *p = sched) };
             let t = match s {
                 // Not started: a RUNNABLE record that whoever dequeues the entry claims.
-                UNBOUND => GreenThread { g, generation: g.prepare_spawn() },
+                UNBOUND => GreenThread { g, generation: g.prepare_spawn(self.spawner()) },
                 // Running inline: claimed by its joiner, to which unparks are forwarded.
                 INLINE => {
                     // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
                     // joiner does not write it again.
                     let host = unsafe { self.taker.with(|h| *h) }.expect("INLINE has a host");
-                    GreenThread { g, generation: g.prepare_claimed(host.g) }
+                    GreenThread { g, generation: g.prepare_claimed(host.g, self.spawner()) }
                 }
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
@@ -175,7 +191,7 @@ impl Identity {
         recycle: impl FnOnce(GRef),
     ) -> GRef {
         let g = alloc();
-        let mine = GreenThread { g, generation: g.prepare_running() };
+        let mine = GreenThread { g, generation: g.prepare_running(self.spawner()) };
         // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
         // readers read it only after STARTED.
         unsafe { self.taker.with_mut(|t| *t = Some(mine)) };

@@ -128,12 +128,20 @@ impl HeldP<'_> {
 /// current worker's P (in runnext if `use_runnext` and a G or task readied it: they run as a
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
+    let here = current_worker();
+    if here.is_some() {
+        g.stamp();
+    } else {
+        // Not a worker: every worker may be parked, with the coarse clock standing still
+        // (`clock`); this wake-up is on a slow path anyway (it wakes a worker).
+        g.since.store(crate::clock::refresh(), crate::sync::STAT);
+    }
     let pin = g.pinned_to.load(Ordering::Relaxed);
     if pin != NOT_PINNED {
         shared.push_pinned(pin, g);
         return;
     }
-    if let Some(m) = current_worker()
+    if let Some(m) = here
         && core::ptr::eq(&*m.shared, shared)
         && let Some(h) = m.held()
     {
@@ -201,9 +209,9 @@ pub(crate) fn spawn_lazy(
 ) -> Result<(), OwnedTask> {
     let default_opts =
         !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
-    let Some(h) = current_worker()
-        .filter(|m| default_opts && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared))
-        .and_then(|m| m.held())
+    let Some((h, me)) = current_worker()
+        .filter(|m| default_opts && Arc::ptr_eq(&m.shared, shared))
+        .and_then(|m| Some((m.held()?, m.current.get()?)))
     else {
         return Err(task);
     };
@@ -211,7 +219,11 @@ pub(crate) fn spawn_lazy(
     shared.note_started(Some(p));
     bump(&p.stats.spawned);
     hook::emit(move || Event::Spawn { id: None, by: running_id() });
-    h.enqueue(Entry::task(task.into_cell()), Slot::RunnextIfEmpty);
+    let cell = task.into_cell();
+    // SAFETY: the cell is ours until the push below publishes it; its head is at offset 0.
+    let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
+    head.identity.set_spawner(me.id_with(me.generation()));
+    h.enqueue(Entry::task(cell), Slot::RunnextIfEmpty);
     Ok(())
 }
 
@@ -264,7 +276,8 @@ pub(crate) fn spawn_g(
         g.stack.with_mut(|s| s.write(stack));
         g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
-    let generation = g.prepare_spawn();
+    let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
+    let generation = g.prepare_spawn(spawner);
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
     hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });
