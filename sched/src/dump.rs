@@ -37,6 +37,14 @@
 //!
 //! The race with unpark is modelled in `g.rs` (`inspect_racing_unpark_queues_exactly_once`).
 //!
+//! # Time in a state, and the spawner
+//!
+//! Every change of state stamps the G with the coarse clock (`clock`: one load and one store,
+//! no OS clock read on the park, wake and switch paths); a dump subtracts the stamp from a
+//! precise reading. The result is never less than the true time in the state and exceeds it
+//! by at most the clock's lag (10 ms while the monitor runs). The spawner's id is written into
+//! the G when its record is prepared (for a lazy spawn, kept in the task cell until then).
+//!
 //! Running and runnable green threads are reported without a backtrace: a running one's
 //! stack changes under us, and a runnable one sits in a queue from which a worker may claim
 //! it at any moment. The green thread calling the dump is the exception: its own stack is
@@ -209,6 +217,8 @@ impl fmt::Display for StackTrace {
 /// let t = &dump.threads[0];
 /// assert_eq!(t.name.as_deref(), Some("idle"));
 /// assert_eq!(t.state, GreenState::Parked);
+/// assert!(t.in_state_for.is_some()); // how long it has been parked
+/// assert_eq!(t.spawned_by, None); // spawned from a plain thread
 /// assert!(t.backtrace.as_ref().unwrap().contains("park"));
 /// h.thread().unpark();
 /// h.join().unwrap();
