@@ -8,7 +8,7 @@
 //! ([`Builder::park_histogram`](crate::runtime::Builder::park_histogram) or
 //! `PURLOIN_PARK_HISTOGRAM=1`), `purloin_park_duration_seconds` is a Prometheus histogram per
 //! worker: cumulative `_bucket`s at powers of two from 1.024 µs to 68.7 s and `+Inf`, `_sum`
-//! and `_count` (see [`ParkHistogram`](purloin_sched::ParkHistogram)).
+//! and `_count` (see [`ParkHistogram`]).
 
 use std::fmt::Write as _;
 
