@@ -17,8 +17,8 @@
 //! - a worker leaving its park when that ends the monitor's sleep with no deadline (every
 //!   worker was parked, so the clock stood still), and every worker leaving its park when the
 //!   scheduler has no monitor;
-//! - a wake-up from a thread that is not a worker (it may find every worker parked and the
-//!   clock standing still);
+//! - a wake-up or spawn from a thread that is not a worker (it may find every worker parked
+//!   and the clock standing still), which stamps the green thread with its fresh reading;
 //! - every dump, which computes durations against a fresh reading;
 //! - the start of every scheduler (before its first spawn: a stamp never predates the base).
 //!

@@ -128,16 +128,11 @@ impl HeldP<'_> {
 /// current worker's P (in runnext if `use_runnext` and a G or task readied it: they run as a
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
+    g.stamp();
     let here = current_worker();
-    if here.is_some() {
-        g.stamp();
-    } else {
-        // Not a worker: every worker may be parked, with the coarse clock standing still
-        // (`clock`); this wake-up is on a slow path anyway (it wakes a worker).
-        g.since.store(crate::clock::refresh(), crate::sync::STAT);
-    }
     let pin = g.pinned_to.load(Ordering::Relaxed);
     if pin != NOT_PINNED {
+        stamp_from_outside(g, here.is_none());
         shared.push_pinned(pin, g);
         return;
     }
@@ -153,7 +148,17 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         h.enqueue(g.into(), slot);
         return;
     }
+    stamp_from_outside(g, here.is_none());
     shared.push_global(g);
+}
+
+/// A wake-up from a thread that is not a worker may find every worker parked and the coarse
+/// clock standing still (`clock`): stamp `g` with a fresh reading instead. Off the hot path
+/// (such a wake-up wakes a worker).
+fn stamp_from_outside(g: GRef, outside: bool) {
+    if outside {
+        g.since.store(crate::clock::refresh(), crate::sync::STAT);
+    }
 }
 
 /// Wakes a green thread (the body of `GreenThread::unpark`).
@@ -278,6 +283,7 @@ pub(crate) fn spawn_g(
     }
     let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
     let generation = g.prepare_spawn(spawner);
+    stamp_from_outside(g, here.is_none());
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
     hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });
