@@ -43,7 +43,8 @@
 //! no OS clock read on the park, wake and switch paths); a dump subtracts the stamp from a
 //! precise reading. The result is never less than the true time in the state and exceeds it
 //! by at most the clock's lag (10 ms while the monitor runs). The spawner's id is written into
-//! the G when its record is prepared (for a lazy spawn, kept in the task cell until then).
+//! the G when its record is prepared (for a lazy spawn, kept in the task cell until then, in
+//! the identity's slot, which is empty until the identity is made).
 //!
 //! Running and runnable green threads are reported without a backtrace: a running one's
 //! stack changes under us, and a runnable one sits in a queue from which a worker may claim

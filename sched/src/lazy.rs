@@ -65,16 +65,16 @@ const ENDED: u32 = 5;
 /// A lazily spawned green thread's identity (in its task cell's head).
 pub(crate) struct Identity {
     bind: AtomicU32,
-    /// Written by the holder of BINDING, read after BOUND (L1).
+    /// The identity: written by the holder of BINDING, read after BOUND (L1). Before that,
+    /// the green thread that spawned the task (`None`: not a green thread), written by the
+    /// spawner before it queues the entry (published with it) and read only by a party that
+    /// holds BINDING or that left UNBOUND for STARTED (after which no binder can start): the
+    /// spawner needs no room of its own in every task cell.
     bound: UnsafeCell<Option<GreenThread>>,
     /// Written by whoever dequeued the entry, before it leaves UNBOUND (L2): at STARTED the
     /// identity it runs the task with, at INLINE the joiner running it (unparks of a G made
     /// during the run are forwarded there).
     taker: UnsafeCell<Option<GreenThread>>,
-    /// The id of the green thread that spawned the task (0: none), written by the spawner
-    /// before it queues the entry (published with it) and given to the record made for it
-    /// (`G::spawned_by`).
-    spawner: crate::sync::DiagU64,
 }
 
 impl Identity {
@@ -83,19 +83,30 @@ impl Identity {
             bind: AtomicU32::new(UNBOUND),
             bound: UnsafeCell::new(None),
             taker: UnsafeCell::new(None),
-            spawner: crate::sync::DiagU64::new(0),
         }
     }
 
-    /// Records the green thread that spawns the task (its id; see `spawner`). Called by the
-    /// spawner before it queues the entry.
+    /// Records the green thread that spawns the task (see `bound`).
+    ///
+    /// # Safety
+    /// The caller is the spawner and has not queued the entry yet (nobody else can see the
+    /// cell).
     #[inline]
-    pub(crate) fn set_spawner(&self, id: u64) {
-        self.spawner.store(id, crate::sync::STAT);
+    pub(crate) unsafe fn set_spawner(&self, spawner: GreenThread) {
+        // SAFETY: nobody else sees the cell yet (the caller's obligation).
+        unsafe { self.bound.with_mut(|b| *b = Some(spawner)) };
     }
 
-    fn spawner(&self) -> u64 {
-        self.spawner.load(crate::sync::STAT)
+    /// The spawner's id for `G::spawned_by` (0: none).
+    ///
+    /// # Safety
+    /// The caller holds BINDING, entered from UNBOUND or INLINE, or left UNBOUND for STARTED
+    /// (see `bound`).
+    unsafe fn spawner(&self) -> u64 {
+        // SAFETY: `bound` still holds the spawner and nobody writes it now (the caller's
+        // obligation); the spawner's write was published with the entry (or, for a handle
+        // binding in another thread, with the handle).
+        unsafe { self.bound.with(|b| *b) }.map_or(0, |t| t.id().0)
     }
 
     /// The identity, if one was made (never makes one).
@@ -161,15 +172,17 @@ impl Identity {
             let g = (alloc.take().expect("one record per binding"))();
             // SAFETY: the record is FREE and unpublished: we own its cells (as in `spawn_g`).
             unsafe { g.sched.with_mut(|p| *p = sched) };
+            // SAFETY: we hold BINDING.
+            let spawner = unsafe { self.spawner() };
             let t = match s {
                 // Not started: a RUNNABLE record that whoever dequeues the entry claims.
-                UNBOUND => GreenThread { g, generation: g.prepare_spawn(self.spawner()) },
+                UNBOUND => GreenThread { g, generation: g.prepare_spawn(spawner) },
                 // Running inline: claimed by its joiner, to which unparks are forwarded.
                 INLINE => {
                     // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
                     // joiner does not write it again.
                     let host = unsafe { self.taker.with(|h| *h) }.expect("INLINE has a host");
-                    GreenThread { g, generation: g.prepare_claimed(host.g, self.spawner()) }
+                    GreenThread { g, generation: g.prepare_claimed(host.g, spawner) }
                 }
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
@@ -191,7 +204,8 @@ impl Identity {
         recycle: impl FnOnce(GRef),
     ) -> GRef {
         let g = alloc();
-        let mine = GreenThread { g, generation: g.prepare_running(self.spawner()) };
+        // The spawner is read once the record is ours for good (below): 0 until then.
+        let mine = GreenThread { g, generation: g.prepare_running(0) };
         // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
         // readers read it only after STARTED.
         unsafe { self.taker.with_mut(|t| *t = Some(mine)) };
@@ -199,7 +213,11 @@ impl Identity {
             // Release: L2. Acquire on failure: L1.
             match self.bind.compare_exchange(UNBOUND, STARTED, Ordering::Release, Ordering::Acquire)
             {
-                Ok(_) => return g,
+                Ok(_) => {
+                    // SAFETY: we left UNBOUND for STARTED: no binder can start now.
+                    g.spawned_by.store(unsafe { self.spawner() }, crate::sync::STAT);
+                    return g;
+                }
                 Err(BINDING) => {
                     self.settled();
                 }

@@ -128,11 +128,10 @@ impl HeldP<'_> {
 /// current worker's P (in runnext if `use_runnext` and a G or task readied it: they run as a
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
-    g.stamp();
     let here = current_worker();
     let pin = g.pinned_to.load(Ordering::Relaxed);
     if pin != NOT_PINNED {
-        stamp_from_outside(g, here.is_none());
+        stamp_queued(g, here.is_some());
         shared.push_pinned(pin, g);
         return;
     }
@@ -140,6 +139,7 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         && core::ptr::eq(&*m.shared, shared)
         && let Some(h) = m.held()
     {
+        g.stamp();
         let slot = if use_runnext && (m.current.get().is_some() || m.stepping.get()) {
             Slot::Runnext
         } else {
@@ -148,15 +148,17 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         h.enqueue(g.into(), slot);
         return;
     }
-    stamp_from_outside(g, here.is_none());
+    stamp_queued(g, here.is_some());
     shared.push_global(g);
 }
 
-/// A wake-up from a thread that is not a worker may find every worker parked and the coarse
-/// clock standing still (`clock`): stamp `g` with a fresh reading instead. Off the hot path
-/// (such a wake-up wakes a worker).
-fn stamp_from_outside(g: GRef, outside: bool) {
-    if outside {
+/// Stamps `g`, which a wake-up or spawn is queueing, with the coarse clock on a worker. On a
+/// thread that is not a worker every worker may be parked and the coarse clock standing still
+/// (`clock`): stamp it with a fresh reading instead (such a wake-up wakes a worker anyway).
+fn stamp_queued(g: GRef, on_worker: bool) {
+    if on_worker {
+        g.stamp();
+    } else {
         g.since.store(crate::clock::refresh(), crate::sync::STAT);
     }
 }
@@ -227,7 +229,8 @@ pub(crate) fn spawn_lazy(
     let cell = task.into_cell();
     // SAFETY: the cell is ours until the push below publishes it; its head is at offset 0.
     let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
-    head.identity.set_spawner(me.id_with(me.generation()));
+    // SAFETY: the entry is not queued yet (above).
+    unsafe { head.identity.set_spawner(GreenThread { g: me, generation: me.generation() }) };
     h.enqueue(Entry::task(cell), Slot::RunnextIfEmpty);
     Ok(())
 }
@@ -283,7 +286,9 @@ pub(crate) fn spawn_g(
     }
     let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
     let generation = g.prepare_spawn(spawner);
-    stamp_from_outside(g, here.is_none());
+    if here.is_none() {
+        stamp_queued(g, false);
+    }
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
     hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });
