@@ -313,7 +313,9 @@ mod loom_identity {
     /// Mutation checks (each fails this model): `start_on_worker` leaving UNBOUND with a swap
     /// instead of the CAS ("one identity": the handle's record and the worker's both stand);
     /// that CAS with Relaxed on success (loom reports the racing read of `taker`); `publish`
-    /// storing BOUND with Relaxed (loom reports the racing read of `bound`).
+    /// storing BOUND with Relaxed (loom reports the racing read of `bound`); the worker
+    /// reading the spawner from `bound` before its CAS out of UNBOUND (loom reports the
+    /// binder's concurrent write of `bound`).
     #[test]
     fn handle_binding_races_the_worker_start() {
         loom::model(|| {

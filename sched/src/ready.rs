@@ -129,9 +129,9 @@ impl HeldP<'_> {
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     let here = current_worker();
+    stamp_queued(g, here.is_some());
     let pin = g.pinned_to.load(Ordering::Relaxed);
     if pin != NOT_PINNED {
-        stamp_queued(g, here.is_some());
         shared.push_pinned(pin, g);
         return;
     }
@@ -139,7 +139,6 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         && core::ptr::eq(&*m.shared, shared)
         && let Some(h) = m.held()
     {
-        g.stamp();
         let slot = if use_runnext && (m.current.get().is_some() || m.stepping.get()) {
             Slot::Runnext
         } else {
@@ -148,7 +147,6 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         h.enqueue(g.into(), slot);
         return;
     }
-    stamp_queued(g, here.is_some());
     shared.push_global(g);
 }
 
