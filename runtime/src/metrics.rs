@@ -2,13 +2,17 @@
 //! dependency: serve [`prometheus`]'s string from whatever `/metrics` handler you have.
 //!
 //! Counters (`_total`) are the scheduler's [`Stats`] (monotonic since the runtime
-//! started, per worker with a `worker` label); gauges are queue depths, timers pending, workers searching and
-//! parked, live green threads and green threads by state (one pass over the green-thread
-//! records, no green thread held).
+//! started, per worker with a `worker` label); gauges are queue depths, timers pending, workers
+//! searching and parked, live green threads and green threads by state (one pass over the
+//! green-thread records, no green thread held). With the park histogram on
+//! ([`Builder::park_histogram`](crate::runtime::Builder::park_histogram) or
+//! `PURLOIN_PARK_HISTOGRAM=1`), `purloin_park_duration_seconds` is a Prometheus histogram per
+//! worker: cumulative `_bucket`s at powers of two from 1.024 µs to 68.7 s and `+Inf`, `_sum`
+//! and `_count` (see [`ParkHistogram`]).
 
 use std::fmt::Write as _;
 
-use purloin_sched::{Dump, GreenState, Stats};
+use purloin_sched::{Dump, GreenState, ParkHistogram, Stats};
 
 /// The metrics of the runtime running the current green thread (of the global runtime, from
 /// a plain thread) in the Prometheus text format.
@@ -108,5 +112,39 @@ pub(crate) fn render(s: &Stats, states: &Dump) -> String {
     .map(|(name, st)| (format!("{{state=\"{name}\"}}"), states.count(st) as u64))
     .collect();
     gauge("green_threads", "Green threads by state.", &by_state);
+    if !s.park_durations.is_empty() {
+        park_histogram(&mut out, &s.park_durations);
+    }
     out
+}
+
+/// `purloin_park_duration_seconds`, a histogram per worker (cumulative buckets, as the format
+/// wants them).
+fn park_histogram(out: &mut String, per_worker: &[ParkHistogram]) {
+    let name = "purloin_park_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} How long green threads stayed parked (switch out to switch in), by the \
+         worker that resumed them."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for (w, h) in per_worker.iter().enumerate() {
+        let mut cumulative = 0;
+        for (i, n) in h.buckets.iter().enumerate() {
+            cumulative += n;
+            match ParkHistogram::upper_bound(i) {
+                Some(le) => {
+                    let le = le.as_secs_f64();
+                    let _ =
+                        writeln!(out, "{name}_bucket{{worker=\"{w}\",le=\"{le}\"}} {cumulative}");
+                }
+                None => {
+                    let _ =
+                        writeln!(out, "{name}_bucket{{worker=\"{w}\",le=\"+Inf\"}} {cumulative}");
+                }
+            }
+        }
+        let _ = writeln!(out, "{name}_sum{{worker=\"{w}\"}} {}", h.sum().as_secs_f64());
+        let _ = writeln!(out, "{name}_count{{worker=\"{w}\"}} {cumulative}");
+    }
 }

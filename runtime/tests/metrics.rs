@@ -7,14 +7,15 @@ mod rt_common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// Parses the text format: `# TYPE name kind` lines and `name{labels} value` samples.
+/// Parses the text format: `# TYPE name kind` lines and `name{labels} value` samples (a
+/// histogram's samples are `name_bucket`, `name_sum` and `name_count`).
 fn parse(text: &str) -> (HashMap<String, String>, HashMap<String, f64>) {
     let mut types = HashMap::new();
     let mut samples = HashMap::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
-            assert!(matches!(kind, "counter" | "gauge"), "{line}");
+            assert!(matches!(kind, "counter" | "gauge" | "histogram"), "{line}");
             types.insert(name.to_string(), kind.to_string());
         } else if line.starts_with("# HELP ") || line.is_empty() {
         } else {
@@ -24,7 +25,14 @@ fn parse(text: &str) -> (HashMap<String, String>, HashMap<String, f64>) {
                 name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
                 "bad metric name in {line}"
             );
-            assert!(types.contains_key(name), "sample before its TYPE: {line}");
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| {
+                    let base = name.strip_suffix(suffix)?;
+                    (types.get(base).map(String::as_str) == Some("histogram")).then_some(base)
+                })
+                .unwrap_or(name);
+            assert!(types.contains_key(family), "sample before its TYPE: {line}");
             let v: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line}"));
             assert!(v >= 0.0, "{line}");
             samples.insert(key.to_string(), v);
@@ -94,5 +102,77 @@ fn timers_pending_counts_a_timed_wait() {
         sleeper.thread().unpark();
         sleeper.join().unwrap();
         assert_eq!(purloin::stats().timers_pending.iter().sum::<usize>(), 0);
+    });
+}
+
+/// With the park histogram on, `purloin_park_duration_seconds` is a histogram per worker whose
+/// cumulative buckets never decrease, whose `+Inf` bucket equals its `_count`, and whose
+/// counts add up to at least the parks the program made (other green threads of the runtime
+/// may park too); off, it is absent.
+#[test]
+fn park_histogram_is_a_prometheus_histogram() {
+    const PARKS: u32 = 50;
+    let _w = rt_common::watchdog("park histogram text", Duration::from_secs(120));
+    let off = purloin::runtime::Builder::new().workers(1).park_histogram(false).build().unwrap();
+    off.block_on(|| {
+        let (types, _) = parse(&purloin::metrics::prometheus());
+        assert!(!types.contains_key("purloin_park_duration_seconds"));
+    });
+    let rt = purloin::runtime::Builder::new().workers(2).park_histogram(true).build().unwrap();
+    rt.block_on(|| {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let round = Arc::new(AtomicU32::new(u32::MAX));
+        let r2 = round.clone();
+        let parker = purloin::spawn(move || {
+            for i in 0..PARKS {
+                r2.store(i, Ordering::Release);
+                purloin::park();
+            }
+        });
+        let id = parker.thread().id();
+        let parked = || {
+            purloin::sched::current_worker_states()
+                .unwrap()
+                .threads
+                .iter()
+                .any(|t| t.id == id && t.state == purloin::sched::GreenState::Parked)
+        };
+        for i in 0..PARKS {
+            // Released only once it has parked: each `park` call is one park.
+            while round.load(Ordering::Acquire) != i || !parked() {
+                purloin::yield_now();
+            }
+            parker.thread().unpark();
+        }
+        parker.join().unwrap();
+        let text = purloin::metrics::prometheus();
+        let (types, samples) = parse(&text);
+        assert_eq!(types["purloin_park_duration_seconds"], "histogram");
+        let mut total = 0.0;
+        for w in 0..2 {
+            let mut buckets: Vec<(f64, f64)> = samples
+                .iter()
+                .filter_map(|(k, v)| {
+                    let rest = k.strip_prefix(&format!(
+                        "purloin_park_duration_seconds_bucket{{worker=\"{w}\",le=\""
+                    ))?;
+                    let le = rest.strip_suffix("\"}")?;
+                    let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+                    Some((le, *v))
+                })
+                .collect();
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(buckets.len(), purloin::sched::ParkHistogram::BUCKETS, "{text}");
+            assert!(buckets.windows(2).all(|p| p[0].1 <= p[1].1), "not cumulative: {text}");
+            let count = samples[&format!("purloin_park_duration_seconds_count{{worker=\"{w}\"}}")];
+            assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, count), "{text}");
+            assert!(
+                samples
+                    .contains_key(&format!("purloin_park_duration_seconds_sum{{worker=\"{w}\"}}"))
+            );
+            total += count;
+        }
+        assert!(total >= f64::from(PARKS), "{total} parks counted: {text}");
     });
 }

@@ -86,6 +86,9 @@ pub fn enter_blocking() {
     crate::switch::check_no_switch(m);
     let p = m.p();
     bump(&p.stats.blocking);
+    if let Some(g) = m.current.get() {
+        g.stamp();
+    }
     m.in_blocking.set(true);
     crate::hook::emit(|| crate::hook::Event::BlockingEnter { id: running_id(m) });
     // The P runs nothing while its holder blocks (and may be handed off): the monitor must
@@ -123,6 +126,7 @@ pub fn exit_blocking() {
     // B1: the CAS races the monitor's retake on the same word.
     if p.try_exit_syscall() {
         if let Some(g) = m.current.get() {
+            g.stamp();
             p.running.store(g.as_ptr(), Ordering::Relaxed);
         }
         return;
@@ -250,7 +254,7 @@ impl Shared {
         // M1: orders the caller's `SYSCALL` store before the read of `nap` (pairs with the
         // fence in `monitor_nap`).
         fence(Ordering::SeqCst);
-        self.kick_if(|nap| nap != NAP_AWAKE);
+        let _ = self.kick_if(|nap| nap != NAP_AWAKE);
     }
 
     /// Kicker side of M1 for a worker that left the parked count (or processors that were
@@ -260,21 +264,28 @@ impl Shared {
         // M1: orders the parked count's change (this worker's or its waker's, before the
         // signal) before the read of `nap` (pairs with the fence in `monitor_nap`).
         fence(Ordering::SeqCst);
-        self.kick_if(|nap| nap == NAP_IDLE);
+        // The coarse clock stood still while the monitor slept with no deadline (or there is
+        // no monitor to advance it): this worker may stamp green threads now (`clock`).
+        if self.kick_if(|nap| nap == NAP_IDLE) != Some(false) {
+            crate::clock::refresh();
+        }
     }
 
-    fn kick_if(&self, asleep: impl Fn(u32) -> bool) {
-        let Some(mon) = self.monitor.get() else { return };
+    /// Wakes the monitor if its nap satisfies `asleep`. Returns whether it did, or `None`
+    /// without a monitor.
+    fn kick_if(&self, asleep: impl Fn(u32) -> bool) -> Option<bool> {
+        let mon = self.monitor.get()?;
         let nap = mon.nap.load(Ordering::Relaxed);
         // Relaxed: the unpark's token carries the wake-up; only one kicker unparks.
-        if asleep(nap)
+        let kick = asleep(nap)
             && mon
                 .nap
                 .compare_exchange(nap, NAP_AWAKE, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+                .is_ok();
+        if kick {
             mon.unparker.unpark();
         }
+        Some(kick)
     }
 
     /// Whether some active P is in a blocking section.
@@ -430,6 +441,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         monitor_nap(&shared, mon, &parker, nap);
         shared.stats.monitor_wakeups.fetch_add(1, STAT);
         let now = Instant::now();
+        crate::clock::refresh_at(now);
         // A worker is in a blocking section (the 20 µs handoff threshold needs a fast pace),
         // or running green threads (the 10 ms long-runner and I/O checks do not).
         let mut blocking = false;

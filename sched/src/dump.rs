@@ -37,6 +37,15 @@
 //!
 //! The race with unpark is modelled in `g.rs` (`inspect_racing_unpark_queues_exactly_once`).
 //!
+//! # Time in a state, and the spawner
+//!
+//! Every change of state stamps the G with the coarse clock (`clock`: one load and one store,
+//! no OS clock read on the park, wake and switch paths); a dump subtracts the stamp from a
+//! precise reading. The result is never less than the true time in the state and exceeds it
+//! by at most the clock's lag (10 ms while the monitor runs). The spawner's id is written into
+//! the G when its record is prepared (for a lazy spawn, kept in the task cell until then, in
+//! the identity's slot, which is empty until the identity is made).
+//!
 //! Running and runnable green threads are reported without a backtrace: a running one's
 //! stack changes under us, and a runnable one sits in a queue from which a worker may claim
 //! it at any moment. The green thread calling the dump is the exception: its own stack is
@@ -44,6 +53,7 @@
 
 use core::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::g::{self, GRef};
 use crate::registry::{recycle_anywhere, registry};
@@ -208,6 +218,8 @@ impl fmt::Display for StackTrace {
 /// let t = &dump.threads[0];
 /// assert_eq!(t.name.as_deref(), Some("idle"));
 /// assert_eq!(t.state, GreenState::Parked);
+/// assert!(t.in_state_for.is_some()); // how long it has been parked
+/// assert_eq!(t.spawned_by, None); // spawned from a plain thread
 /// assert!(t.backtrace.as_ref().unwrap().contains("park"));
 /// h.thread().unpark();
 /// h.join().unwrap();
@@ -223,6 +235,22 @@ pub struct GreenDump {
     pub state: GreenState,
     /// What it waits on, if parked in a primitive that records it.
     pub wait: Option<WaitInfo>,
+    /// How long it has been in `state`: since it was spawned (not started), queued by a
+    /// wake-up or a yield (runnable), switched in (running; a yield that found nothing else
+    /// to run does not count), entered or left a blocking section, or parked. `None` for
+    /// finished green threads and ones run inline by their joiner.
+    ///
+    /// Measured from a stamp of the scheduler's coarse clock, which the monitor refreshes: it
+    /// is never less than the true duration and exceeds it by at most the clock's lag, 10 ms
+    /// while the monitor runs (see [`Builder::monitor`](crate::Builder::monitor); without it
+    /// the lag is larger).
+    pub in_state_for: Option<Duration>,
+    /// The green thread that spawned it (for a spawn from a child that its joiner ran inline,
+    /// the joiner: the green thread whose record ran the code, as in hook events' `by`).
+    /// `None` if a plain thread spawned it, and for a fork-join job
+    /// ([`join`](crate::join)'s second closure run by another worker). The spawner may have
+    /// ended since: ids are never reused.
+    pub spawned_by: Option<GreenId>,
     /// The child it runs inline (join-helping), if any.
     pub running_inline: Option<GreenId>,
     /// Its stack, innermost frame first: for parked green threads, and for the one calling
@@ -293,6 +321,9 @@ impl fmt::Display for Dump {
                     write!(f, ", held by {h}")?;
                 }
             }
+            if let Some(d) = t.in_state_for {
+                write!(f, ", for {}", ShortDuration(d))?;
+            }
             if let Some(c) = t.running_inline {
                 write!(f, "; running {c} inline")?;
             }
@@ -301,8 +332,29 @@ impl fmt::Display for Dump {
                 Some(bt) => write!(f, "{bt}")?,
                 None => writeln!(f, "  (no backtrace)")?,
             }
+            if let Some(by) = t.spawned_by {
+                writeln!(f, "spawned by green thread {by}")?;
+            }
         }
         Ok(())
+    }
+}
+
+/// A duration as a dump shows it: "850µs", "12.5ms", "1.2s", "95s".
+struct ShortDuration(Duration);
+
+impl fmt::Display for ShortDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d >= Duration::from_secs(10) {
+            write!(f, "{}s", d.as_secs())
+        } else if d >= Duration::from_secs(1) {
+            write!(f, "{:.1}s", d.as_secs_f64())
+        } else if d >= Duration::from_millis(1) {
+            write!(f, "{:.1}ms", d.as_secs_f64() * 1e3)
+        } else {
+            write!(f, "{}µs", d.as_micros())
+        }
     }
 }
 
@@ -428,6 +480,8 @@ fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize
 pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
     let me = crate::thread::running_g();
     let sched = Arc::as_ptr(shared);
+    // Durations are measured against a precise reading (which also refreshes the clock).
+    let now = crate::clock::refresh();
     let mut threads = Vec::new();
     let mut raw_traces: Vec<(usize, Vec<usize>)> = Vec::new();
     registry().for_each(|gref| {
@@ -466,10 +520,15 @@ pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
                 if let Some(t) = trace {
                     raw_traces.push((threads.len(), t));
                 }
+                let timed = !matches!(state, GreenState::Finished | GreenState::RunInline);
+                let since = gref.since.load(crate::sync::STAT);
+                let spawner = gref.spawned_by.load(crate::sync::STAT);
                 threads.push(GreenDump {
                     id: GreenId(gref.id_with(generation)),
                     name: gref.name(),
                     state,
+                    in_state_for: timed.then(|| crate::clock::elapsed(since, now)),
+                    spawned_by: (spawner != 0).then_some(GreenId(spawner)),
                     wait: wait_info_of(gref),
                     running_inline: (inline != 0).then_some(GreenId(inline)),
                     backtrace: None,

@@ -167,7 +167,8 @@ impl M {
             g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
             g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
         }
-        g.prepare_spawn();
+        // A fork-join job has no spawner of its own: its joiner waits for it in `join`.
+        g.prepare_spawn(0);
         let claimed = g.claim_for_run();
         debug_assert!(claimed, "a fresh record is claimable");
         g

@@ -100,6 +100,15 @@ pub(crate) const NOT_PINNED: usize = usize::MAX;
 pub(crate) struct G {
     /// `generation << 32 | flags | status`; see the module docs.
     pub(crate) state: AtomicU64,
+    /// The coarse clock's value (`clock`) when the G last changed state: spawned, switched in,
+    /// parked, queued by a wake-up or a yield, entered or left a blocking section. Written by
+    /// whoever makes the change (the party that owns the record at that moment); read racily
+    /// by dumps (how long a green thread has been in its state).
+    pub(crate) since: crate::sync::DiagU64,
+    /// The id of the green thread that spawned this one (0: spawned from a plain thread, or a
+    /// fork-join job). Written by `prepare_*` before the record is published; read racily by
+    /// dumps.
+    pub(crate) spawned_by: crate::sync::DiagU64,
     /// References that may still touch the record's non-atomic fields: the scheduling
     /// reference (1 while the G is alive) plus one per stale queue entry or inline runner.
     refs: AtomicU32,
@@ -175,6 +184,8 @@ impl G {
     fn new(slot: u32) -> G {
         G {
             state: AtomicU64::new(word(1, FREE)),
+            since: crate::sync::DiagU64::new(0),
+            spawned_by: crate::sync::DiagU64::new(0),
             refs: AtomicU32::new(0),
             slot,
             pinned_to: AtomicUsize::new(NOT_PINNED),
@@ -211,9 +222,19 @@ impl G {
         self.refs.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
-    /// Makes a FREE record RUNNABLE for a new green thread: one scheduling reference.
-    pub(crate) fn prepare_spawn(&self) -> u32 {
+    /// Stamps the record with the coarse clock: it changes state now (`clock`). The caller owns
+    /// the record (see `since`).
+    #[inline]
+    pub(crate) fn stamp(&self) {
+        self.since.store(crate::clock::coarse(), crate::sync::STAT);
+    }
+
+    /// Makes a FREE record RUNNABLE for a new green thread spawned by the green thread with id
+    /// `spawner` (0: none): one scheduling reference.
+    pub(crate) fn prepare_spawn(&self, spawner: u64) -> u32 {
         let gen_now = self.generation();
+        self.spawned_by.store(spawner, crate::sync::STAT);
+        self.stamp();
         self.refs.store(1, Ordering::Relaxed);
         // Relaxed: the record is published to others through the run queue (Release push).
         self.state.store(word(gen_now, RUNNABLE | FRESH), Ordering::Relaxed);
@@ -221,20 +242,24 @@ impl G {
     }
 
     /// Makes a FREE record the RUNNING G of a worker that is about to run it (a lazily spawned
-    /// green thread, see `lazy`): one scheduling reference, held by that worker. The record is
-    /// published later, with the identity (`lazy`, L2), and by the switch to it.
-    pub(crate) fn prepare_running(&self) -> u32 {
+    /// green thread, see `lazy`; `spawner` as for `prepare_spawn`; the switch-in stamps it):
+    /// one scheduling reference, held by that worker. The record is published later, with the
+    /// identity (`lazy`, L2), and by the switch to it.
+    pub(crate) fn prepare_running(&self, spawner: u64) -> u32 {
         let gen_now = self.generation();
+        self.spawned_by.store(spawner, crate::sync::STAT);
         self.refs.store(1, Ordering::Relaxed);
         self.state.store(word(gen_now, RUNNING), Ordering::Relaxed);
         gen_now
     }
 
     /// Makes a FREE record the CLAIMED G of a child that its joiner `host` is already running
-    /// inline (a lazily spawned child that needed an identity during the run; see `lazy`):
-    /// one scheduling reference, held by the joiner; unparks are forwarded to the host.
-    pub(crate) fn prepare_claimed(&self, host: GRef) -> u32 {
+    /// inline (a lazily spawned child that needed an identity during the run; see `lazy`;
+    /// `spawner` as for `prepare_spawn`): one scheduling reference, held by the joiner; unparks
+    /// are forwarded to the host.
+    pub(crate) fn prepare_claimed(&self, host: GRef, spawner: u64) -> u32 {
         let gen_now = self.generation();
+        self.spawned_by.store(spawner, crate::sync::STAT);
         self.refs.store(1, Ordering::Relaxed);
         self.host.store(host.as_ptr(), Ordering::Relaxed);
         // Relaxed: published with the identity (`lazy`, L1).

@@ -65,7 +65,11 @@ const ENDED: u32 = 5;
 /// A lazily spawned green thread's identity (in its task cell's head).
 pub(crate) struct Identity {
     bind: AtomicU32,
-    /// Written by the holder of BINDING, read after BOUND (L1).
+    /// The identity: written by the holder of BINDING, read after BOUND (L1). Before that,
+    /// the green thread that spawned the task (`None`: not a green thread), written by the
+    /// spawner before it queues the entry (published with it) and read only by a party that
+    /// holds BINDING or that left UNBOUND for STARTED (after which no binder can start): the
+    /// spawner needs no room of its own in every task cell.
     bound: UnsafeCell<Option<GreenThread>>,
     /// Written by whoever dequeued the entry, before it leaves UNBOUND (L2): at STARTED the
     /// identity it runs the task with, at INLINE the joiner running it (unparks of a G made
@@ -80,6 +84,29 @@ impl Identity {
             bound: UnsafeCell::new(None),
             taker: UnsafeCell::new(None),
         }
+    }
+
+    /// Records the green thread that spawns the task (see `bound`).
+    ///
+    /// # Safety
+    /// The caller is the spawner and has not queued the entry yet (nobody else can see the
+    /// cell).
+    #[inline]
+    pub(crate) unsafe fn set_spawner(&self, spawner: GreenThread) {
+        // SAFETY: nobody else sees the cell yet (the caller's obligation).
+        unsafe { self.bound.with_mut(|b| *b = Some(spawner)) };
+    }
+
+    /// The spawner's id for `G::spawned_by` (0: none).
+    ///
+    /// # Safety
+    /// The caller holds BINDING, entered from UNBOUND or INLINE, or left UNBOUND for STARTED
+    /// (see `bound`).
+    unsafe fn spawner(&self) -> u64 {
+        // SAFETY: `bound` still holds the spawner and nobody writes it now (the caller's
+        // obligation); the spawner's write was published with the entry (or, for a handle
+        // binding in another thread, with the handle).
+        unsafe { self.bound.with(|b| *b) }.map_or(0, |t| t.id().0)
     }
 
     /// The identity, if one was made (never makes one).
@@ -145,15 +172,17 @@ impl Identity {
             let g = (alloc.take().expect("one record per binding"))();
             // SAFETY: the record is FREE and unpublished: we own its cells (as in `spawn_g`).
             unsafe { g.sched.with_mut(|p| *p = sched) };
+            // SAFETY: we hold BINDING.
+            let spawner = unsafe { self.spawner() };
             let t = match s {
                 // Not started: a RUNNABLE record that whoever dequeues the entry claims.
-                UNBOUND => GreenThread { g, generation: g.prepare_spawn() },
+                UNBOUND => GreenThread { g, generation: g.prepare_spawn(spawner) },
                 // Running inline: claimed by its joiner, to which unparks are forwarded.
                 INLINE => {
                     // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
                     // joiner does not write it again.
                     let host = unsafe { self.taker.with(|h| *h) }.expect("INLINE has a host");
-                    GreenThread { g, generation: g.prepare_claimed(host.g) }
+                    GreenThread { g, generation: g.prepare_claimed(host.g, spawner) }
                 }
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
@@ -175,7 +204,8 @@ impl Identity {
         recycle: impl FnOnce(GRef),
     ) -> GRef {
         let g = alloc();
-        let mine = GreenThread { g, generation: g.prepare_running() };
+        // The spawner is read once the record is ours for good (below): 0 until then.
+        let mine = GreenThread { g, generation: g.prepare_running(0) };
         // SAFETY: only the entry's taker (us) writes `taker`, before leaving UNBOUND (L2);
         // readers read it only after STARTED.
         unsafe { self.taker.with_mut(|t| *t = Some(mine)) };
@@ -183,7 +213,11 @@ impl Identity {
             // Release: L2. Acquire on failure: L1.
             match self.bind.compare_exchange(UNBOUND, STARTED, Ordering::Release, Ordering::Acquire)
             {
-                Ok(_) => return g,
+                Ok(_) => {
+                    // SAFETY: we left UNBOUND for STARTED: no binder can start now.
+                    g.spawned_by.store(unsafe { self.spawner() }, crate::sync::STAT);
+                    return g;
+                }
                 Err(BINDING) => {
                     self.settled();
                 }
@@ -279,7 +313,9 @@ mod loom_identity {
     /// Mutation checks (each fails this model): `start_on_worker` leaving UNBOUND with a swap
     /// instead of the CAS ("one identity": the handle's record and the worker's both stand);
     /// that CAS with Relaxed on success (loom reports the racing read of `taker`); `publish`
-    /// storing BOUND with Relaxed (loom reports the racing read of `bound`).
+    /// storing BOUND with Relaxed (loom reports the racing read of `bound`); the worker
+    /// reading the spawner from `bound` before its CAS out of UNBOUND (loom reports the
+    /// binder's concurrent write of `bound`).
     #[test]
     fn handle_binding_races_the_worker_start() {
         loom::model(|| {

@@ -53,6 +53,7 @@
 mod blocking;
 mod builder;
 mod cells;
+mod clock;
 #[cfg(not(loom))]
 mod dump;
 mod entry;
@@ -108,7 +109,7 @@ pub use scheduler::{
     with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
-pub use stats::{GlobalStats, ProcStats, Stats};
+pub use stats::{GlobalStats, ParkHistogram, ProcStats, Stats};
 pub use switch::NoSwitch;
 pub use task::Cancelled;
 pub use thread::{

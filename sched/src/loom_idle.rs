@@ -27,7 +27,7 @@ fn new_g(shared: &Arc<Shared>) -> GRef {
     let g = registry().alloc();
     // SAFETY: a fresh FREE record, not yet published.
     unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
-    g.prepare_spawn();
+    g.prepare_spawn(0);
     shared.note_started(None);
     g
 }

@@ -89,6 +89,8 @@ pub(crate) struct P {
     /// The G this P's worker is running (null on g0), for the monitor's long-runner report.
     pub(crate) running: AtomicPtr<crate::g::G>,
     pub(crate) stats: PStats,
+    /// Park durations of the green threads that resumed here (`Builder::park_histogram`).
+    pub(crate) park_durations: crate::stats::ParkBuckets,
     /// Green threads spawned / finished by this P's holders (owner-written; see `Shared::live`).
     pub(crate) started: AtomicU64,
     pub(crate) finished: AtomicU64,
@@ -121,6 +123,7 @@ impl P {
             running: AtomicPtr::new(core::ptr::null_mut()),
             holder: AtomicU64::new(0),
             stats: PStats::default(),
+            park_durations: crate::stats::ParkBuckets::new(),
             started: AtomicU64::new(0),
             finished: AtomicU64::new(0),
         }

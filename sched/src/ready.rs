@@ -173,12 +173,14 @@ impl HeldP<'_> {
 /// current worker's P (in runnext if `use_runnext` and a G or task readied it: they run as a
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
+    let here = current_worker();
+    stamp_queued(g, here.is_some());
     let pin = g.pinned_to.load(Ordering::Relaxed);
     if pin != NOT_PINNED {
         shared.push_pinned(pin, g);
         return;
     }
-    if let Some(m) = current_worker()
+    if let Some(m) = here
         && core::ptr::eq(&*m.shared, shared)
         && let Some(h) = m.held()
     {
@@ -191,6 +193,17 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
         return;
     }
     shared.push_global(g);
+}
+
+/// Stamps `g`, which a wake-up or spawn is queueing, with the coarse clock on a worker. On a
+/// thread that is not a worker every worker may be parked and the coarse clock standing still
+/// (`clock`): stamp it with a fresh reading instead (such a wake-up wakes a worker anyway).
+fn stamp_queued(g: GRef, on_worker: bool) {
+    if on_worker {
+        g.stamp();
+    } else {
+        g.since.store(crate::clock::refresh(), crate::sync::STAT);
+    }
 }
 
 /// Wakes a green thread (the body of `GreenThread::unpark`).
@@ -251,9 +264,9 @@ pub(crate) fn spawn_lazy(
     if hook::installed() && hook::eager_spawn() {
         return Err(task);
     }
-    let Some(h) = current_worker()
-        .filter(|m| default_opts && m.current.get().is_some() && Arc::ptr_eq(&m.shared, shared))
-        .and_then(|m| m.held())
+    let Some((h, me)) = current_worker()
+        .filter(|m| default_opts && Arc::ptr_eq(&m.shared, shared))
+        .and_then(|m| Some((m.held()?, m.current.get()?)))
     else {
         return Err(task);
     };
@@ -261,7 +274,12 @@ pub(crate) fn spawn_lazy(
     shared.note_started(Some(p));
     bump(&p.stats.spawned);
     hook::emit(move || Event::Spawn { id: None, by: running_id() });
-    h.enqueue(Entry::task(task.into_cell()), Slot::RunnextIfEmpty);
+    let cell = task.into_cell();
+    // SAFETY: the cell is ours until the push below publishes it; its head is at offset 0.
+    let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
+    // SAFETY: the entry is not queued yet (above).
+    unsafe { head.identity.set_spawner(GreenThread { g: me, generation: me.generation() }) };
+    h.enqueue(Entry::task(cell), Slot::RunnextIfEmpty);
     Ok(())
 }
 
@@ -314,7 +332,11 @@ pub(crate) fn spawn_g(
         g.stack.with_mut(|s| s.write(stack));
         g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
-    let generation = g.prepare_spawn();
+    let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
+    let generation = g.prepare_spawn(spawner);
+    if here.is_none() {
+        stamp_queued(g, false);
+    }
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };
     hook::emit(move || Event::Spawn { id: Some(handle.id()), by: running_id() });

@@ -28,6 +28,9 @@ impl Scheduler {
                 let _ = purloin_stack::valgrind::set_stack_register_hook(register_with_valgrind);
             }
         }
+        // Green threads stamp their changes of state with the coarse clock from the first
+        // spawn on: it must tell the time by then (`clock`).
+        crate::clock::refresh();
         let shared = Arc::new(Shared::new(config));
         for p in 0..shared.active().len() {
             if let Err(e) = worker::start_worker(&shared, p) {

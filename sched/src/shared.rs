@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) blocking_threshold: Duration,
     pub(crate) long_run_threshold: Duration,
     pub(crate) max_threads: usize,
+    /// Record park durations (`Builder::park_histogram`).
+    pub(crate) park_histogram: bool,
     /// Frees a green thread's local-storage pointer when a fork-join job that ran as its own
     /// green thread ends ([`Builder::locals_destructor`](crate::Builder::locals_destructor)).
     pub(crate) locals_destructor: Option<unsafe fn(*mut ())>,

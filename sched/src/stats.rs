@@ -3,6 +3,8 @@
 
 use crate::registry::registry;
 use crate::shared::Shared;
+use std::time::Duration;
+
 use crate::sync::{Ordering, STAT, StatCounter};
 
 /// Bumps an owner-written counter.
@@ -91,6 +93,146 @@ counters! {
     }
 }
 
+/// How long green threads stayed parked, in log2 buckets: one processor's (or a sum), as a
+/// snapshot. Recorded only when the scheduler was built with
+/// [`Builder::park_histogram(true)`](crate::Builder::park_histogram).
+///
+/// A park lasts from the green thread's switch out in [`park`](crate::park) (or any wait built
+/// on it: locks, channels, joins, sleeps, I/O) to its switch back in, so it includes the time
+/// it was runnable in a queue after its wake-up. Both ends are read from the OS clock
+/// (`Instant`), so sub-microsecond parks are measured as such. A `park` that returns at once
+/// (a pending unpark) is not a park. Each park is recorded by the processor it resumes on.
+///
+/// Bucket `i` counts parks shorter than [`upper_bound(i)`](Self::upper_bound) (2<sup>10+i</sup>
+/// ns: 1.024 µs, 2.048 µs, ... 68.7 s) and, but for bucket 0, at least as long as the bound of
+/// bucket `i - 1`; the last bucket has no bound. The buckets are not cumulative.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin_sched::ParkHistogram;
+///
+/// let sched = purloin_sched::Builder::new().workers(1).park_histogram(true).build().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// let parks = sched.stats().park_histogram().unwrap();
+/// assert_eq!(parks.count(), 1);
+/// assert_eq!(ParkHistogram::upper_bound(0), Some(Duration::from_nanos(1024)));
+/// assert_eq!(ParkHistogram::upper_bound(ParkHistogram::BUCKETS - 1), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParkHistogram {
+    /// Parks per bucket (see the type's docs).
+    pub buckets: [u64; ParkHistogram::BUCKETS],
+    /// The parks' total duration in nanoseconds.
+    pub sum_nanos: u64,
+}
+
+/// log2 of the first bucket's upper bound in nanoseconds (1.024 µs).
+const PARK_MIN_LOG2: u32 = 10;
+
+impl ParkHistogram {
+    /// Number of buckets: 27 bounded ones (1.024 µs to 68.7 s) and one unbounded.
+    pub const BUCKETS: usize = 28;
+
+    /// The (exclusive) upper bound of bucket `i`: 2<sup>10+i</sup> ns; `None` for the last
+    /// bucket (and past it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use purloin_sched::ParkHistogram;
+    ///
+    /// assert_eq!(ParkHistogram::upper_bound(10), Some(Duration::from_nanos(1 << 20)));
+    /// ```
+    pub fn upper_bound(i: usize) -> Option<Duration> {
+        (i + 1 < Self::BUCKETS).then(|| Duration::from_nanos(1 << (PARK_MIN_LOG2 as usize + i)))
+    }
+
+    /// The bucket a park of `nanos` nanoseconds falls in.
+    fn bucket_of(nanos: u64) -> usize {
+        let bits = u64::BITS - nanos.leading_zeros(); // nanos < 2^bits
+        (bits.saturating_sub(PARK_MIN_LOG2) as usize).min(Self::BUCKETS - 1)
+    }
+
+    /// Number of parks recorded (the sum of the buckets).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stats = purloin_sched::Scheduler::new().unwrap().stats();
+    /// assert!(stats.park_histogram().is_none()); // off by default
+    /// ```
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The parks' total duration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().park_histogram(true).build().unwrap();
+    /// assert_eq!(sched.stats().park_histogram().unwrap().sum(), std::time::Duration::ZERO);
+    /// ```
+    pub fn sum(&self) -> Duration {
+        Duration::from_nanos(self.sum_nanos)
+    }
+}
+
+impl Default for ParkHistogram {
+    fn default() -> Self {
+        ParkHistogram { buckets: [0; Self::BUCKETS], sum_nanos: 0 }
+    }
+}
+
+impl core::ops::AddAssign for ParkHistogram {
+    fn add_assign(&mut self, o: ParkHistogram) {
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
+            *a += b;
+        }
+        self.sum_nanos += o.sum_nanos;
+    }
+}
+
+/// One processor's park-duration buckets (owner-written, like `PStats`: a park is recorded
+/// by the green thread that resumes, on the worker holding the P).
+pub(crate) struct ParkBuckets {
+    buckets: [StatCounter; ParkHistogram::BUCKETS],
+    sum_nanos: StatCounter,
+}
+
+impl ParkBuckets {
+    pub(crate) fn new() -> ParkBuckets {
+        ParkBuckets {
+            buckets: core::array::from_fn(|_| StatCounter::new(0)),
+            sum_nanos: StatCounter::new(0),
+        }
+    }
+
+    /// Records a park of `d` (the caller holds the P).
+    #[inline]
+    pub(crate) fn record(&self, d: Duration) {
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        bump(&self.buckets[ParkHistogram::bucket_of(nanos)]);
+        add(&self.sum_nanos, nanos);
+    }
+
+    pub(crate) fn snapshot(&self) -> ParkHistogram {
+        ParkHistogram {
+            buckets: core::array::from_fn(|i| self.buckets[i].load(STAT)),
+            sum_nanos: self.sum_nanos.load(STAT),
+        }
+    }
+}
+
 /// A snapshot of the scheduler's counters.
 ///
 /// # Examples
@@ -130,6 +272,36 @@ pub struct Stats {
     pub threads: usize,
     /// G records allocated in this process (all schedulers; recycled, never freed).
     pub g_records: usize,
+    /// How long green threads stayed parked, per processor (see [`ParkHistogram`]); empty
+    /// unless the scheduler was built with
+    /// [`Builder::park_histogram(true)`](crate::Builder::park_histogram).
+    pub park_durations: Vec<ParkHistogram>,
+}
+
+impl Stats {
+    /// The park-duration histogram summed over processors, or `None` if the scheduler does
+    /// not record one ([`Builder::park_histogram`](crate::Builder::park_histogram)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(2).park_histogram(true).build().unwrap();
+    /// let h = sched.spawn(|| purloin_sched::sleep(std::time::Duration::from_millis(1)));
+    /// h.join().unwrap();
+    /// let parks = sched.stats().park_histogram().unwrap();
+    /// assert!(parks.count() >= 1); // the sleep parked (maybe more than once)
+    /// assert!(parks.sum() > std::time::Duration::ZERO);
+    /// ```
+    pub fn park_histogram(&self) -> Option<ParkHistogram> {
+        if self.park_durations.is_empty() {
+            return None;
+        }
+        let mut total = ParkHistogram::default();
+        for h in &self.park_durations {
+            total += *h;
+        }
+        Some(total)
+    }
 }
 
 pub(crate) fn stats_of(shared: &Shared) -> Stats {
@@ -153,5 +325,10 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         parked,
         threads: shared.threads_alive.load(Ordering::Relaxed),
         g_records: registry().allocated(),
+        park_durations: if shared.config.park_histogram {
+            shared.active().iter().map(|p| p.park_durations.snapshot()).collect()
+        } else {
+            Vec::new()
+        },
     }
 }

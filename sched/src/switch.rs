@@ -90,6 +90,7 @@ impl M {
             return None;
         }
         self.current.set(Some(g));
+        g.stamp();
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
         let mut ctx =
@@ -121,6 +122,7 @@ impl M {
             Action::Yield => {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.stamp();
                 g.publish_runnable();
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
@@ -160,6 +162,7 @@ impl M {
             Action::RequeueGlobal => {
                 // SAFETY: we own the record until the push publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
+                g.stamp();
                 g.publish_runnable();
                 self.shared.push_global(g);
                 None
@@ -209,6 +212,7 @@ impl M {
                     g.take_notified();
                     return Some(g);
                 }
+                g.stamp();
                 if g.publish_parked() { None } else { g.claim_for_run().then_some(g) }
             }
             Ok(crate::TaskStep::Done) => {

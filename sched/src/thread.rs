@@ -282,11 +282,30 @@ fn park_on(m: &worker::M) -> &worker::M {
         g.take_notified();
         return m;
     }
+    g.stamp();
     crate::hook::emit(move || crate::hook::Event::Park {
         id: GreenId(g.id_with(g.generation())),
         wait: wait_info_of(g),
     });
+    if m.time_parks {
+        return park_timed(m);
+    }
     switch_out_from(m, Action::Park)
+}
+
+/// [`park_on`]'s switch out when the scheduler records park durations
+/// ([`Builder::park_histogram`](crate::Builder::park_histogram)): timed with the OS clock from
+/// the switch out to the resume, and recorded by the processor it resumes on. Out of line, so
+/// a park without it pays only the branch on `time_parks`.
+#[inline(never)]
+fn park_timed(m: &worker::M) -> &worker::M {
+    let start = Instant::now();
+    let m = switch_out_from(m, Action::Park);
+    let parked = start.elapsed();
+    if let Some(h) = m.held() {
+        h.p().park_durations.record(parked);
+    }
+    m
 }
 
 /// [`park`] with a deadline: returns at the latest shortly after `deadline` (or spuriously).

@@ -90,6 +90,9 @@ pub(crate) struct M {
     /// Where this worker's joins look for their children, and their back-off
     /// (`join::find_child`).
     pub(crate) looks: crate::join::Looks,
+    /// Time the parks of the green threads this worker runs (`Builder::park_histogram`; a
+    /// copy kept here, in the cache line a park touches anyway).
+    pub(crate) time_parks: bool,
 }
 
 /// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
@@ -116,6 +119,7 @@ pub(crate) fn current_worker<'a>() -> Option<&'a M> {
 impl M {
     pub(crate) fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
         let interval = shared.config.global_queue_interval;
+        let time_parks = shared.config.park_histogram;
         M {
             shared,
             p: Cell::new(p),
@@ -134,6 +138,7 @@ impl M {
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
             looks: crate::join::Looks::new(),
+            time_parks,
         }
     }
 

@@ -184,7 +184,7 @@ fn states_and_text() {
     let p = dump.threads.iter().find(|t| t.id == parked.thread().id()).unwrap();
     assert_eq!(p.state, GreenState::Parked);
     assert_eq!(p.wait.map(|w| w.kind), Some(WaitKind::ChannelRecv));
-    assert!(text.contains("\"sleeper\" [parked: a channel receive 0x10]"), "{text}");
+    assert!(text.contains("\"sleeper\" [parked: a channel receive 0x10, for "), "{text}");
     let f = dump.threads.iter().find(|t| t.id == finished.thread().id());
     if let Some(f) = f {
         assert_eq!(f.state, GreenState::Finished, "{text}");
@@ -209,4 +209,136 @@ fn the_caller_sees_itself_running() {
     let (state, has_self) = h.join().unwrap();
     assert!(matches!(state, GreenState::Running { .. }), "{state:?}");
     assert!(has_self);
+}
+
+/// How long a green thread has been parked: a thread that parked earlier shows a longer time
+/// than one that parked after a refresh of the clock at least `GAP` later (so the stamp is
+/// taken at the park, not at the spawn or the dump), the time grows between dumps by at
+/// least the time between them, and it is never less than the time since the park was seen.
+/// Only lower bounds are asserted: they follow from the clock's rules (`clock`: a stamp never
+/// leads the real time; a dump measures against a precise reading), whatever the load.
+#[test]
+fn parked_duration_is_stamped_at_the_park_and_grows() {
+    const GAP: Duration = Duration::from_millis(30);
+    let _w = common::watchdog("dump durations", Duration::from_secs(120));
+    // `late` spins on its worker for a while on purpose: no long-runner report for it.
+    let sched =
+        Builder::new().workers(2).long_run_threshold(Duration::from_secs(3600)).build().unwrap();
+    let early = sched.spawn(purloin_sched::park);
+    let go = Arc::new(AtomicBool::new(false));
+    let g2 = go.clone();
+    // Runs (switched in, stamped) at once, but parks only when told to.
+    let late = sched.spawn(move || {
+        while !g2.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        purloin_sched::park();
+    });
+    while !sched.parked().iter().any(|p| p.thread.id() == early.thread().id()) {
+        std::thread::yield_now();
+    }
+    let early_seen = std::time::Instant::now();
+    std::thread::sleep(GAP); // lets time pass: what is measured
+    // A dump reads the OS clock and refreshes the coarse one: `late` parks after this.
+    let _ = sched.states();
+    go.store(true, Ordering::Release);
+    while !sched.parked().iter().any(|p| p.thread.id() == late.thread().id()) {
+        std::thread::yield_now();
+    }
+    let lower = early_seen.elapsed();
+    let first = sched.states();
+    let of = |d: &purloin_sched::Dump, id| {
+        let t = d.threads.iter().find(|t| t.id == id).unwrap();
+        assert_eq!(t.state, GreenState::Parked, "{d}");
+        t.in_state_for.unwrap_or_else(|| panic!("a parked thread has a duration: {d}"))
+    };
+    let (e1, l1) = (of(&first, early.thread().id()), of(&first, late.thread().id()));
+    assert!(e1 >= lower, "parked at least since it was seen parked: {e1:?} < {lower:?}");
+    assert!(e1 >= l1 + GAP, "the later park has the later stamp: early {e1:?}, late {l1:?}");
+    let between = std::time::Instant::now();
+    std::thread::sleep(GAP);
+    let elapsed = between.elapsed();
+    let second = sched.dump();
+    let e2 = of(&second, early.thread().id());
+    assert!(e2 >= e1 + elapsed, "grows between dumps: {e1:?} then {e2:?} ({elapsed:?} apart)");
+    let text = second.to_string();
+    assert!(text.contains("[parked, for "), "{text}");
+    early.thread().unpark();
+    late.thread().unpark();
+    early.join().unwrap();
+    late.join().unwrap();
+}
+
+/// `spawned_by`: `None` for a spawn from a plain thread; the spawning green thread's id for an
+/// eager spawn (with options), a lazy spawn that a worker starts, a lazy spawn whose handle
+/// asked for its identity before it started, and a spawn from a child its joiner runs inline
+/// (the joiner's record runs it: the child's id if it has one, as a named child does).
+#[test]
+fn spawned_by_names_the_spawning_green_thread() {
+    let _w = common::watchdog("spawned_by", Duration::from_secs(120));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let marker = |object| WaitInfo { kind: WaitKind::Park, object, holder: None };
+    let parent = sched.spawn(move || {
+        let me = purloin_sched::current().unwrap().id();
+        let named = SpawnOptions { name: Some("eager".into()), ..Default::default() };
+        let eager = purloin_sched::spawn_with(named, purloin_sched::park).unwrap();
+        // Lazy (default options); `thread()` before it could start (one worker, and this
+        // green thread does not switch) binds its identity: the binder's path.
+        let bound = purloin_sched::spawn(purloin_sched::park).unwrap();
+        let _ = bound.thread().id();
+        // Lazy, and nobody asks for its identity: the worker that dequeues it makes its record.
+        let adopted = purloin_sched::spawn(move || {
+            purloin_sched::set_wait_info(Some(marker(0xad0)));
+            purloin_sched::park();
+        })
+        .unwrap();
+        // A named child joined at once runs inline (not started yet); what it spawns is
+        // reported as spawned by the record running it.
+        let named = SpawnOptions { name: Some("inline".into()), ..Default::default() };
+        let middle = purloin_sched::spawn_with(named, move || {
+            let grandchild = purloin_sched::spawn(move || {
+                purloin_sched::set_wait_info(Some(marker(0x9c)));
+                purloin_sched::park();
+            })
+            .unwrap();
+            (purloin_sched::current().unwrap().id(), grandchild)
+        })
+        .unwrap();
+        let (middle_id, grandchild) = middle.join().unwrap();
+        let parked = |n| {
+            purloin_sched::current_worker_states()
+                .unwrap()
+                .threads
+                .iter()
+                .filter(|t| t.state == GreenState::Parked)
+                .count()
+                >= n
+        };
+        while !parked(4) {
+            purloin_sched::yield_now();
+        }
+        let dump = purloin_sched::current_dump().unwrap();
+        (me, middle_id, dump, [eager, bound, adopted, grandchild])
+    });
+    let (parent_id, middle_id, dump, handles) = parent.join().unwrap();
+    let text = dump.to_string();
+    let by = |pick: &dyn Fn(&purloin_sched::GreenDump) -> bool| {
+        dump.threads.iter().find(|t| pick(t)).unwrap_or_else(|| panic!("{text}")).spawned_by
+    };
+    let p = dump.threads.iter().find(|t| t.id == parent_id).unwrap();
+    assert_eq!(p.spawned_by, None, "spawned from a plain thread: {text}");
+    assert_eq!(by(&|t| t.name.as_deref() == Some("eager")), Some(parent_id), "{text}");
+    assert_eq!(by(&|t| t.id == handles[1].thread().id()), Some(parent_id), "bound: {text}");
+    let marked = |o| move |t: &purloin_sched::GreenDump| t.wait.is_some_and(|w| w.object == o);
+    assert_eq!(by(&marked(0xad0)), Some(parent_id), "adopted: {text}");
+    let grandchild_by = by(&marked(0x9c));
+    assert!(
+        grandchild_by == Some(middle_id) || grandchild_by == Some(parent_id),
+        "the inline child or its joiner: {text}"
+    );
+    assert!(text.contains(&format!("spawned by green thread {parent_id}")), "{text}");
+    for h in handles {
+        h.thread().unpark();
+        h.join().unwrap();
+    }
 }

@@ -15,7 +15,7 @@ use crate::sync::{Arc, AtomicUsize};
 fn unpark_racing_park_resumes_exactly_once() {
     loom::model(|| {
         let g = registry().alloc();
-        let generation = g.prepare_spawn();
+        let generation = g.prepare_spawn(0);
         assert!(g.claim_for_run());
         let resumed = Arc::new(AtomicUsize::new(0));
         let r2 = resumed.clone();
@@ -49,7 +49,7 @@ fn unpark_racing_park_resumes_exactly_once() {
 fn wake_merged_into_pending_token_is_not_lost() {
     loom::model(|| {
         let g = registry().alloc();
-        let generation = g.prepare_spawn();
+        let generation = g.prepare_spawn(0);
         assert!(g.claim_for_run());
         // A stale token from an earlier wake is pending.
         assert_eq!(g.unpark(generation), Unparked::Noted);
@@ -93,7 +93,7 @@ fn wake_merged_into_pending_token_is_not_lost() {
 fn inspect_racing_unpark_queues_exactly_once() {
     loom::model(|| {
         let g = registry().alloc();
-        let generation = g.prepare_spawn();
+        let generation = g.prepare_spawn(0);
         assert!(g.claim_for_run());
         assert!(g.begin_park());
         assert!(g.publish_parked());
@@ -126,7 +126,7 @@ fn inspect_racing_unpark_queues_exactly_once() {
 fn yield_keeps_a_racing_token() {
     loom::model(|| {
         let g = registry().alloc();
-        let generation = g.prepare_spawn();
+        let generation = g.prepare_spawn(0);
         assert!(g.claim_for_run());
         let waker = thread::spawn(move || g.unpark(generation));
         g.publish_runnable();
@@ -144,7 +144,7 @@ fn yield_keeps_a_racing_token() {
 fn inline_claim_vs_worker_claim() {
     loom::model(|| {
         let g = registry().alloc();
-        let generation = g.prepare_spawn();
+        let generation = g.prepare_spawn(0);
         let ran = Arc::new(AtomicUsize::new(0));
         let recycled = Arc::new(AtomicUsize::new(0));
         let (r2, c2) = (ran.clone(), recycled.clone());
