@@ -11,9 +11,6 @@ use std::time::Duration;
 
 use purloin_sched::{Builder, GreenState, SpawnOptions, WaitInfo, WaitKind};
 
-/// The function the target green thread parks in; its name must show in the backtrace.
-#[inline(never)]
-
 /// Whether a frame of `bt` is `purloin_sched::park`: by its path, or by its bare name where it
 /// was inlined (with line tables only, an inlined frame carries its name without the path).
 fn goes_through_park(bt: &purloin_sched::StackTrace) -> bool {
@@ -24,6 +21,8 @@ fn goes_through_park(bt: &purloin_sched::StackTrace) -> bool {
     })
 }
 
+/// The function the target green thread parks in; its name must show in the backtrace.
+#[inline(never)]
 fn parked_in_known_function_marker(round: &AtomicU64, mine: u64) {
     while round.load(Ordering::Acquire) == mine {
         purloin_sched::park();
