@@ -122,12 +122,11 @@ pub(crate) struct G {
     pub(crate) context: UnsafeCell<Option<Context>>,
     /// The stack, attached when the G first runs and detached on g0 after it exits.
     pub(crate) stack: UnsafeCell<Option<Stack>>,
-    /// What the G runs; taken when it starts (or by a joiner running it inline).
-    pub(crate) task: UnsafeCell<Option<crate::task::TaskRef>>,
+    /// What the G runs: a green thread's task, taken when it starts (or by a joiner running
+    /// it inline), or a stackless task, kept until the record is recycled.
+    pub(crate) work: UnsafeCell<Work>,
     /// Not counted in the scheduler's live green threads (a fork-join job: its joiner is).
     pub(crate) uncounted: UnsafeCell<bool>,
-    /// A stackless task (stepped on the worker's own stack) instead of a green thread.
-    pub(crate) step_task: UnsafeCell<Option<std::sync::Arc<dyn crate::Task>>>,
     /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
     pub(crate) name: UnsafeCell<Option<std::sync::Arc<str>>>,
     /// Stack size class requested at spawn.
@@ -147,6 +146,30 @@ pub(crate) struct G {
     pub(crate) wait_kind: crate::sync::DiagU32,
     pub(crate) wait_object: crate::sync::DiagUsize,
     pub(crate) wait_holder: crate::sync::DiagU64,
+}
+
+/// What a G runs: one field for both kinds, since a record is either a green thread or a
+/// stackless task (one word-sized tag shared instead of two `Option`s side by side).
+pub(crate) enum Work {
+    /// Nothing (a FREE record, or a green thread whose task was taken).
+    None,
+    /// A green thread's task, until it starts.
+    Task(crate::task::TaskRef),
+    /// A stackless task (stepped on the worker's own stack) instead of a green thread.
+    Step(std::sync::Arc<dyn crate::Task>),
+}
+
+impl Work {
+    /// Takes a green thread's task, leaving [`Work::None`]; a stackless task stays.
+    pub(crate) fn take_task(&mut self) -> Option<crate::task::TaskRef> {
+        if !matches!(self, Work::Task(_)) {
+            return None;
+        }
+        match core::mem::replace(self, Work::None) {
+            Work::Task(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// What a G runs inline for its joiner (join-helping), as `current()` sees it.
@@ -192,9 +215,8 @@ impl G {
             host: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
             context: UnsafeCell::new(None),
             stack: UnsafeCell::new(None),
-            task: UnsafeCell::new(None),
+            work: UnsafeCell::new(Work::None),
             uncounted: UnsafeCell::new(false),
-            step_task: UnsafeCell::new(None),
             name: UnsafeCell::new(None),
             stack_size: UnsafeCell::new(StackSize::default()),
             sched: UnsafeCell::new(core::ptr::null()),
@@ -509,9 +531,8 @@ impl G {
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {
             self.name.with_mut(|n| *n = None);
-            self.task.with_mut(|t| *t = None);
+            self.work.with_mut(|w| *w = Work::None);
             self.uncounted.with_mut(|u| *u = false);
-            self.step_task.with_mut(|t| *t = None);
             self.context.with_mut(|c| *c = None);
             self.locals.with_mut(|l| *l = core::ptr::null_mut());
             self.inline_child.with_mut(|c| *c = None);
@@ -527,7 +548,7 @@ impl G {
     pub(crate) fn is_step(&self) -> bool {
         // SAFETY: the step task is written only at spawn (before the G is published) and
         // cleared at recycle; callers read it while the G is alive.
-        unsafe { self.step_task.with(|t| (*t).is_some()) }
+        unsafe { self.work.with(|w| matches!(*w, Work::Step(_))) }
     }
 
     /// Reads the name (caller holds a reference or knows the G is alive).
@@ -598,3 +619,17 @@ impl fmt::Debug for GRef {
 
 #[cfg(all(test, loom))]
 mod loom_state;
+
+#[cfg(all(test, not(loom), target_pointer_width = "64"))]
+mod tests {
+    use super::G;
+
+    /// A G record is memory every parked green thread keeps (a million parked threads hold a
+    /// million records), so its size is pinned here: a field that grows it fails this test and
+    /// has to earn its bytes (or share a word with another field).
+    #[test]
+    fn record_size_is_pinned() {
+        assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
+        assert!(size_of::<G>() <= 216, "G record grew to {} bytes", size_of::<G>());
+    }
+}

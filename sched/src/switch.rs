@@ -76,8 +76,12 @@ impl M {
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
-        let task =
-            unsafe { g.step_task.with(|t| (*t).as_ref().map(|t| &**t as *const dyn crate::Task)) };
+        let task = unsafe {
+            g.work.with(|w| match &*w {
+                crate::g::Work::Step(t) => Some(&**t as *const dyn crate::Task),
+                _ => None,
+            })
+        };
         if let Some(task) = task {
             // SAFETY: the task stays in the claimed record's cell until `finish` (which runs
             // after the step, on this thread), so the pointer is valid for the step.
@@ -274,7 +278,7 @@ impl M {
     /// A G could not get a stack: its joiner receives the error; the G is finished.
     fn fail_start(&self, g: GRef, e: io::Error) {
         // SAFETY: this worker owns the claimed G's cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        let task = unsafe { g.work.with_mut(|w| (*w).take_task()) };
         if let Some(task) = task {
             task.fail(Box::new(e));
         }
@@ -325,7 +329,7 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
             id: crate::GreenId(g.id_with(g.generation())),
         });
         // SAFETY: this G is RUNNING on this worker: it owns its cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        let task = unsafe { g.work.with_mut(|w| (*w).take_task()) };
         if let Some(task) = task {
             task.run();
         }
