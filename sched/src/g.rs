@@ -50,7 +50,7 @@ use core::ptr::NonNull;
 use purloin_context::Context;
 use purloin_stack::{Stack, StackSize};
 
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// Status values (low 4 bits of the state word).
 pub(crate) const FREE: u32 = 0;
@@ -93,6 +93,10 @@ pub(crate) const fn status_of(w: u64) -> u32 {
 /// "Not pinned" in [`G::pinned_to`].
 pub(crate) const NOT_PINNED: usize = usize::MAX;
 
+/// Worker indexes a G can be pinned to: below 2^31, so the pin word's sign-extension maps
+/// only `u32::MAX` to [`NOT_PINNED`].
+pub(crate) const MAX_PIN: usize = i32::MAX as usize;
+
 /// The green-thread record. Fields behind `UnsafeCell` belong to whoever holds the G's
 /// scheduling reference: the spawner before it is queued, the worker that claimed it while it
 /// runs and while it switches out, nobody while it is parked (the context is saved; the
@@ -114,8 +118,9 @@ pub(crate) struct G {
     refs: AtomicU32,
     /// The record's permanent slot number (the low half of the id).
     pub(crate) slot: u32,
-    /// Worker index this G must run on, or [`NOT_PINNED`].
-    pub(crate) pinned_to: AtomicUsize,
+    /// Worker index this G must run on, or [`NOT_PINNED`], in 32 bits (see
+    /// [`G::pinned_to`]; a worker index is below [`MAX_PIN`]).
+    pinned_to: AtomicU32,
     /// While a joiner runs this G inline, the joiner's record (unparks are forwarded there).
     pub(crate) host: crate::sync::AtomicPtr<G>,
     /// Saved registers while switched out.
@@ -143,7 +148,7 @@ pub(crate) struct G {
     pub(crate) inline_child_id: crate::sync::DiagU64,
     /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
     /// itself; read racily (atomics) by reporters.
-    pub(crate) wait_kind: crate::sync::DiagU32,
+    pub(crate) wait_kind: crate::sync::DiagU8,
     pub(crate) wait_object: crate::sync::DiagUsize,
     pub(crate) wait_holder: crate::sync::DiagU64,
 }
@@ -211,7 +216,7 @@ impl G {
             spawned_by: crate::sync::DiagU64::new(0),
             refs: AtomicU32::new(0),
             slot,
-            pinned_to: AtomicUsize::new(NOT_PINNED),
+            pinned_to: AtomicU32::new(NOT_PINNED as u32),
             host: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
             context: UnsafeCell::new(None),
             stack: UnsafeCell::new(None),
@@ -223,10 +228,32 @@ impl G {
             locals: UnsafeCell::new(core::ptr::null_mut()),
             inline_child: UnsafeCell::new(None),
             inline_child_id: crate::sync::DiagU64::new(0),
-            wait_kind: crate::sync::DiagU32::new(0),
+            wait_kind: crate::sync::DiagU8::new(0),
             wait_object: crate::sync::DiagUsize::new(0),
             wait_holder: crate::sync::DiagU64::new(0),
         }
+    }
+
+    /// The worker index this G must run on, or [`NOT_PINNED`] (Relaxed: written before the G
+    /// is published, or by the G itself while it runs; the queue hand-offs order it). The
+    /// 32-bit word is sign-extended, so `u32::MAX` reads as `NOT_PINNED` with no branch.
+    #[inline]
+    pub(crate) fn pinned_to(&self) -> usize {
+        self.pinned_to.load(Ordering::Relaxed) as i32 as isize as usize
+    }
+
+    /// Pins the G to worker `pi` (at spawn, before the G is published).
+    pub(crate) fn set_pinned_to(&self, pi: usize) {
+        assert!(pi < MAX_PIN, "worker index {pi} does not fit a G's pin word");
+        self.pinned_to.store(pi as u32, Ordering::Relaxed);
+    }
+
+    /// Pins the running G to worker `pi` unless it is pinned already; true if it was not.
+    pub(crate) fn pin_if_unpinned(&self, pi: usize) -> bool {
+        assert!(pi < MAX_PIN, "worker index {pi} does not fit a G's pin word");
+        self.pinned_to
+            .compare_exchange(NOT_PINNED as u32, pi as u32, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// The current generation (for building handles).
@@ -525,7 +552,7 @@ impl G {
     /// per-life fields. The caller must hold the last reference.
     pub(crate) fn recycle(&self) {
         let generation = self.generation().wrapping_add(1).max(1);
-        self.pinned_to.store(NOT_PINNED, Ordering::Relaxed);
+        self.pinned_to.store(NOT_PINNED as u32, Ordering::Relaxed);
         self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.wait_kind.store(0, crate::sync::STAT);
         // SAFETY: the caller holds the last reference, so no other thread touches these.
@@ -587,8 +614,15 @@ unsafe impl Sync for GRef {}
 
 impl GRef {
     /// A new FREE record, never freed (records are recycled through the registry's lists).
+    #[cfg(loom)]
     pub(crate) fn new_record(slot: u32) -> GRef {
         GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))))
+    }
+
+    /// A new FREE record in `mem` (a slot of the registry's never-freed record slabs).
+    #[cfg(not(loom))]
+    pub(crate) fn new_record_in(mem: &'static mut core::mem::MaybeUninit<G>, slot: u32) -> GRef {
+        GRef(NonNull::from(mem.write(G::new(slot))))
     }
 
     pub(crate) fn as_ptr(self) -> *mut G {
@@ -630,6 +664,6 @@ mod tests {
     #[test]
     fn record_size_is_pinned() {
         assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
-        assert!(size_of::<G>() <= 216, "G record grew to {} bytes", size_of::<G>());
+        assert!(size_of::<G>() <= 208, "G record grew to {} bytes", size_of::<G>());
     }
 }

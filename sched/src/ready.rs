@@ -175,7 +175,7 @@ impl HeldP<'_> {
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     let here = current_worker();
     stamp_queued(g, here.is_some());
-    let pin = g.pinned_to.load(Ordering::Relaxed);
+    let pin = g.pinned_to();
     if pin != NOT_PINNED {
         shared.push_pinned(pin, g);
         return;
@@ -343,7 +343,7 @@ pub(crate) fn spawn_g(
     if opts.pinned {
         let h = held.expect("checked above");
         let pi = h.m().p.get();
-        g.pinned_to.store(pi, Ordering::Relaxed);
+        g.set_pinned_to(pi);
         h.p().pinned.fetch_add(1, Ordering::Relaxed);
         shared.push_pinned(pi, g);
         return Ok(handle);

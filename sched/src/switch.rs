@@ -108,7 +108,7 @@ impl M {
                 break (action, t);
             }
             bump(&p.stats.yields);
-            let pin = g.pinned_to.load(Ordering::Relaxed);
+            let pin = g.pinned_to();
             if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
                 // A new scheduling round of the same G, without leaving this frame (the
                 // record stays RUNNING and current; the monitor sees the tick).
@@ -121,7 +121,7 @@ impl M {
         };
         self.current.set(None);
         p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
-        let pin = g.pinned_to.load(Ordering::Relaxed);
+        let pin = g.pinned_to();
         match action {
             Action::Yield => {
                 // SAFETY: we still own the record until the push below publishes it.
@@ -298,7 +298,7 @@ impl M {
                 drop(self.spare_stack.replace(Some(s)));
             }
         }
-        let pin = g.pinned_to.load(Ordering::Relaxed);
+        let pin = g.pinned_to();
         if pin != NOT_PINNED {
             self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
         }
@@ -478,11 +478,7 @@ fn adopt_worker(m: &M) {
 fn pin_current(m: &M) {
     let Some(g) = m.current.get() else { return };
     let pi = m.p.get();
-    if pi != NO_P
-        && g.pinned_to
-            .compare_exchange(NOT_PINNED, pi, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
+    if pi != NO_P && g.pin_if_unpinned(pi) {
         m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
     }
 }
