@@ -162,7 +162,7 @@ impl M {
         // own its cells, emptied by `recycle` (plain writes, as in `spawn_g`).
         unsafe {
             let job = *job.as_ptr();
-            g.task.with_mut(|t| t.write(Some(TaskRef::Borrowed(job))));
+            g.work.with_mut(|w| w.write(crate::g::Work::Task(TaskRef::Borrowed(job))));
             g.uncounted.with_mut(|u| u.write(true));
             g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
             g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
@@ -188,7 +188,7 @@ impl M {
         // SAFETY: we claimed the record: we own its cells, emptied by `recycle` (plain writes,
         // as in `spawn_g`).
         unsafe {
-            g.task.with_mut(|t| t.write(Some(TaskRef::Owned(task))));
+            g.work.with_mut(|w| w.write(crate::g::Work::Task(TaskRef::Owned(task))));
             g.stack_size.with_mut(|s| s.write(self.shared.config.stack_size));
             g.sched.with_mut(|s| s.write(Arc::as_ptr(&self.shared)));
         }

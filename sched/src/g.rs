@@ -50,7 +50,7 @@ use core::ptr::NonNull;
 use purloin_context::Context;
 use purloin_stack::{Stack, StackSize};
 
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// Status values (low 4 bits of the state word).
 pub(crate) const FREE: u32 = 0;
@@ -93,6 +93,10 @@ pub(crate) const fn status_of(w: u64) -> u32 {
 /// "Not pinned" in [`G::pinned_to`].
 pub(crate) const NOT_PINNED: usize = usize::MAX;
 
+/// Worker indexes a G can be pinned to: below 2^31, so the pin word's sign-extension maps
+/// only `u32::MAX` to [`NOT_PINNED`].
+pub(crate) const MAX_PIN: usize = i32::MAX as usize;
+
 /// The green-thread record. Fields behind `UnsafeCell` belong to whoever holds the G's
 /// scheduling reference: the spawner before it is queued, the worker that claimed it while it
 /// runs and while it switches out, nobody while it is parked (the context is saved; the
@@ -114,20 +118,20 @@ pub(crate) struct G {
     refs: AtomicU32,
     /// The record's permanent slot number (the low half of the id).
     pub(crate) slot: u32,
-    /// Worker index this G must run on, or [`NOT_PINNED`].
-    pub(crate) pinned_to: AtomicUsize,
+    /// Worker index this G must run on, or [`NOT_PINNED`], in 32 bits (see
+    /// [`G::pinned_to`]; a worker index is below [`MAX_PIN`]).
+    pinned_to: AtomicU32,
     /// While a joiner runs this G inline, the joiner's record (unparks are forwarded there).
     pub(crate) host: crate::sync::AtomicPtr<G>,
     /// Saved registers while switched out.
     pub(crate) context: UnsafeCell<Option<Context>>,
     /// The stack, attached when the G first runs and detached on g0 after it exits.
     pub(crate) stack: UnsafeCell<Option<Stack>>,
-    /// What the G runs; taken when it starts (or by a joiner running it inline).
-    pub(crate) task: UnsafeCell<Option<crate::task::TaskRef>>,
+    /// What the G runs: a green thread's task, taken when it starts (or by a joiner running
+    /// it inline), or a stackless task, kept until the record is recycled.
+    pub(crate) work: UnsafeCell<Work>,
     /// Not counted in the scheduler's live green threads (a fork-join job: its joiner is).
     pub(crate) uncounted: UnsafeCell<bool>,
-    /// A stackless task (stepped on the worker's own stack) instead of a green thread.
-    pub(crate) step_task: UnsafeCell<Option<std::sync::Arc<dyn crate::Task>>>,
     /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
     pub(crate) name: UnsafeCell<Option<std::sync::Arc<str>>>,
     /// Stack size class requested at spawn.
@@ -144,9 +148,33 @@ pub(crate) struct G {
     pub(crate) inline_child_id: crate::sync::DiagU64,
     /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
     /// itself; read racily (atomics) by reporters.
-    pub(crate) wait_kind: crate::sync::DiagU32,
+    pub(crate) wait_kind: crate::sync::DiagU8,
     pub(crate) wait_object: crate::sync::DiagUsize,
     pub(crate) wait_holder: crate::sync::DiagU64,
+}
+
+/// What a G runs: one field for both kinds, since a record is either a green thread or a
+/// stackless task (one word-sized tag shared instead of two `Option`s side by side).
+pub(crate) enum Work {
+    /// Nothing (a FREE record, or a green thread whose task was taken).
+    None,
+    /// A green thread's task, until it starts.
+    Task(crate::task::TaskRef),
+    /// A stackless task (stepped on the worker's own stack) instead of a green thread.
+    Step(std::sync::Arc<dyn crate::Task>),
+}
+
+impl Work {
+    /// Takes a green thread's task, leaving [`Work::None`]; a stackless task stays.
+    pub(crate) fn take_task(&mut self) -> Option<crate::task::TaskRef> {
+        if !matches!(self, Work::Task(_)) {
+            return None;
+        }
+        match core::mem::replace(self, Work::None) {
+            Work::Task(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// What a G runs inline for its joiner (join-helping), as `current()` sees it.
@@ -188,23 +216,44 @@ impl G {
             spawned_by: crate::sync::DiagU64::new(0),
             refs: AtomicU32::new(0),
             slot,
-            pinned_to: AtomicUsize::new(NOT_PINNED),
+            pinned_to: AtomicU32::new(NOT_PINNED as u32),
             host: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
             context: UnsafeCell::new(None),
             stack: UnsafeCell::new(None),
-            task: UnsafeCell::new(None),
+            work: UnsafeCell::new(Work::None),
             uncounted: UnsafeCell::new(false),
-            step_task: UnsafeCell::new(None),
             name: UnsafeCell::new(None),
             stack_size: UnsafeCell::new(StackSize::default()),
             sched: UnsafeCell::new(core::ptr::null()),
             locals: UnsafeCell::new(core::ptr::null_mut()),
             inline_child: UnsafeCell::new(None),
             inline_child_id: crate::sync::DiagU64::new(0),
-            wait_kind: crate::sync::DiagU32::new(0),
+            wait_kind: crate::sync::DiagU8::new(0),
             wait_object: crate::sync::DiagUsize::new(0),
             wait_holder: crate::sync::DiagU64::new(0),
         }
+    }
+
+    /// The worker index this G must run on, or [`NOT_PINNED`] (Relaxed: written before the G
+    /// is published, or by the G itself while it runs; the queue hand-offs order it). The
+    /// 32-bit word is sign-extended, so `u32::MAX` reads as `NOT_PINNED` with no branch.
+    #[inline]
+    pub(crate) fn pinned_to(&self) -> usize {
+        self.pinned_to.load(Ordering::Relaxed) as i32 as isize as usize
+    }
+
+    /// Pins the G to worker `pi` (at spawn, before the G is published).
+    pub(crate) fn set_pinned_to(&self, pi: usize) {
+        assert!(pi < MAX_PIN, "worker index {pi} does not fit a G's pin word");
+        self.pinned_to.store(pi as u32, Ordering::Relaxed);
+    }
+
+    /// Pins the running G to worker `pi` unless it is pinned already; true if it was not.
+    pub(crate) fn pin_if_unpinned(&self, pi: usize) -> bool {
+        assert!(pi < MAX_PIN, "worker index {pi} does not fit a G's pin word");
+        self.pinned_to
+            .compare_exchange(NOT_PINNED as u32, pi as u32, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// The current generation (for building handles).
@@ -503,15 +552,14 @@ impl G {
     /// per-life fields. The caller must hold the last reference.
     pub(crate) fn recycle(&self) {
         let generation = self.generation().wrapping_add(1).max(1);
-        self.pinned_to.store(NOT_PINNED, Ordering::Relaxed);
+        self.pinned_to.store(NOT_PINNED as u32, Ordering::Relaxed);
         self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.wait_kind.store(0, crate::sync::STAT);
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {
             self.name.with_mut(|n| *n = None);
-            self.task.with_mut(|t| *t = None);
+            self.work.with_mut(|w| *w = Work::None);
             self.uncounted.with_mut(|u| *u = false);
-            self.step_task.with_mut(|t| *t = None);
             self.context.with_mut(|c| *c = None);
             self.locals.with_mut(|l| *l = core::ptr::null_mut());
             self.inline_child.with_mut(|c| *c = None);
@@ -527,7 +575,7 @@ impl G {
     pub(crate) fn is_step(&self) -> bool {
         // SAFETY: the step task is written only at spawn (before the G is published) and
         // cleared at recycle; callers read it while the G is alive.
-        unsafe { self.step_task.with(|t| (*t).is_some()) }
+        unsafe { self.work.with(|w| matches!(*w, Work::Step(_))) }
     }
 
     /// Reads the name (caller holds a reference or knows the G is alive).
@@ -566,8 +614,15 @@ unsafe impl Sync for GRef {}
 
 impl GRef {
     /// A new FREE record, never freed (records are recycled through the registry's lists).
+    #[cfg(loom)]
     pub(crate) fn new_record(slot: u32) -> GRef {
         GRef(NonNull::from(Box::leak(Box::new(G::new(slot)))))
+    }
+
+    /// A new FREE record in `mem` (a slot of the registry's never-freed record slabs).
+    #[cfg(not(loom))]
+    pub(crate) fn new_record_in(mem: &'static mut core::mem::MaybeUninit<G>, slot: u32) -> GRef {
+        GRef(NonNull::from(mem.write(G::new(slot))))
     }
 
     pub(crate) fn as_ptr(self) -> *mut G {
@@ -598,3 +653,17 @@ impl fmt::Debug for GRef {
 
 #[cfg(all(test, loom))]
 mod loom_state;
+
+#[cfg(all(test, not(loom), target_pointer_width = "64"))]
+mod tests {
+    use super::G;
+
+    /// A G record is memory every parked green thread keeps (a million parked threads hold a
+    /// million records), so its size is pinned here: a field that grows it fails this test and
+    /// has to earn its bytes (or share a word with another field).
+    #[test]
+    fn record_size_is_pinned() {
+        assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
+        assert!(size_of::<G>() <= 208, "G record grew to {} bytes", size_of::<G>());
+    }
+}

@@ -243,7 +243,7 @@ pub(crate) fn run_inline(
     // We won RUNNABLE => CLAIMED: we hold the child's scheduling reference and own its cells.
     child.g.host.store(host.as_ptr(), Ordering::Release);
     // SAFETY: we own the claimed child's cells.
-    let task = unsafe { child.g.task.with_mut(|t| (*t).take()) };
+    let task = unsafe { child.g.work.with_mut(|w| (*w).take_task()) };
     as_inline_child(m, host, InlineChild::Thread(child), || {
         crate::hook::emit(|| crate::hook::Event::Start { id: child.id() });
         if let Some(task) = task {

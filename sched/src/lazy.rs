@@ -243,6 +243,7 @@ impl Identity {
     /// claimed for the inline run (forwarding to `host`); `Ok(None)`: no G (INLINE). `Err(())`:
     /// the handle's G has a pending unpark or cancel and cannot run inline; the caller must
     /// queue the entry again.
+    #[inline]
     pub(crate) fn start_inline(&self, host: GRef) -> Result<Option<GreenThread>, ()> {
         // Acquire: L1, for a record a handle made before the join (L3: no binder now).
         if self.bind.load(Ordering::Acquire) == UNBOUND {
@@ -264,6 +265,7 @@ impl Identity {
     /// Called by the joiner when an inline run that started without a G ends. Returns the G
     /// made for it during the run (CLAIMED, forwarding to the joiner), which the caller
     /// releases.
+    #[inline]
     pub(crate) fn end_inline(&self) -> Option<GreenThread> {
         // Relaxed: L3 (only this thread changed the state since INLINE).
         if self.bind.load(Ordering::Relaxed) == INLINE {

@@ -34,7 +34,7 @@ use std::io;
 
 use crate::GreenThread;
 use crate::entry::Entry;
-use crate::g::{GRef, NOT_PINNED, Unparked};
+use crate::g::{GRef, NOT_PINNED, Unparked, Work};
 use crate::held::HeldP;
 use crate::hook::{self, Event};
 use crate::registry::registry;
@@ -175,7 +175,7 @@ impl HeldP<'_> {
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     let here = current_worker();
     stamp_queued(g, here.is_some());
-    let pin = g.pinned_to.load(Ordering::Relaxed);
+    let pin = g.pinned_to();
     if pin != NOT_PINNED {
         shared.push_pinned(pin, g);
         return;
@@ -324,8 +324,8 @@ pub(crate) fn spawn_g(
     // load of a cold cache line) are right.
     unsafe {
         match body {
-            Body::Green(task) => g.task.with_mut(|t| t.write(Some(TaskRef::Owned(task)))),
-            Body::Step(task) => g.step_task.with_mut(|t| *t = Some(task)),
+            Body::Green(task) => g.work.with_mut(|w| w.write(Work::Task(TaskRef::Owned(task)))),
+            Body::Step(task) => g.work.with_mut(|w| w.write(Work::Step(task))),
         }
         g.name.with_mut(|n| n.write(opts.name.clone()));
         g.stack_size.with_mut(|s| s.write(size));
@@ -343,7 +343,7 @@ pub(crate) fn spawn_g(
     if opts.pinned {
         let h = held.expect("checked above");
         let pi = h.m().p.get();
-        g.pinned_to.store(pi, Ordering::Relaxed);
+        g.set_pinned_to(pi);
         h.p().pinned.fetch_add(1, Ordering::Relaxed);
         shared.push_pinned(pi, g);
         return Ok(handle);

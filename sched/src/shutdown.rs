@@ -224,7 +224,7 @@ pub(crate) fn drain_queues(shared: &Shared, workers_stopped: bool) {
         if g.claim_for_run() {
             // A runnable G that never ran (only possible if shutdown gave up on others).
             // SAFETY: we claimed it: we own its cells.
-            if let Some(task) = unsafe { g.task.with_mut(|t| (*t).take()) } {
+            if let Some(task) = unsafe { g.work.with_mut(|w| (*w).take_task()) } {
                 task.fail(Box::new(crate::Cancelled));
             }
             g.finish_run();

@@ -76,8 +76,12 @@ impl M {
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
-        let task =
-            unsafe { g.step_task.with(|t| (*t).as_ref().map(|t| &**t as *const dyn crate::Task)) };
+        let task = unsafe {
+            g.work.with(|w| match &*w {
+                crate::g::Work::Step(t) => Some(&**t as *const dyn crate::Task),
+                _ => None,
+            })
+        };
         if let Some(task) = task {
             // SAFETY: the task stays in the claimed record's cell until `finish` (which runs
             // after the step, on this thread), so the pointer is valid for the step.
@@ -104,7 +108,7 @@ impl M {
                 break (action, t);
             }
             bump(&p.stats.yields);
-            let pin = g.pinned_to.load(Ordering::Relaxed);
+            let pin = g.pinned_to();
             if (pin == NOT_PINNED || pin == pi) && self.resume_yielder_at_once(p) {
                 // A new scheduling round of the same G, without leaving this frame (the
                 // record stays RUNNING and current; the monitor sees the tick).
@@ -117,7 +121,7 @@ impl M {
         };
         self.current.set(None);
         p.running.store(core::ptr::null_mut(), Ordering::Relaxed);
-        let pin = g.pinned_to.load(Ordering::Relaxed);
+        let pin = g.pinned_to();
         match action {
             Action::Yield => {
                 // SAFETY: we still own the record until the push below publishes it.
@@ -274,7 +278,7 @@ impl M {
     /// A G could not get a stack: its joiner receives the error; the G is finished.
     fn fail_start(&self, g: GRef, e: io::Error) {
         // SAFETY: this worker owns the claimed G's cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        let task = unsafe { g.work.with_mut(|w| (*w).take_task()) };
         if let Some(task) = task {
             task.fail(Box::new(e));
         }
@@ -294,7 +298,7 @@ impl M {
                 drop(self.spare_stack.replace(Some(s)));
             }
         }
-        let pin = g.pinned_to.load(Ordering::Relaxed);
+        let pin = g.pinned_to();
         if pin != NOT_PINNED {
             self.shared.ps[pin].pinned.fetch_sub(1, Ordering::Relaxed);
         }
@@ -325,7 +329,7 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
             id: crate::GreenId(g.id_with(g.generation())),
         });
         // SAFETY: this G is RUNNING on this worker: it owns its cells.
-        let task = unsafe { g.task.with_mut(|t| (*t).take()) };
+        let task = unsafe { g.work.with_mut(|w| (*w).take_task()) };
         if let Some(task) = task {
             task.run();
         }
@@ -474,11 +478,7 @@ fn adopt_worker(m: &M) {
 fn pin_current(m: &M) {
     let Some(g) = m.current.get() else { return };
     let pi = m.p.get();
-    if pi != NO_P
-        && g.pinned_to
-            .compare_exchange(NOT_PINNED, pi, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
+    if pi != NO_P && g.pin_if_unpinned(pi) {
         m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -656,7 +656,7 @@ fn store_wait_info(g: GRef, info: Option<WaitInfo>) {
     match info {
         Some(i) => {
             // The declaration order is `ALL`'s order (checked in debug builds).
-            let k = i.kind as u32 + 1;
+            let k = i.kind as u8 + 1;
             debug_assert_eq!(WaitKind::ALL[k as usize - 1], i.kind);
             g.wait_object.store(i.object, Relaxed);
             g.wait_holder.store(i.holder.map_or(0, |h| h.0), Relaxed);
