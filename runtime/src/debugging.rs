@@ -152,7 +152,7 @@ use crate::signal::{Signal, Signals};
 /// }
 /// let dump = purloin::debugging::dump();
 /// let me = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
-/// assert!(me.backtrace.as_ref().unwrap().contains("purloin_sched::thread::park"));
+/// assert!(me.backtrace.as_ref().unwrap().contains("park"));
 /// h.thread().unpark();
 /// h.join().unwrap();
 /// ```
