@@ -4,7 +4,7 @@
 //! ```text
 //!  owner (a recording thread)                  stopper (`stop`)
 //!  ─────────────────────────────────────────   ──────────────────────────────────────
-//!  first record of a buffer (`push`):          `clear`:
+//!  first record of a buffer (`begin`):         `clear`:
 //!    dirty = true                                RECORDING = false
 //!    fence(SeqCst)                   (T1a)       fence(SeqCst)                  (T1a)
 //!    RECORDING? no: dirty = false, drop it     `wait_clean`: until no dirty flag
@@ -16,7 +16,7 @@
 //!
 //! # Memory ordering
 //!
-//! The guarantee: a record that a thread keeps (`push` returned `true`) reaches the sink
+//! The guarantee: a record that a thread keeps (in a buffer `begin` allowed) reaches the sink
 //! before the stopper's `Finish`, or is counted in `dropped` before the stopper reads it —
 //! unless the stopper gave up waiting (its grace ended), which it reports as a thread whose
 //! last records are missing.
@@ -38,9 +38,9 @@
 //!
 //! Modelled in `handshake_vs_stop` (below; `cargo xtask loom -p purloin handshake`). Mutations
 //! made, run and reverted, each caught:
-//! - no `RECORDING` check in `push` (T1a's owner side; the recorder before this handshake
-//!   had none): "records \[0\] reached the writer after Finish (lost)";
-//! - either `fence(SeqCst)` removed (the pair left Relaxed): the same failure;
+//! - no `RECORDING` check in `begin` (T1a's owner side): "records \[0\] reached the writer after Finish (lost)";
+//! - either `fence(SeqCst)` removed (in `begin` or in `clear`; the pair left Relaxed): the
+//!   same failure;
 //! - `dirty = false` stored before the hand-over in `hand_over`: "kept \[0, 1, 2\], written
 //!   before Finish \[0\], counted dropped 0" (the stopper finished while the batch of 1 and 2
 //!   was still being dropped);
@@ -90,33 +90,21 @@ pub(crate) enum HandOver<M> {
     Dropped(M),
 }
 
-/// The owner pushes `rec` into its buffer `recs` (reserving `capacity` the first time). The
-/// first record of a buffer sets the thread's flag and checks that the trace still records
-/// (T1a): if not, `rec` is not kept and `false` is returned.
+/// The owner's step before the first record of a buffer: sets the thread's flag and checks
+/// that the trace still records (T1a). On `false` the owner keeps nothing (the stop came
+/// first, and the stopper may not wait for it).
 #[inline]
-pub(crate) fn push<R>(
-    flag: &ThreadFlag,
-    recording: &AtomicBool,
-    recs: &mut Vec<R>,
-    rec: R,
-    capacity: usize,
-) -> bool {
-    if recs.is_empty() {
-        // T1a: Relaxed, ordered before the load below by the fence.
-        flag.dirty.store(true, Ordering::Relaxed);
-        // T1a: pairs with the fence in `clear`.
-        fence(Ordering::SeqCst);
-        if !recording.load(Ordering::Relaxed) {
-            // The stop came first: keep nothing. Release: T1b, as after a hand-over.
-            flag.dirty.store(false, Ordering::Release);
-            return false;
-        }
-        if recs.capacity() == 0 {
-            recs.reserve_exact(capacity);
-        }
+pub(crate) fn begin(flag: &ThreadFlag, recording: &AtomicBool) -> bool {
+    // T1a: Relaxed, ordered before the load below by the fence.
+    flag.dirty.store(true, Ordering::Relaxed);
+    // T1a: pairs with the fence in `clear`.
+    fence(Ordering::SeqCst);
+    if recording.load(Ordering::Relaxed) {
+        return true;
     }
-    recs.push(rec);
-    true
+    // The stop came first. Release: T1b, as after a hand-over.
+    flag.dirty.store(false, Ordering::Release);
+    false
 }
 
 /// The owner hands a batch of `n` records to `sink`. With `must`, a full sink drops the
@@ -149,7 +137,7 @@ pub(crate) fn hand_over<S: Sink>(
 pub(crate) fn clear(recording: &AtomicBool) {
     // T1a: Relaxed, ordered before the scan by the fence.
     recording.store(false, Ordering::Relaxed);
-    // T1a: pairs with the fence in `push`.
+    // T1a: pairs with the fence in `begin`.
     fence(Ordering::SeqCst);
 }
 
@@ -162,7 +150,7 @@ pub(crate) fn wait_clean<F: Deref<Target = ThreadFlag>>(
     mut give_up: impl FnMut() -> bool,
 ) -> usize {
     loop {
-        // T1b: Acquire, pairs with the Release stores in `hand_over` and `push`.
+        // T1b: Acquire, pairs with the Release stores in `hand_over` and `begin`.
         let n = flags.iter().filter(|f| f.dirty.load(Ordering::Acquire)).count();
         if n == 0 || give_up() {
             return n;
@@ -250,7 +238,9 @@ mod model {
                         if !recording.load(Ordering::Relaxed) {
                             break;
                         }
-                        if push(&flag, &recording, &mut recs, id, 2) {
+                        // `record::Local::push`.
+                        if !recs.is_empty() || begin(&flag, &recording) {
+                            recs.push(id);
                             kept.push(id);
                         }
                         if recs.len() >= 2 {

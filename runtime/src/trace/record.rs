@@ -214,8 +214,16 @@ impl Local {
 
     fn push(&mut self, rec: Rec) {
         let Some(s) = &self.session else { return };
-        // T1: a record kept only if the trace still records (or the stopper waits for it).
-        handshake::push(&s.flag, &RECORDING, &mut self.recs, rec, BUFFER);
+        if self.recs.is_empty() {
+            // T1: a buffer starts only while the trace records (or the stopper waits for it).
+            if !handshake::begin(&s.flag, &RECORDING) {
+                return;
+            }
+            if self.recs.capacity() == 0 {
+                self.recs.reserve_exact(BUFFER);
+            }
+        }
+        self.recs.push(rec);
         if self.recs.len() >= BUFFER {
             self.flush(true);
         }
@@ -262,9 +270,13 @@ impl Local {
 
     /// `push` without the hand-over when full (closing slices while leaving).
     fn recs_push_raw(&mut self, rec: Rec) {
-        if let Some(s) = &self.session {
-            handshake::push(&s.flag, &RECORDING, &mut self.recs, rec, BUFFER);
+        if let Some(s) = &self.session
+            && self.recs.is_empty()
+            && !handshake::begin(&s.flag, &RECORDING)
+        {
+            return;
         }
+        self.recs.push(rec);
     }
 }
 
