@@ -11,10 +11,13 @@
 //!   is bounded by `IN_FLIGHT + threads` buffers of `BUFFER` records.
 //! - A worker about to sleep hands over what it has (best effort: kept if the channel is
 //!   full), so a stop while workers sleep finds their buffers empty.
-//! - `dirty` says the buffer holds records the writer has not got. The stopping thread clears
-//!   [`RECORDING`], then waits (bounded) for every registered thread's `dirty` to clear: a
-//!   thread that records anything after the stop hands over its buffer and leaves the session;
-//!   a thread that exits hands it over from its thread-local destructor.
+//! - `dirty` says the buffer holds records the writer has not got. The stopping thread hands
+//!   over its own buffer, clears [`RECORDING`], then waits (bounded) for every registered
+//!   thread's `dirty` to clear: a thread with records sees the stop at its next event, hands
+//!   its buffer over and leaves the session; a thread that exits hands it over from its
+//!   thread-local destructor. A thread whose buffer is empty at the stop starts no new one
+//!   (`handshake::begin`), so slices it still had open (a sleeping worker's idle slice) are
+//!   not written.
 //!
 //! # Memory ordering
 //!
