@@ -85,6 +85,7 @@ pub mod signal;
 mod signal_pending;
 #[cfg(all(feature = "tracing", not(loom)))]
 mod span_hook;
+// Under loom only the trace recorder's stop handshake is built (its model).
 mod spawn;
 mod stats;
 pub mod sync;
@@ -93,6 +94,9 @@ pub mod time;
 pub mod tokio;
 #[cfg(not(loom))]
 pub mod trace;
+#[cfg(all(test, loom))]
+#[path = "trace/handshake.rs"]
+mod trace_handshake;
 
 pub use purloin_context as context;
 pub use purloin_deque as deque;

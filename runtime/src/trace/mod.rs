@@ -81,6 +81,7 @@
 //! std::fs::remove_file(&path).unwrap();
 //! ```
 
+mod handshake;
 mod json;
 mod record;
 
@@ -94,7 +95,8 @@ use std::time::{Duration, Instant};
 
 use crate::loom::{AtomicU64, Ordering};
 
-use record::{Attach, GENERATION, Msg, RECORDING, ThreadFlag};
+use handshake::ThreadFlag;
+use record::{Attach, GENERATION, Msg, RECORDING};
 pub(crate) use record::{event, switch_in, switch_out};
 
 /// Batches waiting for the writer before a full buffer is dropped.
@@ -248,19 +250,20 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
              Builder::trace or PURLOIN_TRACE=file.json)",
         ));
     };
-    // T1: SeqCst, against the recorders' `dirty` stores.
-    RECORDING.store(false, Ordering::SeqCst);
+    // This thread's records first: after the clear it would keep none it has not flagged.
+    record::leave_here();
+    // T1 (`handshake`): from here no thread keeps a record it has not flagged.
+    handshake::clear(&RECORDING);
     purloin_sched::hook::set_eager_spawn(false);
     drop(guard);
-    record::leave_here();
     let deadline = Instant::now() + STOP_GRACE;
-    let unflushed = loop {
-        let n = s.threads.iter().filter(|t| record::is_dirty(t)).count();
-        if n == 0 || Instant::now() >= deadline {
-            break n;
+    let unflushed = handshake::wait_clean(&s.threads, || {
+        if Instant::now() >= deadline {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(1));
-    };
+        false
+    });
     let (reply_tx, reply_rx) = mpsc::sync_channel(1);
     let sent = s.tx.send(Msg::Finish(reply_tx));
     drop(s.tx);
@@ -303,7 +306,7 @@ pub fn is_recording() -> bool {
 fn attach() -> Option<Attach> {
     let mut guard = session();
     let s = guard.as_mut()?;
-    let flag = Arc::new(ThreadFlag::default());
+    let flag = Arc::new(ThreadFlag::new());
     s.threads.push(flag.clone());
     let tid = s.next_tid;
     s.next_tid += 1;

@@ -11,30 +11,31 @@
 //!   is bounded by `IN_FLIGHT + threads` buffers of `BUFFER` records.
 //! - A worker about to sleep hands over what it has (best effort: kept if the channel is
 //!   full), so a stop while workers sleep finds their buffers empty.
-//! - `dirty` says the buffer holds records the writer has not got. The stopping thread clears
-//!   [`RECORDING`], then waits (bounded) for every registered thread's `dirty` to clear: a
-//!   thread that records anything after the stop hands over its buffer and leaves the session;
-//!   a thread that exits hands it over from its thread-local destructor.
+//! - `dirty` says the buffer holds records the writer has not got. The stopping thread hands
+//!   over its own buffer, clears [`RECORDING`], then waits (bounded) for every registered
+//!   thread's `dirty` to clear: a thread with records sees the stop at its next event, hands
+//!   its buffer over and leaves the session; a thread that exits hands it over from its
+//!   thread-local destructor. A thread whose buffer is empty at the stop starts no new one
+//!   (`handshake::begin`), so slices it still had open (a sleeping worker's idle slice) are
+//!   not written.
 //!
 //! # Memory ordering
 //!
-//! - (T1) `dirty`: the owner's SeqCst store `false` after its hand-over pairs with the
-//!   stopper's SeqCst load: a stopper that reads `false` sends `Finish` after the batch
-//!   (the channel orders the two messages from then on). The owner's store `true` and the
-//!   stopper's clear of [`RECORDING`] are both SeqCst, so a record pushed after the stopper's
-//!   scan read `false` was pushed by a thread that then sees [`RECORDING`] clear at its next
-//!   event and hands over into a closed channel: counted as dropped.
+//! - (T1) The stop handshake on `dirty` and [`RECORDING`]: `handshake.rs` (a Dekker pair of
+//!   SeqCst fences, then the Release `dirty = false` after each hand-over against the
+//!   stopper's Acquire scan), modelled there under loom.
 //! - [`RECORDING`] is read Relaxed on the hot path: a thread that misses the stop for a few
-//!   events records them into a session that is ending (they are counted as dropped or
-//!   written, never lost silently).
+//!   events records them into a buffer it flagged before the stop, which the stopper waits
+//!   for (T1).
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::mpsc::SyncSender;
 use std::time::Instant;
 
 use purloin_sched::WaitInfo;
 
+use super::handshake::{self, HandOver, ThreadFlag};
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
 
 /// Records per thread buffer.
@@ -117,13 +118,6 @@ pub(super) enum Rec {
 pub(super) enum Msg {
     Batch { tid: u64, name: Option<String>, recs: Vec<Rec> },
     Finish(SyncSender<std::io::Result<u64>>),
-}
-
-/// A recording thread, as the stopper sees it.
-#[derive(Default)]
-pub(super) struct ThreadFlag {
-    /// The buffer holds records the writer has not got (T1).
-    pub(super) dirty: AtomicBool,
 }
 
 /// What a thread needs from its session.
@@ -224,8 +218,10 @@ impl Local {
     fn push(&mut self, rec: Rec) {
         let Some(s) = &self.session else { return };
         if self.recs.is_empty() {
-            // T1: SeqCst, against the stopper's scan.
-            s.flag.dirty.store(true, Ordering::SeqCst);
+            // T1: a buffer starts only while the trace records (or the stopper waits for it).
+            if !handshake::begin(&s.flag, &RECORDING) {
+                return;
+            }
             if self.recs.capacity() == 0 {
                 self.recs.reserve_exact(BUFFER);
             }
@@ -246,23 +242,16 @@ impl Local {
         let recs = std::mem::replace(&mut self.recs, Vec::with_capacity(BUFFER));
         let n = recs.len() as u64;
         let msg = Msg::Batch { tid: s.tid, name: self.name.take(), recs };
-        match s.tx.try_send(msg) {
-            Ok(()) => {}
-            Err(TrySendError::Full(Msg::Batch { name, recs, .. })) if !must => {
+        // T1: the flag clears after the hand-over.
+        match handshake::hand_over(&s.flag, &s.tx, msg, n, must, &s.dropped) {
+            HandOver::Sent | HandOver::Dropped(Msg::Finish(_)) => {}
+            HandOver::Kept(Msg::Batch { name, recs, .. }) => {
                 self.recs = recs;
                 self.name = name;
-                return;
             }
-            Err(TrySendError::Full(Msg::Batch { name, .. })) => {
-                self.name = name;
-                s.dropped.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(_) => {
-                s.dropped.fetch_add(n, Ordering::Relaxed);
-            }
+            HandOver::Dropped(Msg::Batch { name, .. }) => self.name = name,
+            HandOver::Kept(Msg::Finish(_)) => unreachable!("a thread hands over batches only"),
         }
-        // T1: after the hand-over.
-        s.flag.dirty.store(false, Ordering::SeqCst);
     }
 
     fn close_run(&mut self, now: u64) {
@@ -286,8 +275,9 @@ impl Local {
     fn recs_push_raw(&mut self, rec: Rec) {
         if let Some(s) = &self.session
             && self.recs.is_empty()
+            && !handshake::begin(&s.flag, &RECORDING)
         {
-            s.flag.dirty.store(true, Ordering::SeqCst);
+            return;
         }
         self.recs.push(rec);
     }
@@ -413,9 +403,4 @@ pub(super) fn leave_here() {
             l.leave(now);
         }
     });
-}
-
-/// Whether `flag`'s thread still holds records (T1).
-pub(super) fn is_dirty(flag: &ThreadFlag) -> bool {
-    flag.dirty.load(Ordering::SeqCst)
 }
