@@ -265,6 +265,7 @@ impl Builder {
     /// /// # Safety
     /// /// `ptr` is a detached pointer from `Box::<String>::into_raw`.
     /// unsafe fn free(ptr: *mut ()) {
+    ///     // SAFETY: the caller passes a pointer from `Box::<String>::into_raw` (contract above).
     ///     drop(unsafe { Box::from_raw(ptr.cast::<String>()) });
     /// }
     ///
