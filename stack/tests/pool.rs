@@ -2,11 +2,12 @@
 //! once, the per-thread cache, labels, sizes, statistics and configuration.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::collections::HashSet;
 use std::io::ErrorKind;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
 
 use purloin_stack::{Options, Stack, StackSize, configure, lease, page_size, stats, trim};
 
@@ -18,30 +19,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     STATS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Aborts the process if `done` is not set within `secs`: a hang fails instead of blocking.
-fn watchdog(secs: u64) -> Arc<AtomicBool> {
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        for _ in 0..secs * 10 {
-            if d.load(Ordering::Relaxed) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("watchdog: the test did not finish in {secs} s");
-        std::process::abort();
-    });
-    done
-}
-
 /// Producers lease stacks and send them to consumers, which return them (a green thread
 /// migrating between workers). Every stack carries a token at both ends; a live-set catches
 /// a stack handed out twice; at the end nothing is leaked.
 #[test]
 fn stacks_migrate_between_threads_exactly_once() {
     let _serial = serial();
-    let done = watchdog(120);
+    let done = common::watchdog(120, "the test");
     const PRODUCERS: usize = 3;
     const PER_PRODUCER: usize = 20_000;
     let leased_before = stats().leased;
