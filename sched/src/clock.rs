@@ -6,7 +6,7 @@
 //! a stamp): spawn, switch-in, park, a wake-up that queues it, a yield that queues it, entering
 //! and leaving a blocking section. A stamp is one Relaxed load of [`NOW`] and one Relaxed
 //! store into the record, next to the state word those paths write anyway. Reading the OS
-//! clock there instead (`Instant::now()`, a vDSO call, a few dozen instructions and ~20 ns)
+//! clock there instead (`Instant::now()`, a vDSO call, many times the cost of a load)
 //! would be paid twice per park–unpark round trip.
 //!
 //! # Who refreshes it, and its resolution
