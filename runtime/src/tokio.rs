@@ -9,7 +9,7 @@
 //!
 //! - **No tokio context on a worker across a park.** The context is a thread-local of the OS
 //!   thread (tokio's `Handle::enter`). It is entered just before each poll and left just
-//!   after, and each poll runs in a [`NoSwitch`](purloin_sched::NoSwitch) section: if the
+//!   after, and each poll runs in a [`NoSwitch`] section: if the
 //!   future's code tries to park, yield or block the green thread (a purloin lock or channel
 //!   that has to wait, a sleep, a `join`, `purloin::blocking`), it panics with a message that
 //!   says so, instead of leaving the context on the worker for the next green thread. Inside
