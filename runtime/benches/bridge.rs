@@ -8,11 +8,13 @@
 //! - `http_100_conns`: HTTP/1 request/response over loopback with hyper, 100 keep-alive
 //!   connections, each making the same number of sequential requests; one element is one
 //!   request. Server: hyper on a 1-thread tokio runtime. Clients: (a) `tokio`: 100 tokio tasks
-//!   on the bridge's tokio runtime; (b) `purloin_bridge`: 100 green threads (2 workers), each
-//!   request one `purloin::tokio::block_on` on the same tokio runtime. Each variant's
+//!   on a default multi-threaded tokio runtime of their own; (b) `purloin_bridge`: 100 green
+//!   threads (2 workers), each request one `purloin::tokio::block_on` on the bridge's own
+//!   tokio runtime. Each variant's
 //!   per-request p50 and p99 latency over all its iterations is printed at the end (criterion
 //!   itself reports batch means), with the server's and the clients' CPU time per request
-//!   (threads `bench-server`, and `purloin-*`: the bridge's tokio runtime and purloin's threads).
+//!   (threads `bench-server`; `bench-tokio` for (a); `purloin-*`, the bridge's tokio runtime and
+//!   purloin's threads, for (b)).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::convert::Infallible;
@@ -59,7 +61,7 @@ fn thread_cpu(prefixes: &[&str]) -> Duration {
 /// Threads of the server, and of the clients (the bridge's tokio runtime, purloin's workers
 /// and monitor).
 const SERVER: &[&str] = &["bench-server"];
-const CLIENT: &[&str] = &["purloin-"];
+const CLIENT: &[&str] = &["purloin-", "bench-tokio"];
 
 /// Prints the median and the 99th percentile of `lat` (criterion reports means of batches),
 /// and the server's and the clients' CPU time per request over the variant's whole run.
@@ -123,7 +125,13 @@ fn round_trip(c: &mut Criterion) {
             })
         })
     });
-    let handle = purloin::tokio::handle();
+    // (a) is hyper on tokio alone: a default multi-threaded runtime of its own.
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("bench-tokio")
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = tokio_rt.handle();
     g.bench_function("tokio/wake", |b| {
         b.iter_custom(|n| {
             handle
@@ -199,7 +207,13 @@ fn http(c: &mut Criterion) {
     let mut g = c.benchmark_group("http_100_conns");
     g.throughput(Throughput::Elements(1));
     g.sample_size(20);
-    let handle = purloin::tokio::handle();
+    // (a) is hyper on tokio alone: a default multi-threaded runtime of its own.
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("bench-tokio")
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = tokio_rt.handle();
     // One criterion iteration is CONNS requests (one per connection): time / CONNS per request.
     // Timed from when all connections are up (a barrier) to when the last one is done.
     let lat_tokio = Latencies::default();

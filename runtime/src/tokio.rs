@@ -16,7 +16,9 @@
 //!   the future, await async APIs; do purloin's waits outside `block_on`.
 //! - **Which runtime.** The handle given to [`set_handle`] before first use, or else a
 //!   multi-threaded tokio runtime that purloin starts on first use (threads named
-//!   `purloin-tokio`, as many as CPUs up to 4, I/O and time drivers enabled), which lives as
+//!   `purloin-tokio`, half as many as CPUs, at least 1 and at most 4, I/O and time drivers
+//!   enabled: tokio's threads only drive I/O and timers and run what the futures spawn, so more
+//!   of them would take cores from purloin's workers), which lives as
 //!   long as the process. [`block_on_with`] takes a handle per call.
 //! - **Cost.** A future that is ready at once costs its poll and the context's entry; one that
 //!   waits costs a park and an unpark, woken from tokio's driver thread. Nothing is spawned:
@@ -88,8 +90,11 @@ pub fn handle() -> &'static Handle {
     HANDLE.get_or_init(|| {
         OWNED
             .get_or_init(|| {
+                // Half the CPUs: the futures are polled on green threads, so tokio's threads
+                // only drive I/O and timers and run what the futures spawn; more of them
+                // would compete with purloin's workers for the same cores.
                 let threads =
-                    std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+                    (std::thread::available_parallelism().map_or(1, usize::from) / 2).clamp(1, 4);
                 ::tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(threads)
                     .thread_name("purloin-tokio")
