@@ -17,8 +17,9 @@
 //! pays nothing for it. If the thread cannot be started, the returning thread scavenges
 //! itself (memory is given back late rather than never).
 //!
-//! `fork`: a `pthread_atfork` handler makes a fork wait for a round in progress (so the child
-//! never inherits a class lock held by a thread it does not have), and a child that returns
+//! `fork`: a `pthread_atfork` handler makes a fork wait for the batch in progress (so the
+//! child never inherits a class lock held by a thread it does not have; a round releases its
+//! hold between batches, so a fork never waits for a whole round), and a child that returns
 //! stacks beyond the bound starts its own scavenger thread.
 //!
 //! # Memory ordering
@@ -97,16 +98,21 @@ impl Wakeup {
 }
 
 /// One scavenger round over `classes`, after [`Wakeup::wait`]: clears `pending` first (S1),
-/// then takes every class's `excess` in batches.
-pub(crate) fn round<'a>(
+/// then takes every class's `excess` in batches, each under a guard from `hold` (the thread's
+/// [`InRound`], so that a `fork` waits for one batch, not for the whole round).
+pub(crate) fn round<'a, H>(
     wake: &Wakeup,
     classes: impl Iterator<Item = &'a crate::pool::ClassPool>,
+    hold: impl Fn() -> H,
 ) -> usize {
     wake.begin_round();
     let mut taken = 0;
     for class in classes {
         loop {
-            let n = class.scavenge(BATCH);
+            let n = {
+                let _held = hold();
+                class.scavenge(BATCH)
+            };
             taken += n;
             if n < BATCH {
                 break;
@@ -116,8 +122,8 @@ pub(crate) fn round<'a>(
     taken
 }
 
-/// Set while the scavenger thread runs a round (and so may hold a class's `scavenging` lock),
-/// or while a `fork` is under way (see [`before_fork`]).
+/// Set while the scavenger thread gives back a batch (and so may hold a class's `scavenging`
+/// lock), or while a `fork` is under way (see [`before_fork`]).
 #[cfg(not(loom))]
 static IN_ROUND: crate::sync::real::AtomicBool = crate::sync::real::AtomicBool::new(false);
 
@@ -138,6 +144,25 @@ fn enter_round() {
 fn leave_round() {
     // Release: pairs with the Acquire in `enter_round`.
     IN_ROUND.store(false, crate::sync::real::Ordering::Release);
+}
+
+/// [`IN_ROUND`] held for one batch of a round.
+#[cfg(not(loom))]
+struct InRound;
+
+#[cfg(not(loom))]
+impl InRound {
+    fn enter() -> InRound {
+        enter_round();
+        InRound
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for InRound {
+    fn drop(&mut self) {
+        leave_round();
+    }
 }
 
 /// Serializes starting the scavenger thread (see [`wake`]).
@@ -161,11 +186,11 @@ struct ForkLocks {
     _woken: std::sync::MutexGuard<'static, bool>,
 }
 
-/// `pthread_atfork` prepare handler: a fork waits for a scavenger round to end, so the child
+/// `pthread_atfork` prepare handler: a fork waits for a scavenger batch to end, so the child
 /// never inherits a class's `scavenging` lock held by a thread it does not have, and takes the
-/// scavenger's own mutexes for the same reason. The order (`STARTING`, the round, `woken`) is
-/// the order [`wake`] takes them in; the scavenger thread holds `woken` only inside
-/// [`Wakeup::wait`], never with the round.
+/// scavenger's own mutexes for the same reason. The order (`STARTING`, a batch's hold, `woken`)
+/// is the order [`wake`] takes them in; the scavenger thread holds `woken` only inside
+/// [`Wakeup::wait`], never with a batch.
 #[cfg(not(loom))]
 extern "C" fn before_fork() {
     let starting = crate::sync::real::lock(&STARTING);
@@ -239,9 +264,7 @@ pub(crate) fn wake() {
     } else {
         // No thread (this time): give the memory back here, late rather than never.
         g.scavenger.wait();
-        enter_round();
-        round(&g.scavenger, g.classes());
-        leave_round();
+        round(&g.scavenger, g.classes(), InRound::enter);
     }
 }
 
@@ -256,9 +279,7 @@ fn run() {
     loop {
         g.scavenger.wait();
         settle(|| g.classes().map(|c| c.excess()).sum());
-        enter_round();
-        round(&g.scavenger, g.classes());
-        leave_round();
+        round(&g.scavenger, g.classes(), InRound::enter);
     }
 }
 
@@ -327,7 +348,7 @@ mod models {
                     if *woken {
                         *woken = false;
                         drop(woken);
-                        round(&w2, std::iter::once(&*p2));
+                        round(&w2, std::iter::once(&*p2), || ());
                         woken = lock(&w2.woken);
                     // Relaxed: written under the same mutex.
                     } else if st.load(Ordering::Relaxed) {
