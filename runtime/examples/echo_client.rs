@@ -165,19 +165,23 @@ struct Run {
     latencies: Vec<u32>,
     /// Server CPU time (user + system) per request, warm-up included, when measured.
     server_cpu_per_req: Option<Duration>,
+    /// The user-space part of that time, when measured.
+    server_user_per_req: Option<Duration>,
 }
 
-/// User + system CPU time of process `pid` so far, from `/proc/PID/stat` (Linux).
-fn cpu_time(pid: u32) -> Option<Duration> {
+/// User and system CPU time of process `pid` so far, from `/proc/PID/stat` (Linux).
+fn cpu_time(pid: u32) -> Option<(Duration, Duration)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may contain spaces) start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let sys: u64 = fields.get(12)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+    let secs = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz as f64);
+    (hz > 0).then(|| (secs(user), secs(sys)))
 }
 
 impl Run {
@@ -248,7 +252,13 @@ fn load(args: &Args, target: &Target) -> Run {
     let last = per_conn.iter().map(|r| r.1).max().unwrap();
     let mut latencies: Vec<u32> = per_conn.into_iter().flat_map(|r| r.2).collect();
     latencies.sort_unstable();
-    Run { requests: latencies.len(), elapsed: last - first, latencies, server_cpu_per_req: None }
+    Run {
+        requests: latencies.len(),
+        elapsed: last - first,
+        latencies,
+        server_cpu_per_req: None,
+        server_user_per_req: None,
+    }
 }
 
 /// A connection of either kind (one virtual call per request is noise next to two system
@@ -257,7 +267,10 @@ trait ReadWrite: Read + Write + Send {}
 impl<T: Read + Write + Send> ReadWrite for T {}
 
 fn print_run(name: &str, args: &Args, r: &Run) {
-    let cpu = r.server_cpu_per_req.map_or(String::new(), |c| format!("   server CPU {c:.1?}/req"));
+    let cpu = match (r.server_cpu_per_req, r.server_user_per_req) {
+        (Some(c), Some(u)) => format!("   server CPU {c:.1?}/req (user {u:.1?})"),
+        _ => String::new(),
+    };
     println!(
         "{name:<12} {:>10.0} req/s   p50 {:>9.1?}   p99 {:>9.1?}   p999 {:>9.1?}{cpu}   \
          ({} conns x {} req x {} B in {:.2?})",
@@ -277,9 +290,11 @@ fn load_measured(args: &Args, server: &Server) -> Run {
     let pid = server.child.id();
     let before = cpu_time(pid);
     let mut r = load(args, &server.addr);
-    if let (Some(b), Some(a)) = (before, cpu_time(pid)) {
-        let total = r.requests + args.conns * args.warmup;
-        r.server_cpu_per_req = Some((a.saturating_sub(b)).div_f64(total.max(1) as f64));
+    if let (Some((bu, bs)), Some((au, as_))) = (before, cpu_time(pid)) {
+        let total = (r.requests + args.conns * args.warmup).max(1) as f64;
+        let user = au.saturating_sub(bu);
+        r.server_cpu_per_req = Some((user + as_.saturating_sub(bs)).div_f64(total));
+        r.server_user_per_req = Some(user.div_f64(total));
     }
     r
 }
