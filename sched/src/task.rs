@@ -247,6 +247,86 @@ where
     }
 }
 
+/// A task nobody joins: the cell's head and the closure, with no packet. Its G side is its only
+/// owner, so running or failing it frees the cell with no atomic read-modify-write (a
+/// [`TaskCell`] whose handle was dropped costs the handle's detaching `fetch_or` and the
+/// completer's CAS). What the closure returns and a panic's payload are dropped: a caller that
+/// needs to learn how the closure ended does it inside the closure (the facade's scopes count
+/// their green threads there).
+#[repr(C)]
+pub(crate) struct DetachedCell<F> {
+    head: CellHead,
+    f: UnsafeCell<Option<F>>,
+}
+
+impl<F> DetachedCell<F>
+where
+    F: FnOnce() + Send,
+{
+    const VTABLE: TaskVTable =
+        TaskVTable { run: Self::run_raw, fail: Self::fail_raw, free: Self::free_raw };
+
+    /// Allocates a cell for `f`; returns its one owner.
+    pub(crate) fn allocate(f: F) -> OwnedTask {
+        let cell = crate::cells::alloc(core::alloc::Layout::new::<Self>()).cast::<Self>();
+        // SAFETY: fresh memory with the layout of `Self`.
+        unsafe {
+            cell.as_ptr().write(DetachedCell {
+                head: CellHead {
+                    state: AtomicU32::new(EMPTY),
+                    vtable: &Self::VTABLE,
+                    identity: crate::lazy::Identity::new(),
+                },
+                f: UnsafeCell::new(Some(f)),
+            })
+        };
+        OwnedTask { cell: cell.cast(), vtable: &Self::VTABLE }
+    }
+
+    /// Takes the closure out and frees the cell: nobody reads the cell after its G side is
+    /// consumed (no handle; a worker-run task's identity is its G, not the cell).
+    ///
+    /// # Safety
+    /// `cell` is a live `DetachedCell<F>` whose G side the caller owns and consumes.
+    unsafe fn take_and_free(cell: NonNull<()>) -> Option<F> {
+        let cell = cell.cast::<Self>();
+        // SAFETY: the G side owns `f` and takes it once; the caller is the cell's only user.
+        let f = unsafe { (*cell.as_ptr()).f.with_mut(|f| (*f).take()) };
+        // SAFETY: as above; `f` is out, so freeing drops nothing of the closure.
+        unsafe { Self::free_raw(cell.cast()) };
+        f
+    }
+
+    /// # Safety
+    /// As for [`DetachedCell::take_and_free`]. A detached task is never run by a joiner.
+    unsafe fn run_raw(cell: NonNull<()>, _by_joiner: bool) {
+        // SAFETY: the caller's obligation.
+        let Some(f) = (unsafe { Self::take_and_free(cell) }) else { return };
+        // Nobody takes the payload: the panic hook has reported it.
+        drop(panic::catch_unwind(AssertUnwindSafe(f)));
+    }
+
+    /// # Safety
+    /// As for [`DetachedCell::take_and_free`].
+    unsafe fn fail_raw(cell: NonNull<()>, payload: Box<dyn Any + Send>) {
+        drop(payload);
+        // SAFETY: the caller's obligation.
+        drop(unsafe { Self::take_and_free(cell) });
+    }
+
+    /// # Safety
+    /// As for [`TaskCell::free_raw`], for a cell made by [`DetachedCell::allocate`].
+    unsafe fn free_raw(cell: NonNull<()>) {
+        let cell = cell.cast::<Self>();
+        // SAFETY: written in `allocate` with `cells::alloc` of this layout; the caller is its
+        // last user, so it is dropped and freed once.
+        unsafe {
+            core::ptr::drop_in_place(cell.as_ptr());
+            crate::cells::free(cell.cast(), core::alloc::Layout::new::<Self>());
+        }
+    }
+}
+
 /// Completes the packet with `result` and gives up the G side's ownership (T1); frees the cell
 /// if the handle is gone (T3).
 ///

@@ -12,6 +12,11 @@
 //! ```
 //!
 //! (`purloin`, `sched` or `rayon` as the first argument; fib(n) forks fib(n+1) - 1 times.)
+//!
+//! Scoped spawns the same way: `scope`, `scope-handles` or `rayon-scope` as the first argument
+//! and the number of spawns second; one scope spawns that many no-op closures (a handle-less
+//! `Scope::spawn_detached`, `Scope::spawn` with its handle dropped, or rayon's `Scope::spawn`)
+//! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`.
 use std::hint::black_box;
 
 fn fib_purloin(n: u64) -> u64 {
@@ -38,6 +43,39 @@ fn fib_rayon(n: u64) -> u64 {
     a + b
 }
 
+fn scope_purloin(n: u64) -> u64 {
+    purloin::scope(|s| {
+        for i in 0..n {
+            s.spawn_detached(move || {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
+fn scope_handles_purloin(n: u64) -> u64 {
+    purloin::scope(|s| {
+        for i in 0..n {
+            s.spawn(move || {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
+fn scope_rayon(n: u64) -> u64 {
+    rayon::scope(|s| {
+        for i in 0..n {
+            s.spawn(move |_| {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let which = args.first().map_or("purloin", String::as_str);
@@ -57,7 +95,27 @@ fn main() {
             .build()
             .unwrap()
             .install(|| fib_rayon(black_box(n))),
-        other => panic!("unknown contender {other:?}: use purloin, sched or rayon"),
+        "scope" | "scope-handles" => {
+            let f = if which == "scope" { scope_purloin } else { scope_handles_purloin };
+            purloin::runtime::Builder::new()
+                .workers(1)
+                .build()
+                .unwrap()
+                .block_on(move || f(black_box(n)))
+        }
+        "rayon-scope" => rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| scope_rayon(black_box(n))),
+        other => panic!(
+            "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles or \
+             rayon-scope"
+        ),
     };
-    println!("{which}: fib({n}) = {r}");
+    if which.contains("scope") {
+        println!("{which}: {r} spawns");
+    } else {
+        println!("{which}: fib({n}) = {r}");
+    }
 }
