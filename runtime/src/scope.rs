@@ -97,8 +97,22 @@ impl ScopeState {
         }
     }
 
-    /// Waits until every green thread of the scope has finished.
+    /// The group its handle-less green threads are spawned in (`run_detached_inline`).
+    fn group(&self) -> usize {
+        self as *const ScopeState as usize
+    }
+
+    /// Waits until every green thread of the scope has finished. From a green thread it first
+    /// runs the scope's handle-less green threads that have not started yet and that are on
+    /// top of its worker's queue inline (`purloin_sched::run_detached_inline`), as rayon's
+    /// scope runs its own jobs while it waits.
     pub(crate) fn wait_all(&self) {
+        // Acquire: as below.
+        while self.running.load(Ordering::Acquire) != 0 {
+            if !purloin_sched::run_detached_inline(self.group()) {
+                break;
+            }
+        }
         if self.running.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -207,13 +221,14 @@ where
         f: Some(f),
         finish: Finish { state: state.clone(), started: false, panicked: false },
     };
+    let group = state.group();
     // SAFETY: `body` (and `f`'s borrows, which live for 'a) are run or dropped before
     // `Finish` counts the green thread finished (field order, and `Detached::run` drops the
     // closure inside), and the caller does not let 'a end before the count is zero.
     let spawned = unsafe {
         match sched {
-            Some(s) => s.spawn_detached_unchecked(opts, move || body.run()),
-            None => purloin_sched::spawn_detached_unchecked(opts, move || body.run()),
+            Some(s) => s.spawn_detached_unchecked(opts, group, move || body.run()),
+            None => purloin_sched::spawn_detached_unchecked(opts, group, move || body.run()),
         }
     };
     if spawned.is_err() {

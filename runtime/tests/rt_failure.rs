@@ -125,6 +125,9 @@ fn a_detached_scoped_thread_that_never_ran_drops_its_captures_and_says_so() {
                         let _c = c;
                         unreachable!("it never runs");
                     });
+                    // Let a worker take it (and fail to lease its stack) before the scope's
+                    // wait would run it inline, without a stack of its own.
+                    purloin::yield_now();
                 })
             }));
             assert!(dropped.load(Ordering::SeqCst), "dropped before the scope ended");

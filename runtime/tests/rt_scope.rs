@@ -178,3 +178,33 @@ fn detached_scoped_threads_borrow_from_a_plain_thread_and_nest() {
     });
     assert!(parts.iter().enumerate().all(|(i, &p)| p == i as u64 * 10));
 }
+
+/// A scope's owner runs its unstarted handle-less children inline while it waits: such a
+/// child has its own identity, and one that parks (here on a rendezvous channel whose sender
+/// is a sibling that runs as a green thread of its own) parks its host and is resumed there.
+#[test]
+fn a_scope_runs_its_detached_children_inline_and_they_may_park() {
+    let _w = common::watchdog("detached inline", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let before = rt.stats().total.inline_joins;
+    let (owner, child, got) = rt.block_on(|| {
+        let owner = purloin::current().expect("a green thread").id();
+        let (tx, rx) = purloin::sync::channel::bounded::<u32>(0);
+        let mut child = None;
+        let mut got = None;
+        purloin::scope(|s| {
+            // Spawned first: in runnext, which a worker takes before the local queue.
+            s.spawn_detached(move || tx.send(7).unwrap());
+            // Spawned last: on top of the local queue, where the owner's wait looks first.
+            s.spawn_detached(|| {
+                child = Some(purloin::current().expect("a green thread").id());
+                got = Some(rx.recv().unwrap());
+            });
+        });
+        (owner, child, got)
+    });
+    assert_eq!(got, Some(7));
+    let child = child.expect("the child ran");
+    assert_ne!(child, owner, "an inline child has an identity of its own");
+    assert!(rt.stats().total.inline_joins > before, "the owner ran a child inline");
+}

@@ -326,6 +326,10 @@ impl Scheduler {
     /// reported it); `f` learns of its own end itself (it may count, or signal, in its body
     /// and in its `Drop`).
     ///
+    /// `group` names the tasks one waiter waits for (any number the caller picks, e.g. the
+    /// address of its count): while it waits, a green thread may run members of its group
+    /// that have not started yet inline with [`run_detached_inline`](crate::run_detached_inline).
+    ///
     /// # Errors
     /// The reasons of [`Scheduler::spawn_with`]; `f` has then been dropped, unrun.
     ///
@@ -350,7 +354,7 @@ impl Scheduler {
     /// // SAFETY: `flag` outlives the green thread: we wait below until `tx` (captured by the
     /// // closure) is dropped, which is after the closure's last use of `flag_ref`.
     /// unsafe {
-    ///     sched.spawn_detached_unchecked(SpawnOptions::default(), move || {
+    ///     sched.spawn_detached_unchecked(SpawnOptions::default(), 0, move || {
     ///         let _tx = tx;
     ///         flag_ref.store(true, Ordering::Relaxed);
     ///     })
@@ -359,11 +363,16 @@ impl Scheduler {
     /// assert!(rx.recv().is_err()); // every sender dropped: the closure is gone
     /// assert!(flag.load(Ordering::Relaxed));
     /// ```
-    pub unsafe fn spawn_detached_unchecked<F>(&self, opts: SpawnOptions, f: F) -> io::Result<()>
+    pub unsafe fn spawn_detached_unchecked<F>(
+        &self,
+        opts: SpawnOptions,
+        group: usize,
+        f: F,
+    ) -> io::Result<()>
     where
         F: FnOnce() + Send,
     {
-        spawn_detached_on(&self.shared, opts, DetachedCell::allocate(f))
+        spawn_detached_on(&self.shared, opts, DetachedCell::allocate(group, f))
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -704,7 +713,7 @@ fn spawn_detached_on(
 ///     static RAN: AtomicUsize = AtomicUsize::new(0);
 ///     // SAFETY: the closure borrows nothing.
 ///     unsafe {
-///         purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), || {
+///         purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || {
 ///             RAN.fetch_add(1, Ordering::Relaxed);
 ///         })
 ///     }
@@ -717,10 +726,10 @@ fn spawn_detached_on(
 /// assert_eq!(n.join().unwrap(), 1);
 /// // Outside a green thread there is no scheduler to spawn on.
 /// // SAFETY: as above.
-/// assert!(unsafe { purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), || ()) }
+/// assert!(unsafe { purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || ()) }
 ///     .is_err());
 /// ```
-pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, f: F) -> io::Result<()>
+pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
 where
     F: FnOnce() + Send,
 {
@@ -732,7 +741,7 @@ where
              which starts one)",
         ));
     };
-    spawn_detached_on(&m.shared, opts, DetachedCell::allocate(f))
+    spawn_detached_on(&m.shared, opts, DetachedCell::allocate(group, f))
 }
 
 /// Spawns on the scheduler running the current green thread.

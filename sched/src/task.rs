@@ -50,6 +50,9 @@ const DONE: u32 = 2;
 const PHASE: u32 = 0b11;
 /// The handle was dropped: the completer frees the cell.
 const DETACHED: u32 = 0b100;
+/// The cell is a [`DetachedCell`] (set at allocation, never changed; a [`TaskCell`] never has
+/// it).
+const DETACHED_CELL: u32 = 0b1000;
 
 /// What a G record holds to run: a spawned task it co-owns with a join handle, or a job
 /// borrowed from its joiner's stack (fork-join; the joiner does not return before the job is
@@ -253,10 +256,40 @@ where
 /// completer's CAS). What the closure returns and a panic's payload are dropped: a caller that
 /// needs to learn how the closure ended does it inside the closure (the facade's scopes count
 /// their green threads there).
+///
+/// `key` names a group of such tasks, chosen by the spawner: a waiter for the group may run
+/// members it finds in its own queues inline ([`detached_key`], `help`).
 #[repr(C)]
 pub(crate) struct DetachedCell<F> {
     head: CellHead,
+    key: usize,
     f: UnsafeCell<Option<F>>,
+}
+
+/// The group key of the task cell `cell` if it is a [`DetachedCell`].
+///
+/// # Safety
+/// The caller owns `cell`'s G side (it dequeued its entry): the cell is live.
+pub(crate) unsafe fn detached_key(cell: NonNull<()>) -> Option<usize> {
+    let head = cell.cast::<CellHead>().as_ptr();
+    // SAFETY: live (the caller's obligation); the head is at offset 0 of every cell. Relaxed:
+    // DETACHED_CELL and `key` were written at allocation, before the spawn published the
+    // entry that the caller dequeued (the queue's Release/Acquire pair).
+    if unsafe { (*head).state.load(Ordering::Relaxed) } & DETACHED_CELL == 0 {
+        return None;
+    }
+    // SAFETY: a DetachedCell is `repr(C)` with its key right after the head.
+    Some(unsafe { (*cell.cast::<DetachedCell<()>>().as_ptr()).key })
+}
+
+/// Frees a detached cell that its G side ran inline ([`OwnedTask::run_by_joiner`] leaves it).
+///
+/// # Safety
+/// `cell` is a [`DetachedCell`] whose G side the caller consumed with `run_by_joiner`, and the
+/// caller no longer uses it.
+pub(crate) unsafe fn free_detached(cell: NonNull<()>) {
+    // SAFETY: live until now (the caller's obligation); the vtable was written at allocation.
+    unsafe { ((*cell.cast::<CellHead>().as_ptr()).vtable.free)(cell) };
 }
 
 impl<F> DetachedCell<F>
@@ -266,52 +299,62 @@ where
     const VTABLE: TaskVTable =
         TaskVTable { run: Self::run_raw, fail: Self::fail_raw, free: Self::free_raw };
 
-    /// Allocates a cell for `f`; returns its one owner.
-    pub(crate) fn allocate(f: F) -> OwnedTask {
+    /// Allocates a cell for `f` in group `key`; returns its one owner.
+    pub(crate) fn allocate(key: usize, f: F) -> OwnedTask {
         let cell = crate::cells::alloc(core::alloc::Layout::new::<Self>()).cast::<Self>();
         // SAFETY: fresh memory with the layout of `Self`.
         unsafe {
             cell.as_ptr().write(DetachedCell {
                 head: CellHead {
-                    state: AtomicU32::new(EMPTY),
+                    state: AtomicU32::new(DETACHED_CELL),
                     vtable: &Self::VTABLE,
                     identity: crate::lazy::Identity::new(),
                 },
+                key,
                 f: UnsafeCell::new(Some(f)),
             })
         };
         OwnedTask { cell: cell.cast(), vtable: &Self::VTABLE }
     }
 
-    /// Takes the closure out and frees the cell: nobody reads the cell after its G side is
-    /// consumed (no handle; a worker-run task's identity is its G, not the cell).
+    /// Takes the closure out (once).
     ///
     /// # Safety
     /// `cell` is a live `DetachedCell<F>` whose G side the caller owns and consumes.
-    unsafe fn take_and_free(cell: NonNull<()>) -> Option<F> {
-        let cell = cell.cast::<Self>();
+    unsafe fn take(cell: NonNull<()>) -> Option<F> {
         // SAFETY: the G side owns `f` and takes it once; the caller is the cell's only user.
-        let f = unsafe { (*cell.as_ptr()).f.with_mut(|f| (*f).take()) };
-        // SAFETY: as above; `f` is out, so freeing drops nothing of the closure.
-        unsafe { Self::free_raw(cell.cast()) };
-        f
+        unsafe { (*cell.cast::<Self>().as_ptr()).f.with_mut(|f| (*f).take()) }
     }
 
+    /// Runs the closure (a panic is caught and its payload dropped: the panic hook has
+    /// reported it), then frees the cell, unless `inline`: a waiter running it inline
+    /// ([`help`](crate::help)) still reads the cell's identity afterwards and frees it itself
+    /// ([`free_detached`]). The cell stays while the closure runs: `current()` inside an inline
+    /// run makes its identity in the cell's head.
+    ///
     /// # Safety
-    /// As for [`DetachedCell::take_and_free`]. A detached task is never run by a joiner.
-    unsafe fn run_raw(cell: NonNull<()>, _by_joiner: bool) {
+    /// As for [`DetachedCell::take`].
+    unsafe fn run_raw(cell: NonNull<()>, inline: bool) {
         // SAFETY: the caller's obligation.
-        let Some(f) = (unsafe { Self::take_and_free(cell) }) else { return };
-        // Nobody takes the payload: the panic hook has reported it.
-        drop(panic::catch_unwind(AssertUnwindSafe(f)));
+        if let Some(f) = unsafe { Self::take(cell) } {
+            drop(panic::catch_unwind(AssertUnwindSafe(f)));
+        }
+        if !inline {
+            // SAFETY: the G side's owner (the caller) is the cell's last user; `f` is out.
+            unsafe { Self::free_raw(cell) };
+        }
     }
 
     /// # Safety
-    /// As for [`DetachedCell::take_and_free`].
+    /// As for [`DetachedCell::take`].
     unsafe fn fail_raw(cell: NonNull<()>, payload: Box<dyn Any + Send>) {
         drop(payload);
         // SAFETY: the caller's obligation.
-        drop(unsafe { Self::take_and_free(cell) });
+        let f = unsafe { Self::take(cell) };
+        // SAFETY: as in `run_raw`: the cell goes first, so a panicking drop of the closure
+        // cannot leak it.
+        unsafe { Self::free_raw(cell) };
+        drop(f);
     }
 
     /// # Safety
