@@ -17,6 +17,9 @@
 //! Who frees the cell: the handle, once it has seen `DONE` (the completer never touches the
 //! cell after publishing `DONE`); the completer, if it finds `DETACHED` (the handle is gone).
 //!
+//! A task nobody joins (a scope's handle-less spawn) needs no packet: a [`DetachedCell`] holds
+//! the head and the closure only, and its G side, its one owner, frees it after the run.
+//!
 //! The cell starts with a type-independent [`CellHead`]: the state word, the vtable that runs,
 //! fails and frees it, and the identity of a lazily spawned green thread (see `lazy`). So a
 //! bare pointer to the cell is a complete queue entry: the G side of a lazy spawn.

@@ -16,7 +16,10 @@
 //! Scoped spawns the same way: `scope`, `scope-handles` or `rayon-scope` as the first argument
 //! and the number of spawns second; one scope spawns that many no-op closures (a handle-less
 //! `Scope::spawn_detached`, `Scope::spawn` with its handle dropped, or rayon's `Scope::spawn`)
-//! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`.
+//! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`. Skynet by scope
+//! (each node a scope of 10 handle-less spawns, as `skynet_1m/purloin_scope` in
+//! `benches/runtime.rs`): `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
+//! of ten); per spawn is `(Ir(100,000) - Ir(10,000)) / 100,000` (111,110 - 11,110 spawns).
 use std::hint::black_box;
 
 fn fib_purloin(n: u64) -> u64 {
@@ -65,6 +68,36 @@ fn scope_handles_purloin(n: u64) -> u64 {
     n
 }
 
+/// Skynet by scope (10 handle-less spawns per node) over `n` leaves; spawns `(10n - 1) / 9 - 1`
+/// green threads.
+fn tree_purloin(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn_detached(move || *p = tree_purloin(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
+fn tree_rayon(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    rayon::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn(move |_| *p = tree_rayon(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
 fn scope_rayon(n: u64) -> u64 {
     rayon::scope(|s| {
         for i in 0..n {
@@ -103,17 +136,29 @@ fn main() {
                 .unwrap()
                 .block_on(move || f(black_box(n)))
         }
+        "scope-tree" => purloin::runtime::Builder::new()
+            .workers(1)
+            .build()
+            .unwrap()
+            .block_on(move || tree_purloin(0, black_box(n))),
+        "rayon-scope-tree" => rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| tree_rayon(0, black_box(n))),
         "rayon-scope" => rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap()
             .install(|| scope_rayon(black_box(n))),
         other => panic!(
-            "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles or \
-             rayon-scope"
+            "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles, \
+             rayon-scope, scope-tree or rayon-scope-tree"
         ),
     };
-    if which.contains("scope") {
+    if which.contains("tree") {
+        println!("{which}: sum {r}");
+    } else if which.contains("scope") {
         println!("{which}: {r} spawns");
     } else {
         println!("{which}: fib({n}) = {r}");
