@@ -515,6 +515,13 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// result slot to allocate and no join state to keep, so this is the cheaper way to
     /// spawn work that reports through what it borrows.
     ///
+    /// While a scope opened on a green thread waits for its green threads, that green thread
+    /// runs those spawned here that no worker has started yet itself, on its own stack (when
+    /// enough of it is left), as rayon's scope runs its own jobs: no record, stack or switch
+    /// for them. Each still behaves as a green thread of its own: it may park (its host waits
+    /// with it), `current()` inside it is its own, and so are its green-locals. Children that
+    /// other workers took meanwhile run there in parallel.
+    ///
     /// # Examples
     ///
     /// ```
