@@ -3,10 +3,12 @@
 //! runs with 2 workers. Go numbers for the same shapes come from `bench-go/runtime/main.go`.
 //!
 //! - `spawn_join_100k`: from inside the runtime, spawn 100,000 no-op tasks, then join them all
-//!   (may: in chunks of 10,000, see below).
+//!   (may: in chunks of 10,000, see below); `purloin_scope` and `rayon_scope` spawn them into
+//!   a scope without handles instead.
 //! - `fib/22`, `fib/25`: recursive fib where fib(n-1) is forked and joined (28,656 and
 //!   121,392 forks).
-//! - `skynet_1m`: the skynet tree (10 children per node, 1,111,111 tasks), sums via joins.
+//! - `skynet_1m`: the skynet tree (10 children per node, 1,111,111 tasks), sums via joins;
+//!   `purloin_scope` and `rayon_scope` sum through a scope per node instead.
 //! - `yield`: one task yielding 10,000 times.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
@@ -54,6 +56,19 @@ fn spawn_join(c: &mut Criterion) {
             rt.block_on(|| {
                 let hs: Vec<_> = (0..N).map(|i| purloin::spawn(move || black_box(i))).collect();
                 hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+            })
+        })
+    });
+    g.bench_function("purloin_scope", |b| {
+        b.iter(|| {
+            rt.block_on(|| {
+                purloin::scope(|s| {
+                    for i in 0..N {
+                        s.spawn_detached(move || {
+                            black_box(i);
+                        });
+                    }
+                })
             })
         })
     });
@@ -195,6 +210,21 @@ fn skynet_purloin(num: u64, size: u64) -> u64 {
     hs.into_iter().map(|h| h.join().unwrap()).sum()
 }
 
+/// Skynet as `skynet_rayon` writes it: a scope and 10 handle-less spawns per node.
+fn skynet_purloin_scope(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let step = size / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn_detached(move || *p = skynet_purloin_scope(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
 fn skynet_tokio(
     num: u64,
     size: u64,
@@ -236,6 +266,9 @@ fn skynet(c: &mut Criterion) {
     let rt = purloin_rt();
     g.bench_function("purloin", |b| {
         b.iter(|| assert_eq!(rt.block_on(|| skynet_purloin(0, SIZE)), expected))
+    });
+    g.bench_function("purloin_scope", |b| {
+        b.iter(|| assert_eq!(rt.block_on(|| skynet_purloin_scope(0, SIZE)), expected))
     });
     drop(rt);
     let tk = tokio_rt();

@@ -8,13 +8,17 @@
 //! return or unwind past that stack before the closure (and everything it captured) is gone.
 //! Each scope counts its running green threads in a [`ScopeState`]; the scope's owner waits for
 //! the count to reach zero in every exit path, including a panic of the scope's own body (the
-//! wait runs in a destructor). The closure and its result slot share one reference-counted
-//! allocation whose lifetime is erased for the spawn (what `std::thread::Builder::
-//! spawn_unchecked` does with its boxed closure); the count is decremented only after the
-//! green thread's reference to it was dropped (and with it, if the handle is gone, the
-//! closure's captures and the result), so the erased lifetime is never observed past the
-//! scope. Green threads cannot be killed, and shutdown
-//! unwinds parked ones to completion, so the wait ends.
+//! wait runs in a destructor). For [`Scope::spawn`], the closure and its result slot share one
+//! reference-counted allocation whose lifetime is erased for the spawn (what
+//! `std::thread::Builder::spawn_unchecked` does with its boxed closure); the count is
+//! decremented only after the green thread's reference to it was dropped (and with it, if the
+//! handle is gone, the closure's captures and the result), so the erased lifetime is never
+//! observed past the scope. For [`Scope::spawn_detached`], the closure lives in the
+//! scheduler's task cell itself (`purloin_sched::spawn_detached_unchecked`, whose contract is
+//! that the closure is run or dropped exactly once and that the caller learns of it only
+//! through the closure); the count is decremented by a field dropped after the closure, so
+//! after its captures, whether it ran, panicked, or was dropped unrun. Green threads cannot be
+//! killed, and shutdown unwinds parked ones to completion, so the wait ends.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -93,8 +97,22 @@ impl ScopeState {
         }
     }
 
-    /// Waits until every green thread of the scope has finished.
+    /// The group its handle-less green threads are spawned in (`run_detached_inline`).
+    fn group(&self) -> usize {
+        self as *const ScopeState as usize
+    }
+
+    /// Waits until every green thread of the scope has finished. From a green thread it first
+    /// runs the scope's handle-less green threads that have not started yet and that are on
+    /// top of its worker's queue inline (`purloin_sched::run_detached_inline`), as rayon's
+    /// scope runs its own jobs while it waits.
     pub(crate) fn wait_all(&self) {
+        // Acquire: as below.
+        while self.running.load(Ordering::Acquire) != 0 {
+            if !purloin_sched::run_detached_inline(self.group()) {
+                break;
+            }
+        }
         if self.running.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -143,6 +161,82 @@ impl Drop for Body {
             state.finished(false);
         }
     }
+}
+
+/// What a scoped green thread spawned without a handle ([`Scope::spawn_detached`]) runs: the
+/// closure, stored in the scheduler's task cell itself (no separate allocation, no result
+/// slot), and the scope's count. Fields drop in order: the closure (with its captures) first,
+/// then [`Finish`], which counts the green thread finished; so even a capture whose `Drop`
+/// panics is gone before the count lets the scope end.
+struct Detached<F> {
+    f: Option<F>,
+    finish: Finish,
+}
+
+/// Counts a scoped green thread finished when dropped: unstarted if its closure never ran,
+/// panicked if it panicked.
+struct Finish {
+    state: Arc<ScopeState>,
+    started: bool,
+    panicked: bool,
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if !self.started {
+            self.state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
+        }
+        self.state.finished(self.panicked);
+    }
+}
+
+impl<F: FnOnce() + Send> Detached<F> {
+    fn run(mut self) {
+        let f = self.f.take().expect("a scoped body runs once");
+        self.finish.started = true;
+        // The closure's captures are dropped inside (a panicking `Drop` of one is caught too).
+        let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
+        self.finish.panicked = result.is_err();
+        // The payload goes before the count (`self`, dropped next).
+        drop(result);
+    }
+}
+
+/// Spawns `f`, which may borrow data living for `'a`, as a green thread counted by `state`,
+/// with no handle.
+///
+/// # Safety
+/// As for [`spawn_scoped`].
+pub(crate) unsafe fn spawn_scoped_detached<'a, F>(
+    sched: Option<&Scheduler>,
+    opts: SpawnOptions,
+    state: &Arc<ScopeState>,
+    f: F,
+) -> std::io::Result<()>
+where
+    F: FnOnce() + Send + 'a,
+{
+    state.running.fetch_add(1, Ordering::Relaxed);
+    let body = Detached {
+        f: Some(f),
+        finish: Finish { state: state.clone(), started: false, panicked: false },
+    };
+    let group = state.group();
+    // SAFETY: `body` (and `f`'s borrows, which live for 'a) are run or dropped before
+    // `Finish` counts the green thread finished (field order, and `Detached::run` drops the
+    // closure inside), and the caller does not let 'a end before the count is zero.
+    let spawned = unsafe {
+        match sched {
+            Some(s) => s.spawn_detached_unchecked(opts, group, move || body.run()),
+            None => purloin_sched::spawn_detached_unchecked(opts, group, move || body.run()),
+        }
+    };
+    if spawned.is_err() {
+        // The refused closure was dropped inside the spawn: its `Finish` counted it finished
+        // and unstarted. The caller sees this error, so it does not make the scope panic.
+        state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+    }
+    spawned
 }
 
 /// Waits for the scope's green threads when dropped (every exit path of the owner).
@@ -414,6 +508,47 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.spawn_with(SpawnOptions::default(), f).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Spawns a green thread that may borrow anything that outlives the scope, with no
+    /// handle: like [`Scope::spawn`] with the handle dropped at once (std's way to detach a
+    /// thread), and like rayon's `Scope::spawn`, which returns `()`. The scope still waits for
+    /// it, and if it panics, [`scope`] panics after joining all. Without a handle there is no
+    /// result slot to allocate and no join state to keep, so this is the cheaper way to
+    /// spawn work that reports through what it borrows.
+    ///
+    /// While a scope opened on a green thread waits for its green threads, that green thread
+    /// runs those spawned here that no worker has started yet itself, on its own stack (when
+    /// enough of it is left), as rayon's scope runs its own jobs: no record, stack or switch
+    /// for them. Each still behaves as a green thread of its own: it may park (its host waits
+    /// with it), `current()` inside it is its own, and so are its green-locals. Children that
+    /// other workers took meanwhile run there in parallel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut parts = [0u64; 4];
+    /// purloin::scope(|s| {
+    ///     for (i, p) in parts.iter_mut().enumerate() {
+    ///         s.spawn_detached(move || *p = (i as u64 + 1) * 10);
+    ///     }
+    /// });
+    /// assert_eq!(parts, [10, 20, 30, 40]);
+    /// ```
+    ///
+    /// # Panics
+    /// If the runtime refuses the spawn (it is shutting down).
+    pub fn spawn_detached<F>(&'scope self, f: F)
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        let sched = match &self.sched {
+            SchedRef::Runtime(s) => Some(*s),
+            SchedRef::Current => None,
+        };
+        // SAFETY: `scope` holds a WaitAll for `self.state` until after 'scope ends.
+        unsafe { spawn_scoped_detached(sched, SpawnOptions::default(), &self.state, f) }
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     pub(crate) fn spawn_with<F, T>(
         &'scope self,
         opts: SpawnOptions,
@@ -483,7 +618,8 @@ where
         Ok(_) if scope.state.unjoined_unstarted.load(Ordering::Relaxed) > 0 => {
             panic!(
                 "purloin: scope: a scoped green thread never ran (its stack could not be leased, \
-                 or the runtime shut down first); join its handle to get the error"
+                 or the runtime shut down first); spawn it with Scope::spawn and join its handle \
+                 to get the error instead"
             )
         }
         Ok(r) => r,

@@ -91,6 +91,55 @@ fn a_scope_whose_green_thread_never_ran_ends_and_says_so() {
     assert_eq!(purloin::scope(|s| s.spawn(|| 5).join().unwrap()), 5);
 }
 
+/// A handle-less scoped green thread that never ran (no stack) makes the scope panic saying
+/// so, and its closure's captures are dropped before the scope ends.
+#[test]
+fn a_detached_scoped_thread_that_never_ran_drops_its_captures_and_says_so() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _w = common::watchdog("detached scope without a stack", Duration::from_secs(60));
+    let pages = 37;
+    let rt = purloin::runtime::Builder::new().workers(2).stack_size(size(pages)).build().unwrap();
+    let dropped = AtomicBool::new(false);
+    /// Its drop (on the worker that failed to lease a stack) takes a while: an owner whose
+    /// count was decremented before it would return meanwhile (on the other worker) and see
+    /// `dropped` still false. The window only exposes that bug; correct code passes whatever
+    /// the timing.
+    struct Capture<'a>(&'a AtomicBool);
+    impl Drop for Capture<'_> {
+        fn drop(&mut self) {
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_millis(50) {
+                std::thread::yield_now();
+            }
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let unstarted = catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(|| {
+            // The root has its stack: the next lease of this size is the child's.
+            purloin_stack::fault::fail_leases(size(pages), 0, 1, libc::ENOMEM);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                purloin::scope(|s| {
+                    let c = Capture(&dropped);
+                    s.spawn_detached(move || {
+                        let _c = c;
+                        unreachable!("it never runs");
+                    });
+                    // Let a worker take it (and fail to lease its stack) before the scope's
+                    // wait would run it inline, without a stack of its own.
+                    purloin::yield_now();
+                })
+            }));
+            assert!(dropped.load(Ordering::SeqCst), "dropped before the scope ended");
+            r
+        })
+    }))
+    .expect("the root itself does not panic");
+    let msg = panic_message(&*unstarted.unwrap_err());
+    assert!(msg.contains("never ran"), "{msg}");
+    assert_eq!(purloin_stack::fault::pending_failures(size(pages)), 0);
+}
+
 /// Under a real `RLIMIT_AS` (in a child process), green threads whose 512 MiB stacks cannot
 /// be mapped fail their joins with the cause named, quickly, and `block_on` panics with it.
 #[test]

@@ -101,3 +101,110 @@ fn a_refused_scoped_spawn_returns_its_error_and_the_scope_ends() {
     assert_eq!(n, 7);
     assert!(!ran);
 }
+
+/// A capture that yields a few times in its `Drop` before it counts itself dropped: a scope
+/// that lets its owner go on before this drop ends (its count decremented too early) is seen
+/// by the owner, which runs during the yields.
+struct SlowDrop<'a> {
+    dropped: &'a AtomicUsize,
+    panic_in_drop: bool,
+}
+
+impl Drop for SlowDrop<'_> {
+    fn drop(&mut self) {
+        for _ in 0..20 {
+            purloin::yield_now();
+        }
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+        if self.panic_in_drop {
+            panic!("a capture's drop panics");
+        }
+    }
+}
+
+/// Handle-less scoped spawns run exactly once, and every capture is dropped before `scope`
+/// returns, with panics inside (some closures panic, some captures' drops do): the scope then
+/// panics after all ended. One worker, so a green thread's yield lets the owner run.
+#[test]
+fn detached_scoped_threads_run_once_and_drop_captures_before_the_scope_ends() {
+    let _w = common::watchdog("detached scope", Duration::from_secs(60));
+    const N: usize = 300;
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    for panics in [false, true] {
+        let runs: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+        let dropped = AtomicUsize::new(0);
+        let r = rt.block_on(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                purloin::scope(|s| {
+                    for (i, run) in runs.iter().enumerate() {
+                        let capture = SlowDrop {
+                            dropped: &dropped,
+                            panic_in_drop: panics && i % 7 == 3 && i % 5 != 0,
+                        };
+                        s.spawn_detached(move || {
+                            let _c = capture;
+                            run.fetch_add(1, Ordering::SeqCst);
+                            assert!(!(panics && i % 5 == 0), "closure {i} panics");
+                        });
+                    }
+                })
+            }))
+        });
+        // Read before anything else: every drop happened before `scope` returned.
+        assert_eq!(dropped.load(Ordering::SeqCst), N, "captures dropped before the scope ended");
+        assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 1), "each ran exactly once");
+        assert_eq!(r.is_err(), panics, "the scope panics if (and only if) one of them did");
+    }
+}
+
+/// From a plain thread (the global runtime, several workers), handle-less spawns that borrow
+/// mutably write their parts before `scope` returns; nested scopes work too.
+#[test]
+fn detached_scoped_threads_borrow_from_a_plain_thread_and_nest() {
+    let _w = common::watchdog("detached scope nest", Duration::from_secs(60));
+    let mut parts = vec![0u64; 64];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn_detached(move || {
+                let mut inner = [0u64; 4];
+                purloin::scope(|s| {
+                    for (j, q) in inner.iter_mut().enumerate() {
+                        s.spawn_detached(move || *q = j as u64 + 1);
+                    }
+                });
+                *p = i as u64 * inner.iter().sum::<u64>();
+            });
+        }
+    });
+    assert!(parts.iter().enumerate().all(|(i, &p)| p == i as u64 * 10));
+}
+
+/// A scope's owner runs its unstarted handle-less children inline while it waits: such a
+/// child has its own identity, and one that parks (here on a rendezvous channel whose sender
+/// is a sibling that runs as a green thread of its own) parks its host and is resumed there.
+#[test]
+fn a_scope_runs_its_detached_children_inline_and_they_may_park() {
+    let _w = common::watchdog("detached inline", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let before = rt.stats().total.inline_joins;
+    let (owner, child, got) = rt.block_on(|| {
+        let owner = purloin::current().expect("a green thread").id();
+        let (tx, rx) = purloin::sync::channel::bounded::<u32>(0);
+        let mut child = None;
+        let mut got = None;
+        purloin::scope(|s| {
+            // Spawned first: in runnext, which a worker takes before the local queue.
+            s.spawn_detached(move || tx.send(7).unwrap());
+            // Spawned last: on top of the local queue, where the owner's wait looks first.
+            s.spawn_detached(|| {
+                child = Some(purloin::current().expect("a green thread").id());
+                got = Some(rx.recv().unwrap());
+            });
+        });
+        (owner, child, got)
+    });
+    assert_eq!(got, Some(7));
+    let child = child.expect("the child ran");
+    assert_ne!(child, owner, "an inline child has an identity of its own");
+    assert!(rt.stats().total.inline_joins > before, "the owner ran a child inline");
+}

@@ -24,7 +24,8 @@
 //!   popping that very entry from its own local queue; a job anywhere else is left to whoever
 //!   dequeues it. The slot outlives the entry because the joiner does not leave `join` before
 //!   the job is done, and the job is done only after its entry was dequeued.
-//! - A task entry is owned by whoever dequeues it (the joiner, to run it inline, or a worker):
+//! - A task entry is owned by whoever dequeues it (the joiner, to run it inline, a waiter
+//!   running a detached task of its group inline (`help`), or a worker):
 //!   dequeuing it takes the cell's G side, given up at spawn (`OwnedTask::into_cell`).
 
 use core::fmt;

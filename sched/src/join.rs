@@ -271,7 +271,7 @@ fn inline_host<'a>(
 
 /// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
 /// join and `current()` is the child meanwhile.
-fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
+pub(crate) fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
     if let Some(h) = m.held() {
         let p = h.p();
         bump(&p.stats.inline_joins);
@@ -303,7 +303,7 @@ fn label_inline(host: GRef, child: Option<InlineChild>) {
 }
 
 /// Counts an inline run's child as finished.
-fn finish_inline(child_sched: *const crate::shared::Shared) {
+pub(crate) fn finish_inline(child_sched: *const crate::shared::Shared) {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
@@ -609,7 +609,7 @@ fn take_from_far_end(held: HeldP<'_>, child: Wanted) -> bool {
 
 /// Whether the running host's remaining stack can hold a child that asked for `want` bytes:
 /// at least three quarters of it must remain below the current stack pointer.
-fn stack_room(host: GRef, want: usize) -> bool {
+pub(crate) fn stack_room(host: GRef, want: usize) -> bool {
     if cfg!(loom) {
         return true;
     }

@@ -60,6 +60,7 @@ mod entry;
 mod fork;
 mod g;
 mod held;
+mod help;
 pub mod hook;
 mod idle;
 mod join;
@@ -96,6 +97,7 @@ pub use dump::{
     Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
 };
 pub use fork::join;
+pub use help::run_detached_inline;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
 pub use outside::{
@@ -105,8 +107,8 @@ pub use outside::{
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    ParkedThread, Scheduler, ShutdownReport, current_parked, current_stats, spawn_with,
-    with_user_data,
+    ParkedThread, Scheduler, ShutdownReport, current_parked, current_stats,
+    spawn_detached_unchecked, spawn_with, with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ParkHistogram, ProcStats, Stats};

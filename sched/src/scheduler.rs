@@ -13,7 +13,7 @@ use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
 use crate::shutdown::{drain_queues, stop_workers, unwind_remaining, wait_all_done};
 use crate::stats::{Stats, stats_of};
 use crate::sync::{Arc, Ordering, lock};
-use crate::task::TaskCell;
+use crate::task::{DetachedCell, TaskCell};
 use crate::worker::{self, current_worker};
 
 impl Scheduler {
@@ -319,6 +319,62 @@ impl Scheduler {
         self.spawn_with(SpawnOptions::default(), f).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Spawns a green thread running `f` that nobody joins and that may borrow (no `'static`
+    /// bound), as `std::thread::Builder::spawn_unchecked` does for OS threads. It needs no
+    /// join handle and no result slot, so it costs less than [`Scheduler::spawn_with`] with
+    /// the handle dropped. A panic of `f` is caught and dropped (after the panic hook
+    /// reported it); `f` learns of its own end itself (it may count, or signal, in its body
+    /// and in its `Drop`).
+    ///
+    /// `group` names the tasks one waiter waits for (any number the caller picks, e.g. the
+    /// address of its count): while it waits, a green thread may run members of its group
+    /// that have not started yet inline with [`run_detached_inline`](crate::run_detached_inline).
+    ///
+    /// # Errors
+    /// The reasons of [`Scheduler::spawn_with`]; `f` has then been dropped, unrun.
+    ///
+    /// # Safety
+    /// - `f` and everything it borrows must stay valid until `f` has been run or dropped. It
+    ///   is run or dropped exactly once: dropped unrun if the spawn fails, if the green thread
+    ///   cannot get a stack, or if the scheduler shuts down before it starts. The caller
+    ///   learns of that end only through `f` (its body and its `Drop`), so it must wait for a
+    ///   signal sent from there before it lets the borrowed data go.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::mpsc;
+    /// use purloin_sched::{Scheduler, SpawnOptions};
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let flag = AtomicBool::new(false);
+    /// let (tx, rx) = mpsc::channel::<()>();
+    /// let flag_ref = &flag;
+    /// // SAFETY: `flag` outlives the green thread: we wait below until `tx` (captured by the
+    /// // closure) is dropped, which is after the closure's last use of `flag_ref`.
+    /// unsafe {
+    ///     sched.spawn_detached_unchecked(SpawnOptions::default(), 0, move || {
+    ///         let _tx = tx;
+    ///         flag_ref.store(true, Ordering::Relaxed);
+    ///     })
+    /// }
+    /// .unwrap();
+    /// assert!(rx.recv().is_err()); // every sender dropped: the closure is gone
+    /// assert!(flag.load(Ordering::Relaxed));
+    /// ```
+    pub unsafe fn spawn_detached_unchecked<F>(
+        &self,
+        opts: SpawnOptions,
+        group: usize,
+        f: F,
+    ) -> io::Result<()>
+    where
+        F: FnOnce() + Send,
+    {
+        spawn_detached_on(&self.shared, opts, DetachedCell::allocate(group, f))
+    }
+
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
     ///
     /// # Examples
@@ -622,6 +678,70 @@ where
         }
     };
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
+}
+
+/// Spawns a detached task on `shared`: lazily if it may be, else with a G.
+fn spawn_detached_on(
+    shared: &Arc<Shared>,
+    opts: SpawnOptions,
+    task: crate::task::OwnedTask,
+) -> io::Result<()> {
+    if let Err(task) = crate::ready::spawn_lazy(shared, &opts, task) {
+        // On an error `task` is dropped unrun (its closure with it).
+        crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
+    }
+    Ok(())
+}
+
+/// [`Scheduler::spawn_detached_unchecked`] on the scheduler running the current green thread.
+///
+/// # Errors
+/// Not on a green thread, or the reasons of [`Scheduler::spawn_with`]; `f` has then been
+/// dropped, unrun.
+///
+/// # Safety
+/// As for [`Scheduler::spawn_detached_unchecked`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let n = sched.spawn(|| {
+///     static RAN: AtomicUsize = AtomicUsize::new(0);
+///     // SAFETY: the closure borrows nothing.
+///     unsafe {
+///         purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || {
+///             RAN.fetch_add(1, Ordering::Relaxed);
+///         })
+///     }
+///     .unwrap();
+///     while RAN.load(Ordering::Relaxed) == 0 {
+///         purloin_sched::yield_now();
+///     }
+///     RAN.load(Ordering::Relaxed)
+/// });
+/// assert_eq!(n.join().unwrap(), 1);
+/// // Outside a green thread there is no scheduler to spawn on.
+/// // SAFETY: as above.
+/// assert!(unsafe { purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || ()) }
+///     .is_err());
+/// ```
+pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
+where
+    F: FnOnce() + Send,
+{
+    let Some(m) = current_worker() else {
+        drop(f);
+        return Err(io::Error::other(
+            "purloin-sched: spawn() outside a green thread has no scheduler to use; call \
+             Scheduler::spawn_detached_unchecked on a Scheduler (or use the purloin facade, \
+             which starts one)",
+        ));
+    };
+    spawn_detached_on(&m.shared, opts, DetachedCell::allocate(group, f))
 }
 
 /// Spawns on the scheduler running the current green thread.

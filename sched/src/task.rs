@@ -17,6 +17,9 @@
 //! Who frees the cell: the handle, once it has seen `DONE` (the completer never touches the
 //! cell after publishing `DONE`); the completer, if it finds `DETACHED` (the handle is gone).
 //!
+//! A task nobody joins (a scope's handle-less spawn) needs no packet: a [`DetachedCell`] holds
+//! the head and the closure only, and its G side, its one owner, frees it after the run.
+//!
 //! The cell starts with a type-independent [`CellHead`]: the state word, the vtable that runs,
 //! fails and frees it, and the identity of a lazily spawned green thread (see `lazy`). So a
 //! bare pointer to the cell is a complete queue entry: the G side of a lazy spawn.
@@ -50,6 +53,9 @@ const DONE: u32 = 2;
 const PHASE: u32 = 0b11;
 /// The handle was dropped: the completer frees the cell.
 const DETACHED: u32 = 0b100;
+/// The cell is a [`DetachedCell`] (set at allocation, never changed; a [`TaskCell`] never has
+/// it).
+const DETACHED_CELL: u32 = 0b1000;
 
 /// What a G record holds to run: a spawned task it co-owns with a join handle, or a job
 /// borrowed from its joiner's stack (fork-join; the joiner does not return before the job is
@@ -240,6 +246,126 @@ where
         let cell = cell.cast::<Self>();
         // SAFETY: written in `allocate` (packet at offset 0) with `cells::alloc` of this
         // layout; the caller is its last user, so it is dropped and freed once.
+        unsafe {
+            core::ptr::drop_in_place(cell.as_ptr());
+            crate::cells::free(cell.cast(), core::alloc::Layout::new::<Self>());
+        }
+    }
+}
+
+/// A task nobody joins: the cell's head and the closure, with no packet. Its G side is its only
+/// owner, so running or failing it frees the cell with no atomic read-modify-write (a
+/// [`TaskCell`] whose handle was dropped costs the handle's detaching `fetch_or` and the
+/// completer's CAS). What the closure returns and a panic's payload are dropped: a caller that
+/// needs to learn how the closure ended does it inside the closure (the facade's scopes count
+/// their green threads there).
+///
+/// `key` names a group of such tasks, chosen by the spawner: a waiter for the group may run
+/// members it finds in its own queues inline ([`detached_key`], `help`).
+#[repr(C)]
+pub(crate) struct DetachedCell<F> {
+    head: CellHead,
+    key: usize,
+    f: UnsafeCell<Option<F>>,
+}
+
+/// The group key of the task cell `cell` if it is a [`DetachedCell`].
+///
+/// # Safety
+/// The caller owns `cell`'s G side (it dequeued its entry): the cell is live.
+pub(crate) unsafe fn detached_key(cell: NonNull<()>) -> Option<usize> {
+    let head = cell.cast::<CellHead>().as_ptr();
+    // SAFETY: live (the caller's obligation); the head is at offset 0 of every cell. Relaxed:
+    // DETACHED_CELL and `key` were written at allocation, before the spawn published the
+    // entry that the caller dequeued (the queue's Release/Acquire pair).
+    if unsafe { (*head).state.load(Ordering::Relaxed) } & DETACHED_CELL == 0 {
+        return None;
+    }
+    // SAFETY: a DetachedCell is `repr(C)` with its key right after the head.
+    Some(unsafe { (*cell.cast::<DetachedCell<()>>().as_ptr()).key })
+}
+
+/// Frees a detached cell that its G side ran inline ([`OwnedTask::run_by_joiner`] leaves it).
+///
+/// # Safety
+/// `cell` is a [`DetachedCell`] whose G side the caller consumed with `run_by_joiner`, and the
+/// caller no longer uses it.
+pub(crate) unsafe fn free_detached(cell: NonNull<()>) {
+    // SAFETY: live until now (the caller's obligation); the vtable was written at allocation.
+    unsafe { ((*cell.cast::<CellHead>().as_ptr()).vtable.free)(cell) };
+}
+
+impl<F> DetachedCell<F>
+where
+    F: FnOnce() + Send,
+{
+    const VTABLE: TaskVTable =
+        TaskVTable { run: Self::run_raw, fail: Self::fail_raw, free: Self::free_raw };
+
+    /// Allocates a cell for `f` in group `key`; returns its one owner.
+    pub(crate) fn allocate(key: usize, f: F) -> OwnedTask {
+        let cell = crate::cells::alloc(core::alloc::Layout::new::<Self>()).cast::<Self>();
+        // SAFETY: fresh memory with the layout of `Self`.
+        unsafe {
+            cell.as_ptr().write(DetachedCell {
+                head: CellHead {
+                    state: AtomicU32::new(DETACHED_CELL),
+                    vtable: &Self::VTABLE,
+                    identity: crate::lazy::Identity::new(),
+                },
+                key,
+                f: UnsafeCell::new(Some(f)),
+            })
+        };
+        OwnedTask { cell: cell.cast(), vtable: &Self::VTABLE }
+    }
+
+    /// Takes the closure out (once).
+    ///
+    /// # Safety
+    /// `cell` is a live `DetachedCell<F>` whose G side the caller owns and consumes.
+    unsafe fn take(cell: NonNull<()>) -> Option<F> {
+        // SAFETY: the G side owns `f` and takes it once; the caller is the cell's only user.
+        unsafe { (*cell.cast::<Self>().as_ptr()).f.with_mut(|f| (*f).take()) }
+    }
+
+    /// Runs the closure (a panic is caught and its payload dropped: the panic hook has
+    /// reported it), then frees the cell, unless `inline`: a waiter running it inline
+    /// ([`help`](crate::help)) still reads the cell's identity afterwards and frees it itself
+    /// ([`free_detached`]). The cell stays while the closure runs: `current()` inside an inline
+    /// run makes its identity in the cell's head.
+    ///
+    /// # Safety
+    /// As for [`DetachedCell::take`].
+    unsafe fn run_raw(cell: NonNull<()>, inline: bool) {
+        // SAFETY: the caller's obligation.
+        if let Some(f) = unsafe { Self::take(cell) } {
+            drop(panic::catch_unwind(AssertUnwindSafe(f)));
+        }
+        if !inline {
+            // SAFETY: the G side's owner (the caller) is the cell's last user; `f` is out.
+            unsafe { Self::free_raw(cell) };
+        }
+    }
+
+    /// # Safety
+    /// As for [`DetachedCell::take`].
+    unsafe fn fail_raw(cell: NonNull<()>, payload: Box<dyn Any + Send>) {
+        drop(payload);
+        // SAFETY: the caller's obligation.
+        let f = unsafe { Self::take(cell) };
+        // SAFETY: as in `run_raw`: the cell goes first, so a panicking drop of the closure
+        // cannot leak it.
+        unsafe { Self::free_raw(cell) };
+        drop(f);
+    }
+
+    /// # Safety
+    /// As for [`TaskCell::free_raw`], for a cell made by [`DetachedCell::allocate`].
+    unsafe fn free_raw(cell: NonNull<()>) {
+        let cell = cell.cast::<Self>();
+        // SAFETY: written in `allocate` with `cells::alloc` of this layout; the caller is its
+        // last user, so it is dropped and freed once.
         unsafe {
             core::ptr::drop_in_place(cell.as_ptr());
             crate::cells::free(cell.cast(), core::alloc::Layout::new::<Self>());

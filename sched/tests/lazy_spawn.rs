@@ -143,3 +143,88 @@ fn lazily_spawned_children_queued_behind_a_stuck_worker_are_cancelled_at_shutdow
         assert!(h.join().unwrap_err().downcast_ref::<purloin_sched::Cancelled>().is_some());
     }
 }
+
+/// Detached tasks (no handle; `spawn_detached_unchecked`) run exactly once each and drop their
+/// closure once, whether they run on a worker or inline in a waiter of their group
+/// (`run_detached_inline`); those queued behind a worker that never reaches a scheduling point
+/// are dropped unrun at shutdown, once each.
+#[test]
+fn detached_tasks_run_or_drop_once_each() {
+    let _w = common::watchdog("detached tasks", Duration::from_secs(60));
+    const N: usize = 200;
+    let sched = Builder::new().workers(2).build().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (r, d) = (runs.clone(), drops.clone());
+    let helped = sched
+        .spawn(move || {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let group = Arc::as_ptr(&r) as usize;
+            for i in 0..N {
+                let (r, c, tx) = (r.clone(), Counted(d.clone()), tx.clone());
+                // SAFETY: the closure borrows nothing.
+                unsafe {
+                    purloin_sched::spawn_detached_unchecked(
+                        purloin_sched::SpawnOptions::default(),
+                        group,
+                        move || {
+                            let _keep = (c, tx);
+                            r.fetch_add(1, Ordering::SeqCst);
+                            assert!(i % 9 != 4, "a panic is caught and dropped");
+                        },
+                    )
+                }
+                .unwrap();
+            }
+            drop(tx);
+            let mut helped = 0;
+            while purloin_sched::run_detached_inline(group) {
+                helped += 1;
+            }
+            // Every sender gone: every closure was dropped (the ones left run on workers).
+            while rx.try_recv() != Err(std::sync::mpsc::TryRecvError::Disconnected) {
+                purloin_sched::yield_now();
+            }
+            helped
+        })
+        .join()
+        .unwrap();
+    assert!(helped > 0, "the waiter ran some inline");
+    assert_eq!(runs.load(Ordering::SeqCst), N, "each ran once");
+    assert_eq!(drops.load(Ordering::SeqCst), N, "each closure dropped once");
+
+    // Queued behind a stuck worker: dropped unrun at shutdown.
+    let sched = Builder::new().workers(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (runs, drops) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, r, d) = (stop.clone(), runs.clone(), drops.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(sched.spawn(move || {
+        for _ in 0..N {
+            let (r, c) = (r.clone(), Counted(d.clone()));
+            // SAFETY: the closure borrows nothing.
+            unsafe {
+                purloin_sched::spawn_detached_unchecked(
+                    purloin_sched::SpawnOptions::default(),
+                    0,
+                    move || {
+                        let _keep = c;
+                        r.fetch_add(1, Ordering::SeqCst);
+                    },
+                )
+            }
+            .unwrap();
+        }
+        tx.send(()).unwrap();
+        // Never a scheduling point: the tasks stay queued.
+        while !s.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+    }));
+    rx.recv().unwrap();
+    let report = sched.shutdown_timeout(Duration::from_millis(200));
+    stop.store(true, Ordering::Release);
+    assert_eq!(report.unfinished, 1, "the spinning green thread only");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "none ran");
+    assert_eq!(drops.load(Ordering::SeqCst), N, "each dropped once, unrun");
+}

@@ -12,6 +12,14 @@
 //! ```
 //!
 //! (`purloin`, `sched` or `rayon` as the first argument; fib(n) forks fib(n+1) - 1 times.)
+//!
+//! Scoped spawns the same way: `scope`, `scope-handles` or `rayon-scope` as the first argument
+//! and the number of spawns second; one scope spawns that many no-op closures (a handle-less
+//! `Scope::spawn_detached`, `Scope::spawn` with its handle dropped, or rayon's `Scope::spawn`)
+//! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`. Skynet by scope
+//! (each node a scope of 10 handle-less spawns, as `skynet_1m/purloin_scope` in
+//! `benches/runtime.rs`): `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
+//! of ten); per spawn is `(Ir(100,000) - Ir(10,000)) / 100,000` (111,110 - 11,110 spawns).
 use std::hint::black_box;
 
 fn fib_purloin(n: u64) -> u64 {
@@ -38,6 +46,69 @@ fn fib_rayon(n: u64) -> u64 {
     a + b
 }
 
+fn scope_purloin(n: u64) -> u64 {
+    purloin::scope(|s| {
+        for i in 0..n {
+            s.spawn_detached(move || {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
+fn scope_handles_purloin(n: u64) -> u64 {
+    purloin::scope(|s| {
+        for i in 0..n {
+            s.spawn(move || {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
+/// Skynet by scope (10 handle-less spawns per node) over `n` leaves; spawns `(10n - 1) / 9 - 1`
+/// green threads.
+fn tree_purloin(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn_detached(move || *p = tree_purloin(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
+fn tree_rayon(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    rayon::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn(move |_| *p = tree_rayon(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
+fn scope_rayon(n: u64) -> u64 {
+    rayon::scope(|s| {
+        for i in 0..n {
+            s.spawn(move |_| {
+                black_box(i);
+            });
+        }
+    });
+    n
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let which = args.first().map_or("purloin", String::as_str);
@@ -57,7 +128,39 @@ fn main() {
             .build()
             .unwrap()
             .install(|| fib_rayon(black_box(n))),
-        other => panic!("unknown contender {other:?}: use purloin, sched or rayon"),
+        "scope" | "scope-handles" => {
+            let f = if which == "scope" { scope_purloin } else { scope_handles_purloin };
+            purloin::runtime::Builder::new()
+                .workers(1)
+                .build()
+                .unwrap()
+                .block_on(move || f(black_box(n)))
+        }
+        "scope-tree" => purloin::runtime::Builder::new()
+            .workers(1)
+            .build()
+            .unwrap()
+            .block_on(move || tree_purloin(0, black_box(n))),
+        "rayon-scope-tree" => rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| tree_rayon(0, black_box(n))),
+        "rayon-scope" => rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| scope_rayon(black_box(n))),
+        other => panic!(
+            "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles, \
+             rayon-scope, scope-tree or rayon-scope-tree"
+        ),
     };
-    println!("{which}: fib({n}) = {r}");
+    if which.contains("tree") {
+        println!("{which}: sum {r}");
+    } else if which.contains("scope") {
+        println!("{which}: {r} spawns");
+    } else {
+        println!("{which}: fib({n}) = {r}");
+    }
 }
