@@ -5,13 +5,13 @@
 //! scope does the same with its jobs.
 //!
 //! Only tasks of the waiter's own group are run, and only from the places where a spawner's
-//! newest tasks are: the top of its worker's local queue and runnext. So a waiter never runs
-//! unrelated work (which might wait for something the waiter itself is to do after its wait)
-//! and never digs through other entries. Program shapes served: a scope that spawns its
+//! tasks are: the top of its worker's local queue and runnext (the newest), and, when both
+//! are empty, the global queue's head (the oldest, which overflowed there from a full local
+//! queue). So a waiter never runs unrelated work (which might wait for something the waiter
+//! itself is to do after its wait) and never digs through other entries: the first entry
+//! that is not a member ends the help. Program shapes served: a scope that spawns its
 //! children and then waits for them (fork-join by scope, as in rayon's `scope` + `spawn`), on
-//! any number of workers; children that other workers took meanwhile run there as usual, and
-//! children that overflowed to the global queue (more than a local queue holds) run as green
-//! threads of their own.
+//! any number of workers; children that other workers took meanwhile run there as usual.
 //!
 //! No new synchronisation: dequeuing an entry makes the dequeuer the task's owner, whoever it
 //! is (`entry`), and a task run inline has its identity made on demand as for a joiner
@@ -28,8 +28,8 @@ use crate::worker::current_worker;
 
 /// Runs one not yet started detached task of `group` inline on the calling green thread, if
 /// one is on top of this worker's local queue, in its runnext, or (both empty) at the global
-/// queue's head, and if the caller's stack has room for a green thread's default stack. Returns whether it ran one: a waiter calls it
-/// until it returns false, then waits as usual.
+/// queue's head, and if the caller's stack has room for a green thread's default stack.
+/// Returns whether it ran one: a waiter calls it until it returns false, then waits as usual.
 ///
 /// The task runs as if it had a green thread of its own (`current()` inside it is its own
 /// identity; if it parks, the caller's green thread parks with it). Outside a green thread it
