@@ -512,12 +512,11 @@ where
     RA: Send,
     RB: Send,
 {
-    if purloin_sched::in_green_thread() {
-        // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
-        // another worker has green-locals of its own, freed by the scheduler when it ends
-        // (`Builder::locals_destructor`).
-        purloin_sched::join(a, b)
-    } else {
+    // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
+    // another worker has green-locals of its own, freed by the scheduler when it ends
+    // (`Builder::locals_destructor`). Off the runtime, both run on the global runtime
+    // (`join_or_else` finds out with the lookup the fork needs anyway).
+    purloin_sched::join_or_else(a, b, |a, b| {
         crate::rt::global().block_on(|| purloin_sched::join(a, b))
-    }
+    })
 }

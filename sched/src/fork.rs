@@ -131,6 +131,7 @@ where
     T: Send,
 {
     /// Runs the job on the joiner itself, when no other party can see it: no atomics needed.
+    #[inline(always)]
     fn run_exclusive(&self) {
         // SAFETY: exclusive access (the caller popped the only queue entry of the job).
         let f = unsafe { self.f.with_mut(|f| (*f).take()) };
@@ -206,6 +207,7 @@ impl<F, T> Drop for WaitFor<'_, F, T> {
 /// // On a plain thread it runs `a` then `b`.
 /// assert_eq!(fib(10), 55);
 /// ```
+#[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -213,9 +215,47 @@ where
     RA: Send,
     RB: Send,
 {
-    let Some(held) = current_worker().filter(|m| m.current.get().is_some()).and_then(M::held)
-    else {
-        return (a(), b());
+    join_or_else(a, b, |a, b| (a(), b()))
+}
+
+/// [`join`], except that on a thread that is not running a green thread it returns
+/// `outside(a, b)` instead of running `a` then `b`: for a layer that has somewhere better to
+/// run them (the `purloin` facade enters its global runtime). It tells the two cases apart with
+/// the worker lookup `join` does anyway, so the caller needs no lookup of its own.
+///
+/// A green thread that cannot fork (inside a blocking section, where its worker has handed
+/// its scheduler slot on) runs `a` then `b` itself, as [`join`] does; `outside` is not called.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::join_or_else;
+///
+/// // On a plain thread: `outside` decides (here: run them in the other order).
+/// let (a, b) = join_or_else(|| 1, || 2, |a, b| {
+///     let rb = b();
+///     (a(), rb)
+/// });
+/// assert_eq!((a, b), (1, 2));
+///
+/// // On a green thread: forks as `join` does; `outside` is not called.
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let r = sched.spawn(|| join_or_else(|| 3, || 4, |_, _| unreachable!())).join().unwrap();
+/// assert_eq!(r, (3, 4));
+/// ```
+pub fn join_or_else<A, B, RA, RB, O>(a: A, b: B, outside: O) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+    O: FnOnce(A, B) -> (RA, RB),
+{
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
+        return cold(|| outside(a, b));
+    };
+    let Some(held) = m.held() else {
+        return cold(|| (a(), b()));
     };
     let job = StackJob::new(b);
     let dyn_job: &(dyn Runnable + '_) = &job;
@@ -230,7 +270,7 @@ where
     // it a G; see `entry`).
     let entry = Entry::job(NonNull::from(&ptr));
     bump(&held.p().stats.spawned);
-    held.enqueue(entry, Slot::Fork);
+    held.push_fork(entry);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     if !job.is_done() && !take_back(entry, &job) {
@@ -245,8 +285,17 @@ where
     }
 }
 
+/// Calls `f` out of line: keeps `join`'s rare paths from crowding its fork path (the fork's
+/// own code, and `a`, inline into the caller).
+#[cold]
+#[inline(never)]
+fn cold<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// At the join: takes the job back and runs it inline if it is still the newest entry of our
 /// local queue (nobody dequeued it, so no G was made for it and nobody else can see it).
+#[inline(always)]
 fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> bool
 where
     F: FnOnce() -> T + Send,

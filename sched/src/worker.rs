@@ -95,9 +95,11 @@ pub(crate) struct M {
     pub(crate) time_parks: bool,
 }
 
-/// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
-/// and an inlined thread-local access could reuse a thread-pointer computed before a switch.
-#[inline(never)]
+/// The worker this OS thread runs, or null. Each call reads the thread-local afresh: the
+/// access is behind a never-inlined call (`sync::current_worker_ptr`), since a G may resume
+/// on another thread and an inlined access could reuse a thread pointer computed before a
+/// switch.
+#[inline]
 pub(crate) fn current_m() -> *const M {
     crate::sync::current_worker_ptr().cast()
 }
@@ -108,6 +110,7 @@ pub(crate) fn current_m() -> *const M {
 /// join, or any user code that may do one): after that the green thread may run on another
 /// worker. Fetch it again after every such call — a stale one touches another OS thread's
 /// owner-only state (`fork::take_back` fetches it again after running `a`).
+#[inline]
 pub(crate) fn current_worker<'a>() -> Option<&'a M> {
     let m = current_m();
     // SAFETY: the current-worker slot is set by `worker_main` to an M that lives on that thread's stack for
