@@ -130,17 +130,14 @@ where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    /// Runs the job on the joiner itself, when no other party can see it: no atomics needed.
+    /// Runs the job on the joiner itself, when no other party can see it, and returns its
+    /// result: no atomics, no result slot. The job stays PENDING; nobody else will look at it.
     #[inline(always)]
-    fn run_exclusive(&self) {
+    fn run_exclusive(&self) -> ThreadResult<T> {
         // SAFETY: exclusive access (the caller popped the only queue entry of the job).
         let f = unsafe { self.f.with_mut(|f| (*f).take()) };
-        if let Some(f) = f {
-            let r = panic::catch_unwind(AssertUnwindSafe(f));
-            // SAFETY: as above.
-            unsafe { self.result.with_mut(|slot| *slot = Some(r)) };
-        }
-        self.state.store(DONE, Ordering::Relaxed);
+        let f = f.expect("a job taken back from the queue has not run");
+        panic::catch_unwind(AssertUnwindSafe(f))
     }
 }
 
@@ -273,13 +270,23 @@ where
     held.push_fork(entry);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    if !job.is_done() && !take_back(entry, &job) {
-        // Taken by another worker (or buried under entries `a` left in our queue): wait. The
-        // job's G is made by whoever dequeues it, so its id is not known here.
-        job.wait(None);
-    }
-    drop(guard);
-    match (ra, job.take_result()) {
+    let rb = match (!job.is_done()).then(|| take_back(entry, &job)).flatten() {
+        Some(rb) => {
+            // Run here, out of everyone else's sight: nothing to wait for.
+            core::mem::forget(guard);
+            rb
+        }
+        None => {
+            // Taken by another worker (or buried under entries `a` left in our queue): wait.
+            // The job's G is made by whoever dequeues it, so its id is not known here.
+            if !job.is_done() {
+                job.wait(None);
+            }
+            drop(guard);
+            job.take_result()
+        }
+    };
+    match (ra, rb) {
         (Ok(ra), Ok(rb)) => (ra, rb),
         (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
     }
@@ -294,15 +301,16 @@ fn cold<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// At the join: takes the job back and runs it inline if it is still the newest entry of our
-/// local queue (nobody dequeued it, so no G was made for it and nobody else can see it).
+/// local queue (nobody dequeued it, so no G was made for it and nobody else can see it), and
+/// returns its result; `None` if someone else has it.
 #[inline(always)]
-fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> bool
+fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> Option<ThreadResult<T>>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
     // `a` may have switched workers: find ours again.
-    let Some(held) = current_worker().and_then(M::held) else { return false };
+    let held = current_worker().and_then(M::held)?;
     let p = held.p();
     // A join is a scheduling point, even when its job runs inline (the monitor's long-runner
     // check counts these ticks).
@@ -313,13 +321,12 @@ where
         // run it without the job's atomics.
         Some(top) if top == entry => {
             bump(&p.stats.inline_joins);
-            job.run_exclusive();
-            true
+            Some(job.run_exclusive())
         }
         Some(top) => {
             held.enqueue(top, Slot::LocalQuiet);
-            false
+            None
         }
-        None => false,
+        None => None,
     }
 }
