@@ -257,7 +257,8 @@ where
     let job = StackJob::new(b);
     let dyn_job: &(dyn Runnable + '_) = &job;
     // SAFETY: only the lifetime is erased: `job` lives in this frame, and this function does
-    // not return or unwind before the job is done (`WaitFor` below, and the explicit waits).
+    // not return or unwind before the job is done (`WaitFor` below, and the explicit waits)
+    // or was taken back from the queue (then no other party ever saw it).
     let ptr: NonNull<dyn Runnable> = unsafe {
         core::mem::transmute::<NonNull<dyn Runnable + '_>, NonNull<dyn Runnable + 'static>>(
             NonNull::from(dyn_job),
@@ -272,7 +273,8 @@ where
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     let rb = match (!job.is_done()).then(|| take_back(entry, &job)).flatten() {
         Some(rb) => {
-            // Run here, out of everyone else's sight: nothing to wait for.
+            // Taken back and run here, unseen by any other party: nothing to wait for (the
+            // job stays PENDING, and nobody looks at it again).
             core::mem::forget(guard);
             rb
         }
