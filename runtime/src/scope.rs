@@ -493,7 +493,8 @@ where
 /// Runs `a` and `b` potentially in parallel and returns both results (fork-join, like
 /// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
 /// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
-/// A panic in either is resumed after both finished.
+/// A panic in either is resumed after both finished. Called from a plain OS thread, it runs
+/// the fork-join on the global runtime and blocks until both finished.
 ///
 /// # Examples
 ///
