@@ -10,6 +10,9 @@
 //! - `skynet_1m`: the skynet tree (10 children per node, 1,111,111 tasks), sums via joins;
 //!   `purloin_scope` and `rayon_scope` sum through a scope per node instead.
 //! - `yield`: one task yielding 10,000 times.
+//! - `fork_join`: `purloin::join` against `rayon::join` only: fib(25) and fib(30) (fork n-1,
+//!   run n-2 here) and skynet_join_1m, the skynet sum over 1,000,000 leaves split in halves
+//!   with `join` (999,999 forks).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::hint::black_box;
@@ -285,6 +288,52 @@ fn skynet(c: &mut Criterion) {
     g.finish();
 }
 
+fn skynet_join_purloin(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let half = size / 2;
+    let (a, b) = purloin::join(
+        || skynet_join_purloin(num, half),
+        || skynet_join_purloin(num + half, size - half),
+    );
+    a + b
+}
+
+fn skynet_join_rayon(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let half = size / 2;
+    let (a, b) =
+        rayon::join(|| skynet_join_rayon(num, half), || skynet_join_rayon(num + half, size - half));
+    a + b
+}
+
+/// Fork-join at rayon's own game, in one group (issue 26 item 1).
+fn fork_join(c: &mut Criterion) {
+    const SIZE: u64 = 1_000_000;
+    let expected = SIZE * (SIZE - 1) / 2;
+    let mut g = c.benchmark_group("fork_join");
+    let rt = purloin_rt();
+    let pool = rayon_pool();
+    for n in [25u64, 30] {
+        g.bench_with_input(BenchmarkId::new("purloin_fib", n), &n, |b, &n| {
+            b.iter(|| rt.block_on(|| fib_purloin(black_box(n))))
+        });
+        g.bench_with_input(BenchmarkId::new("rayon_fib", n), &n, |b, &n| {
+            b.iter(|| pool.install(|| fib_rayon(black_box(n))))
+        });
+    }
+    g.bench_function("purloin_skynet_join_1m", |b| {
+        b.iter(|| assert_eq!(rt.block_on(|| skynet_join_purloin(0, black_box(SIZE))), expected))
+    });
+    g.bench_function("rayon_skynet_join_1m", |b| {
+        b.iter(|| assert_eq!(pool.install(|| skynet_join_rayon(0, black_box(SIZE))), expected))
+    });
+    g.finish();
+}
+
 fn yield_now(c: &mut Criterion) {
     const N: u64 = 10_000;
     let mut g = c.benchmark_group("yield");
@@ -332,5 +381,5 @@ fn config() -> Criterion {
         .warm_up_time(Duration::from_millis(500))
 }
 
-criterion_group! { name = benches; config = config(); targets = spawn_join, fib, skynet, yield_now }
+criterion_group! { name = benches; config = config(); targets = spawn_join, fib, skynet, yield_now, fork_join }
 criterion_main!(benches);

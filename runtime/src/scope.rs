@@ -629,7 +629,8 @@ where
 /// Runs `a` and `b` potentially in parallel and returns both results (fork-join, like
 /// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
 /// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
-/// A panic in either is resumed after both finished.
+/// A panic in either is resumed after both finished. Called from a plain OS thread, it runs
+/// the fork-join on the global runtime and blocks until both finished.
 ///
 /// # Examples
 ///
@@ -648,12 +649,11 @@ where
     RA: Send,
     RB: Send,
 {
-    if purloin_sched::in_green_thread() {
-        // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
-        // another worker has green-locals of its own, freed by the scheduler when it ends
-        // (`Builder::locals_destructor`).
-        purloin_sched::join(a, b)
-    } else {
+    // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
+    // another worker has green-locals of its own, freed by the scheduler when it ends
+    // (`Builder::locals_destructor`). Off the runtime, both run on the global runtime
+    // (`join_or_else` finds out with the lookup the fork needs anyway).
+    purloin_sched::join_or_else(a, b, |a, b| {
         crate::rt::global().block_on(|| purloin_sched::join(a, b))
-    }
+    })
 }

@@ -65,8 +65,13 @@ fn fork_join_fib() {
         a + b
     }
     assert_eq!(purloin::spawn(|| fib(22)).join().unwrap(), 17_711);
-    // From a plain thread, join runs on the global runtime.
+    // From a plain thread, join runs on the global runtime: both sides on green threads.
     assert_eq!(purloin::join(|| fib(10), || fib(11)), (55, 89));
+    assert_eq!(
+        purloin::join(purloin::in_green_thread, purloin::in_green_thread),
+        (true, true),
+        "join from a plain thread runs both sides on the runtime"
+    );
 }
 
 #[test]

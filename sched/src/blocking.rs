@@ -89,7 +89,7 @@ pub fn enter_blocking() {
     if let Some(g) = m.current.get() {
         g.stamp();
     }
-    m.in_blocking.set(true);
+    m.set_in_blocking(true);
     crate::hook::emit(|| crate::hook::Event::BlockingEnter { id: running_id(m) });
     // The P runs nothing while its holder blocks (and may be handed off): the monitor must
     // not take this G for a long runner of whoever holds the P next (`exit_blocking` puts it
@@ -120,7 +120,7 @@ pub fn exit_blocking() {
     if !m.in_blocking.get() {
         return;
     }
-    m.in_blocking.set(false);
+    m.set_in_blocking(false);
     crate::hook::emit(|| crate::hook::Event::BlockingLeave { id: running_id(m) });
     let p = m.p();
     // B1: the CAS races the monitor's retake on the same word.
@@ -133,7 +133,7 @@ pub fn exit_blocking() {
     }
     // Lost the P: this worker no longer holds it. Requeue this G globally; the worker's
     // scheduling loop sees it has no P and waits as a spare.
-    m.p.set(NO_P);
+    m.set_p(NO_P);
     switch_out(Action::RequeueGlobal);
 }
 
@@ -241,7 +241,7 @@ pub(crate) fn wait_as_spare(m: &M) -> bool {
 
 /// Becomes the holder of a P the monitor retook (`HANDOFF => RUNNING`).
 pub(crate) fn take_handed_p(m: &M, p: usize) {
-    m.p.set(p);
+    m.set_p(p);
     // The Acquire side of B1/B2 happened when the P was handed to us.
     m.shared.ps[p].take_handed();
     m.shared.ps[p].holder.store(crate::os::current_thread(), Ordering::Relaxed);

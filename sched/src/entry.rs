@@ -67,6 +67,7 @@ pub(crate) enum Kind {
 
 impl Entry {
     /// The entry for a fork-join job that has no G yet (see the module docs).
+    #[inline]
     pub(crate) fn job(slot: JobSlot) -> Entry {
         Entry::tagged(slot.cast(), JOB_TAG)
     }
@@ -76,6 +77,7 @@ impl Entry {
         Entry::tagged(cell, TASK_TAG)
     }
 
+    #[inline]
     fn tagged(ptr: NonNull<()>, tag: usize) -> Entry {
         debug_assert_eq!(ptr.as_ptr() as usize & TAGS, 0, "job slots and task cells are aligned");
         // `map_addr` keeps the pointer's provenance; the result is not null (ptr is not).

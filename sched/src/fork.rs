@@ -130,16 +130,14 @@ where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    /// Runs the job on the joiner itself, when no other party can see it: no atomics needed.
-    fn run_exclusive(&self) {
+    /// Runs the job on the joiner itself, when no other party can see it, and returns its
+    /// result: no atomics, no result slot. The job stays PENDING; nobody else will look at it.
+    #[inline(always)]
+    fn run_exclusive(&self) -> ThreadResult<T> {
         // SAFETY: exclusive access (the caller popped the only queue entry of the job).
         let f = unsafe { self.f.with_mut(|f| (*f).take()) };
-        if let Some(f) = f {
-            let r = panic::catch_unwind(AssertUnwindSafe(f));
-            // SAFETY: as above.
-            unsafe { self.result.with_mut(|slot| *slot = Some(r)) };
-        }
-        self.state.store(DONE, Ordering::Relaxed);
+        let f = f.expect("a job taken back from the queue has not run");
+        panic::catch_unwind(AssertUnwindSafe(f))
     }
 }
 
@@ -206,6 +204,7 @@ impl<F, T> Drop for WaitFor<'_, F, T> {
 /// // On a plain thread it runs `a` then `b`.
 /// assert_eq!(fib(10), 55);
 /// ```
+#[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -213,14 +212,53 @@ where
     RA: Send,
     RB: Send,
 {
-    let Some(held) = current_worker().filter(|m| m.current.get().is_some()).and_then(M::held)
-    else {
-        return (a(), b());
+    join_or_else(a, b, |a, b| (a(), b()))
+}
+
+/// [`join`], except that on a thread that is not running a green thread it returns
+/// `outside(a, b)` instead of running `a` then `b`: for a layer that has somewhere better to
+/// run them (the `purloin` facade enters its global runtime). It tells the two cases apart with
+/// the worker lookup `join` does anyway, so the caller needs no lookup of its own.
+///
+/// A green thread that cannot fork (inside a blocking section, where its worker has handed
+/// its scheduler slot on) runs `a` then `b` itself, as [`join`] does; `outside` is not called.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::join_or_else;
+///
+/// // On a plain thread: `outside` decides (here: run them in the other order).
+/// let (a, b) = join_or_else(|| 1, || 2, |a, b| {
+///     let rb = b();
+///     (a(), rb)
+/// });
+/// assert_eq!((a, b), (1, 2));
+///
+/// // On a green thread: forks as `join` does; `outside` is not called.
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let r = sched.spawn(|| join_or_else(|| 3, || 4, |_, _| unreachable!())).join().unwrap();
+/// assert_eq!(r, (3, 4));
+/// ```
+pub fn join_or_else<A, B, RA, RB, O>(a: A, b: B, outside: O) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+    O: FnOnce(A, B) -> (RA, RB),
+{
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
+        return cold(|| outside(a, b));
+    };
+    let Some(held) = m.held() else {
+        return cold(|| (a(), b()));
     };
     let job = StackJob::new(b);
     let dyn_job: &(dyn Runnable + '_) = &job;
     // SAFETY: only the lifetime is erased: `job` lives in this frame, and this function does
-    // not return or unwind before the job is done (`WaitFor` below, and the explicit waits).
+    // not return or unwind before the job is done (`WaitFor` below, and the explicit waits)
+    // or was taken back from the queue (then no other party ever saw it).
     let ptr: NonNull<dyn Runnable> = unsafe {
         core::mem::transmute::<NonNull<dyn Runnable + '_>, NonNull<dyn Runnable + 'static>>(
             NonNull::from(dyn_job),
@@ -230,30 +268,51 @@ where
     // it a G; see `entry`).
     let entry = Entry::job(NonNull::from(&ptr));
     bump(&held.p().stats.spawned);
-    held.enqueue(entry, Slot::Fork);
+    held.push_fork(entry);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    if !job.is_done() && !take_back(entry, &job) {
-        // Taken by another worker (or buried under entries `a` left in our queue): wait. The
-        // job's G is made by whoever dequeues it, so its id is not known here.
-        job.wait(None);
-    }
-    drop(guard);
-    match (ra, job.take_result()) {
+    let rb = match (!job.is_done()).then(|| take_back(entry, &job)).flatten() {
+        Some(rb) => {
+            // Taken back and run here, unseen by any other party: nothing to wait for (the
+            // job stays PENDING, and nobody looks at it again).
+            core::mem::forget(guard);
+            rb
+        }
+        None => {
+            // Taken by another worker (or buried under entries `a` left in our queue): wait.
+            // The job's G is made by whoever dequeues it, so its id is not known here.
+            if !job.is_done() {
+                job.wait(None);
+            }
+            drop(guard);
+            job.take_result()
+        }
+    };
+    match (ra, rb) {
         (Ok(ra), Ok(rb)) => (ra, rb),
         (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
     }
 }
 
+/// Calls `f` out of line: keeps `join`'s rare paths from crowding its fork path (the fork's
+/// own code, and `a`, inline into the caller).
+#[cold]
+#[inline(never)]
+fn cold<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// At the join: takes the job back and runs it inline if it is still the newest entry of our
-/// local queue (nobody dequeued it, so no G was made for it and nobody else can see it).
-fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> bool
+/// local queue (nobody dequeued it, so no G was made for it and nobody else can see it), and
+/// returns its result; `None` if someone else has it.
+#[inline(always)]
+fn take_back<F, T>(entry: Entry, job: &StackJob<F, T>) -> Option<ThreadResult<T>>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
     // `a` may have switched workers: find ours again.
-    let Some(held) = current_worker().and_then(M::held) else { return false };
+    let held = current_worker().and_then(M::held)?;
     let p = held.p();
     // A join is a scheduling point, even when its job runs inline (the monitor's long-runner
     // check counts these ticks).
@@ -264,13 +323,12 @@ where
         // run it without the job's atomics.
         Some(top) if top == entry => {
             bump(&p.stats.inline_joins);
-            job.run_exclusive();
-            true
+            Some(job.run_exclusive())
         }
         Some(top) => {
             held.enqueue(top, Slot::LocalQuiet);
-            false
+            None
         }
-        None => false,
+        None => None,
     }
 }

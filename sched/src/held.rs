@@ -32,10 +32,29 @@ impl M {
     /// the P (`worker_main`, a spare handed a P), cleared when it loses it, and `in_blocking`
     /// covers the window in which the monitor may take it (`enter_blocking` ..
     /// `exit_blocking`). An `M` is reached only from its own OS thread (`current_worker`).
+    ///
+    /// The check is one load: `M::set_p` and `M::set_in_blocking` keep a pointer to the held
+    /// P, null when either condition fails.
     #[inline]
     pub(crate) fn held(&self) -> Option<HeldP<'_>> {
-        let pi = self.p.get();
-        (pi != NO_P && !self.in_blocking.get()).then(|| HeldP { m: self, p: &self.shared.ps[pi] })
+        let p = self.held_p();
+        debug_assert_eq!(
+            p,
+            {
+                let pi = self.p.get();
+                if pi != NO_P && !self.in_blocking.get() {
+                    &*self.shared.ps[pi] as *const P
+                } else {
+                    core::ptr::null()
+                }
+            },
+            "M::held's cache is stale: M::p or M::in_blocking set without M::set_p / \
+             M::set_in_blocking"
+        );
+        // SAFETY: a non-null `held_p` points at `self.shared.ps[self.p]` (`refresh_held`), an
+        // element of a boxed slice that is never reallocated and lives as long as `shared`,
+        // which `self` keeps alive for the borrow's lifetime.
+        (!p.is_null()).then(|| HeldP { m: self, p: unsafe { &*p } })
     }
 
     /// [`M::held`] on g0, where the worker always holds its P (`run` returns as soon as it

@@ -96,7 +96,7 @@ pub use builder::{Builder, SpawnOptions};
 pub use dump::{
     Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
 };
-pub use fork::join;
+pub use fork::{join, join_or_else};
 pub use help::run_detached_inline;
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;

@@ -109,7 +109,7 @@ fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
     });
 }
 
-/// A fork (`join`, `Slot::Fork`): P 0's worker queues a job with the wake-up hint, which has
+/// A fork (`join`, `HeldP::push_fork`): P 0's worker queues a job with the wake-up hint, which has
 /// no F1 (`idle`, I4), while P 1's worker goes idle; then the joiner takes the job back if it is
 /// still on top of its queue. Then P 0 spawns one more G with the full notify rule, so that P 1
 /// always finds something and the model ends. The job runs exactly once: taken back, or found
@@ -123,7 +123,7 @@ fn fork_vs_other_worker_going_idle() {
         let idle = lthread::spawn(move || worker(s2, 1));
         let (job, last) = (new_g(&s), new_g(&s));
         let busy = M::new(s.clone(), 0, 0);
-        busy.held_on_g0().enqueue(job.into(), Slot::Fork);
+        busy.held_on_g0().push_fork(job.into());
         let taken_back = match busy.held_on_g0().local().pop() {
             Some(e) => {
                 assert!(e == job.into(), "only the job was queued");
@@ -150,7 +150,7 @@ fn spawn_after_an_unannounced_fork_vs_other_worker_going_idle() {
         let idle = lthread::spawn(move || worker(s2, 1));
         let (job, child) = (new_g(&s), new_g(&s));
         let busy = M::new(s.clone(), 0, 0);
-        busy.held_on_g0().enqueue(job.into(), Slot::Fork);
+        busy.held_on_g0().push_fork(job.into());
         busy.held_on_g0().enqueue(child.into(), Slot::Local);
         let found = idle.join().unwrap();
         assert!(found == job || found == child);

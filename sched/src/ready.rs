@@ -1,5 +1,6 @@
-//! Making green threads runnable: every spawn path, every wake-up, and the one place an entry
-//! is queued on the running worker's P ([`HeldP::enqueue`]).
+//! Making green threads runnable: every spawn path, every wake-up, and the places an entry
+//! is queued on the running worker's P ([`HeldP::enqueue`], and [`HeldP::push_fork`] for a
+//! fork's job).
 //!
 //! # Where a runnable entry goes
 //!
@@ -11,6 +12,7 @@
 //!    lazy spawn from a green thread  → runnext if empty, else the local queue
 //!                                      (no read-modify-write; Slot::RunnextIfEmpty)
 //!    wake-up by a running G or task  → runnext (they run as a unit; Slot::Runnext)
+//!    a fork's job (`join`)           → the local queue, a wake-up hint (`HeldP::push_fork`)
 //!    anything else                   → the local queue (Slot::Local)
 //!  from anywhere else                → the global queue (`Shared::push_global`)
 //! ```
@@ -58,9 +60,6 @@ pub(crate) enum Slot {
     /// next=true)`). A thief takes runnext only after a grace period, so a child that is
     /// joined soon is usually still here for its joiner to run inline.
     Runnext,
-    /// On top of the local queue, for a fork's job: its joiner runs it if nobody else does, so
-    /// the notify rule's wake-up is a hint without the fence (`idle`, I4).
-    Fork,
     /// In runnext if it is empty, else on top of the local queue, without a read-modify-write
     /// (a lazy spawn: in a burst of spawns runnext is always full, and a swap is a locked
     /// instruction that waits for the spawn's stores to the cell to drain).
@@ -74,8 +73,6 @@ enum Notify {
     AfterStore,
     /// The push was runnext's SeqCst swap, which is F1 itself (`idle`, I3).
     AfterSeqCstSwap,
-    /// A fork's job: `notify_fork_from` (no F1, `idle`, I4).
-    Hint,
 }
 
 impl HeldP<'_> {
@@ -88,16 +85,11 @@ impl HeldP<'_> {
                 self.push_local(entry);
                 Notify::No
             }
-            Slot::Local | Slot::Fork => {
+            Slot::Local => {
                 let was_empty =
                     p.runnext.load(Ordering::Relaxed).is_null() && self.local().is_empty();
                 self.push_local(entry);
-                match slot {
-                    Slot::Fork if was_empty => Notify::Hint,
-                    Slot::Fork => Notify::No,
-                    _ if was_empty => Notify::AfterStore,
-                    _ => self.onto_visible_work(),
-                }
+                if was_empty { Notify::AfterStore } else { self.onto_visible_work() }
             }
             Slot::Runnext => {
                 let local_empty = self.local().is_empty();
@@ -135,11 +127,34 @@ impl HeldP<'_> {
                 self.announced();
                 shared.notify_work_after_runnext_push(p);
             }
-            Notify::Hint => {
-                if !shared.notify_fork_from(p) {
-                    p.fork_unannounced.store(true, Ordering::Relaxed);
-                }
-            }
+        }
+    }
+
+    /// Queues a fork's job (`join`) on top of the local queue. Its joiner runs it if nobody
+    /// else does, so the notify rule's wake-up is a hint without the fence (`idle`, I4), sent
+    /// if the P showed no work. Inlined into `join`, which
+    /// pays it on every fork; the hint itself stays out of line (it is needed only when the
+    /// queue was empty: the first fork of a join tree, or after thieves emptied it).
+    #[inline]
+    pub(crate) fn push_fork(self, entry: Entry) {
+        let was_empty =
+            self.p().runnext.load(Ordering::Relaxed).is_null() && self.local().is_empty();
+        self.push_local(entry);
+        if was_empty {
+            self.fork_hint();
+        }
+    }
+
+    /// The wake-up hint of a fork onto a P that showed no work (`idle`, I4); a hint that woke
+    /// nobody is remembered (`P::fork_unannounced`, module docs).
+    #[inline(never)]
+    fn fork_hint(self) {
+        if self.m().poll_batch.get() {
+            return;
+        }
+        let p = self.p();
+        if !self.m().shared.notify_fork_from(p) {
+            p.fork_unannounced.store(true, Ordering::Relaxed);
         }
     }
 
@@ -164,6 +179,7 @@ impl HeldP<'_> {
     }
 
     /// Pushes on the local queue (overflowing its older half to the global queue).
+    #[inline]
     fn push_local(self, entry: Entry) {
         self.local().push_or_overflow(entry, &self.m().shared.injector);
     }

@@ -58,8 +58,14 @@ loom::thread_local! {
     static CURRENT_WORKER: core::cell::Cell<*const ()> = core::cell::Cell::new(core::ptr::null());
 }
 
-/// The worker (`M`) running on this OS thread, type-erased, or null. The scheduler's
-/// `current_m` wraps it in a never-inlined accessor.
+/// The worker (`M`) running on this OS thread, type-erased, or null (`worker::current_m` casts
+/// it).
+///
+/// Never inlined: a G may resume on another OS thread, and an inlined thread-local access
+/// could reuse a thread pointer computed before a switch. It lives next to the `thread_local!`
+/// so that the access itself is inlined into it: from another module (another codegen unit)
+/// the key's accessor is an opaque call, which made every lookup three calls deep.
+#[inline(never)]
 pub(crate) fn current_worker_ptr() -> *const () {
     CURRENT_WORKER.with(|c| c.get())
 }

@@ -205,6 +205,7 @@ fn bind_inline_child(
 /// let sched = purloin_sched::Scheduler::new().unwrap();
 /// assert!(sched.spawn(purloin_sched::in_green_thread).join().unwrap());
 /// ```
+#[inline]
 pub fn in_green_thread() -> bool {
     current_worker().is_some_and(|m| m.current.get().is_some())
 }

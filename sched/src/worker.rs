@@ -61,13 +61,17 @@ fn gcd(a: usize, b: usize) -> usize {
 /// Only code running on this OS thread touches it (g0, or the G it is running).
 pub(crate) struct M {
     pub(crate) shared: Arc<Shared>,
-    /// The P this worker holds, or `NO_P`.
+    /// The P this worker holds, or `NO_P`. Set with [`M::set_p`] (which keeps `held_p`).
     pub(crate) p: Cell<usize>,
+    /// `&shared.ps[p]` while this worker holds `p` outside a blocking section, else null: what
+    /// [`M::held`] checks, as one load (kept by [`M::set_p`] and [`M::set_in_blocking`]).
+    held_p: Cell<*const P>,
     /// The scheduling context, while a G runs.
     pub(crate) g0: Cell<Option<Context>>,
     /// The G being run.
     pub(crate) current: Cell<Option<GRef>>,
     /// Inside a blocking section (the P may be retaken: do not touch its owner-only parts).
+    /// Set with [`M::set_in_blocking`].
     pub(crate) in_blocking: Cell<bool>,
     /// Schedules left until the next fairness tick (counts down from `global_queue_interval`).
     pub(crate) fair_countdown: Cell<u32>,
@@ -95,9 +99,11 @@ pub(crate) struct M {
     pub(crate) time_parks: bool,
 }
 
-/// The worker this OS thread runs, or null. Never inlined: a G may resume on another thread,
-/// and an inlined thread-local access could reuse a thread-pointer computed before a switch.
-#[inline(never)]
+/// The worker this OS thread runs, or null. Each call reads the thread-local afresh: the
+/// access is behind a never-inlined call (`sync::current_worker_ptr`), since a G may resume
+/// on another thread and an inlined access could reuse a thread pointer computed before a
+/// switch.
+#[inline]
 pub(crate) fn current_m() -> *const M {
     crate::sync::current_worker_ptr().cast()
 }
@@ -108,6 +114,7 @@ pub(crate) fn current_m() -> *const M {
 /// join, or any user code that may do one): after that the green thread may run on another
 /// worker. Fetch it again after every such call — a stale one touches another OS thread's
 /// owner-only state (`fork::take_back` fetches it again after running `a`).
+#[inline]
 pub(crate) fn current_worker<'a>() -> Option<&'a M> {
     let m = current_m();
     // SAFETY: the current-worker slot is set by `worker_main` to an M that lives on that thread's stack for
@@ -120,9 +127,10 @@ impl M {
     pub(crate) fn new(shared: Arc<Shared>, p: usize, id: usize) -> M {
         let interval = shared.config.global_queue_interval;
         let time_parks = shared.config.park_histogram;
-        M {
+        let m = M {
             shared,
-            p: Cell::new(p),
+            p: Cell::new(NO_P),
+            held_p: Cell::new(core::ptr::null()),
             g0: Cell::new(None),
             current: Cell::new(None),
             in_blocking: Cell::new(false),
@@ -139,7 +147,40 @@ impl M {
             poll_batch: Cell::new(false),
             looks: crate::join::Looks::new(),
             time_parks,
-        }
+        };
+        m.set_p(p);
+        m
+    }
+
+    /// Binds this worker to P `pi` (`NO_P`: to none), keeping [`M::held`]'s cache.
+    #[inline]
+    pub(crate) fn set_p(&self, pi: usize) {
+        self.p.set(pi);
+        self.refresh_held();
+    }
+
+    /// Enters or leaves a blocking section's window (see `in_blocking`), keeping
+    /// [`M::held`]'s cache.
+    #[inline]
+    pub(crate) fn set_in_blocking(&self, on: bool) {
+        self.in_blocking.set(on);
+        self.refresh_held();
+    }
+
+    fn refresh_held(&self) {
+        let pi = self.p.get();
+        let held = if pi != NO_P && !self.in_blocking.get() {
+            &*self.shared.ps[pi] as *const P
+        } else {
+            core::ptr::null()
+        };
+        self.held_p.set(held);
+    }
+
+    /// The P [`M::held`] proves held, or null: see `held_p`.
+    #[inline]
+    pub(crate) fn held_p(&self) -> *const P {
+        self.held_p.get()
     }
 
     /// The P this worker is bound to, for its shared parts (counters, status, runnext);
@@ -202,7 +243,7 @@ impl M {
         registry().give_free(held.take_cache());
         // The holding ends here (R2: Release).
         p.status.store(p::RETIRED, Ordering::Release);
-        self.p.set(NO_P);
+        self.set_p(NO_P);
         self.retired.set(true);
         let _guard = lock(&shared.resize.0);
         shared.resize.1.notify_all();

@@ -82,6 +82,30 @@ fn join_outside_a_green_thread_runs_sequentially() {
     assert_eq!(purloin_sched::join(|| 1, || 2), (1, 2));
 }
 
+/// `join_or_else` hands the closures to `outside` exactly when the caller is not a green
+/// thread: on a plain thread `outside` runs them; on a green thread they fork (the job's side
+/// runs inline here, no `outside`); in a blocking section, where the worker handed its P on,
+/// they run in order on the caller, still without `outside`.
+#[test]
+fn join_or_else_calls_outside_only_off_green_threads() {
+    let _w = common::watchdog("fork join_or_else", Duration::from_secs(60));
+    let outside = |a: fn() -> u32, b: fn() -> u32| (a() + 100, b() + 100);
+    assert_eq!(purloin_sched::join_or_else(|| 1, || 2, outside), (101, 102));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let on_green = sched
+        .spawn(move || {
+            let forked = purloin_sched::join_or_else(|| 1, || 2, outside);
+            let blocking =
+                purloin_sched::blocking(|| purloin_sched::join_or_else(|| 3, || 4, outside));
+            (forked, blocking)
+        })
+        .join()
+        .unwrap();
+    assert_eq!(on_green, ((1, 2), (3, 4)), "`outside` runs only off green threads");
+    let s = sched.stats().total;
+    assert_eq!(s.inline_joins, 1, "the green thread forked once, not in the blocking section");
+}
+
 /// Regression: thousands of small fork-join trees on two workers, where joiners migrate
 /// between workers while running stolen or inline jobs (a stale worker reference after such a
 /// migration once corrupted a free list and lost jobs: this test hung).

@@ -20,7 +20,14 @@
 //! (each node a scope of 10 handle-less spawns, as `skynet_1m/purloin_scope` in
 //! `benches/runtime.rs`): `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
 //! of ten); per spawn is `(Ir(100,000) - Ir(10,000)) / 100,000` (111,110 - 11,110 spawns).
+//!
+//! With a worker count and a repeat count after `n` (`purloin 25 2 20`), it runs fib(n) that
+//! many times on that many workers and prints, for `purloin`, what the scheduler did per run
+//! (forks whose job was stolen, switches, worker parks), the median time and ns per fork: what
+//! costs more than instructions once a second worker steals (`cargo bench -p purloin --bench
+//! profile_fork_cost -- purloin 25 2 20`; `rayon 25 2 20` for the time alone).
 use std::hint::black_box;
+use std::time::Instant;
 
 fn fib_purloin(n: u64) -> u64 {
     if n < 2 {
@@ -109,10 +116,69 @@ fn scope_rayon(n: u64) -> u64 {
     n
 }
 
+/// `fib(n)` `reps` times on `workers` workers, printing the scheduler's counters per run.
+fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
+    let forks = fib_forks(n);
+    let mut times = Vec::with_capacity(reps);
+    match which {
+        "purloin" => {
+            let rt = purloin::runtime::Builder::new()
+                .workers(workers)
+                .stack_size(purloin::StackSize::Small)
+                .build()
+                .unwrap();
+            for _ in 0..reps {
+                let before = rt.stats().total;
+                let t = Instant::now();
+                black_box(rt.block_on(move || fib_purloin(black_box(n))));
+                times.push(t.elapsed());
+                let s = rt.stats().total;
+                println!(
+                    "inline {} stolen {} steals {} switches {} parks {}",
+                    s.inline_joins - before.inline_joins,
+                    s.stolen - before.stolen,
+                    s.steals - before.steals,
+                    s.switches - before.switches,
+                    s.parks - before.parks,
+                );
+            }
+        }
+        "rayon" => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
+            for _ in 0..reps {
+                let t = Instant::now();
+                black_box(pool.install(|| fib_rayon(black_box(n))));
+                times.push(t.elapsed());
+            }
+        }
+        other => panic!("unknown contender {other:?} for repeated runs: use purloin or rayon"),
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    println!(
+        "{which}: fib({n}) x{reps} on {workers} workers: median {median:?}, {:.1} ns/fork",
+        median.as_nanos() as f64 / forks as f64
+    );
+}
+
+/// The forks fib(n) makes: fib(n + 1) - 1.
+fn fib_forks(n: u64) -> u64 {
+    let (mut a, mut b) = (0u64, 1u64);
+    for _ in 0..=n {
+        (a, b) = (b, a + b);
+    }
+    a - 1
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let which = args.first().map_or("purloin", String::as_str);
     let n: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(22);
+    if let (Some(workers), Some(reps)) = (args.get(2), args.get(3)) {
+        let workers = workers.parse().expect("the worker count is a number");
+        let reps = reps.parse::<usize>().expect("the repeat count is a number").max(1);
+        return repeated(which, n, workers, reps);
+    }
     let r = match which {
         "purloin" => purloin::runtime::Builder::new()
             .workers(1)
