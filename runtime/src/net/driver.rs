@@ -259,11 +259,12 @@ impl Driver {
         } else {
             self.polling.store(false, Ordering::Release);
         }
-        if let Err(e) = result {
+        let got = match result {
+            Ok(got) => got,
             // Only EBADF/EFAULT/EINVAL are possible, all broken invariants of this module.
-            panic!("purloin::net: epoll_wait failed: {e} (a bug in purloin's netpoller)");
-        }
-        for ev in events.iter() {
+            Err(e) => panic!("purloin::net: epoll_wait failed: {e} (a bug in purloin's netpoller)"),
+        };
+        for ev in got {
             if ev.token == WAKER_TOKEN {
                 if blocking {
                     // W2: drain, then clear (Release; pairs with the swap in `wake`). A swap,

@@ -40,23 +40,16 @@ pub(crate) struct Event {
 const EVENTS_PER_POLL: usize = 256;
 
 /// A buffer for [`Selector::select`], on the polling worker's stack (no allocation per poll).
+/// Only the buffer, uninitialised: the count of events comes back with them from `select`
+/// (with a count field next to it, LLVM merged the count's store and the uninitialised array
+/// into one memset of the whole 3 KiB on every poll).
 pub(crate) struct Events {
-    buf: [MaybeUninit<libc::epoll_event>; EVENTS_PER_POLL],
-    len: usize,
+    buf: MaybeUninit<[libc::epoll_event; EVENTS_PER_POLL]>,
 }
 
 impl Events {
     pub(crate) fn new() -> Events {
-        Events { buf: [MaybeUninit::uninit(); EVENTS_PER_POLL], len: 0 }
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = Event> + '_ {
-        self.buf[..self.len].iter().map(|e| {
-            // SAFETY: the kernel initialised the first `len` entries (`select` sets `len`
-            // from epoll_wait's return value).
-            let e = unsafe { e.assume_init() };
-            Event { token: e.u64, bits: e.events }
-        })
+        Events { buf: MaybeUninit::uninit() }
     }
 }
 
@@ -139,9 +132,13 @@ impl Selector {
     }
 
     /// Waits for events: `None` = until an event or a wake-up, `Some(ZERO)` = do not block.
-    pub(crate) fn select(&self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
-        events.len = 0;
-        let cap = events.buf.len() as libc::c_int;
+    /// Returns the events read into `events` (none if the wait was interrupted).
+    pub(crate) fn select<'a>(
+        &self,
+        events: &'a mut Events,
+        timeout: Option<Duration>,
+    ) -> io::Result<impl Iterator<Item = Event> + 'a> {
+        let cap = EVENTS_PER_POLL as libc::c_int;
         let ptr = events.buf.as_mut_ptr().cast::<libc::epoll_event>();
         let ep = self.epoll.as_raw_fd();
         let n = match timeout {
@@ -180,15 +177,23 @@ impl Selector {
                 unsafe { libc::epoll_wait(ep, ptr, cap, ms) }
             }
         };
-        if n < 0 {
+        let n = if n < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(());
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
             }
-            return Err(e);
-        }
-        events.len = n as usize;
-        Ok(())
+            0
+        } else {
+            n as usize
+        };
+        // SAFETY: the kernel initialised the first `n <= EVENTS_PER_POLL` entries, and the
+        // slice borrows `events` for as long as it is read.
+        let got = unsafe { core::slice::from_raw_parts(ptr.cast_const(), n) };
+        // `epoll_event` is packed on x86_64: copy it out whole, then read its fields.
+        Ok(got.iter().map(|e| {
+            let e = *e;
+            Event { token: e.u64, bits: e.events }
+        }))
     }
 
     /// Makes the eventfd readable (interrupts a blocked `select`).

@@ -37,10 +37,6 @@ impl Events {
     pub(crate) fn new() -> Events {
         Events { buf: Vec::new() }
     }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = Event> + '_ {
-        self.buf.iter().copied()
-    }
 }
 
 /// A modelled socket: its current readiness and its epoll registration.
@@ -120,7 +116,11 @@ impl Selector {
         had
     }
 
-    pub(crate) fn select(&self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn select<'a>(
+        &self,
+        events: &'a mut Events,
+        timeout: Option<Duration>,
+    ) -> io::Result<impl Iterator<Item = Event> + 'a> {
         events.buf.clear();
         let blocking = timeout.is_none_or(|t| !t.is_zero());
         let mut k = lock(&self.kernel);
@@ -139,7 +139,7 @@ impl Selector {
                 None => break,
             }
         }
-        Ok(())
+        Ok(events.buf.iter().copied())
     }
 
     pub(crate) fn wake(&self) {
