@@ -108,7 +108,8 @@ pub use deadlock::{DeadlockReport, detect as detect_deadlock};
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
-    blocking, current, in_green_thread, park, park_deadline, park_timeout, yield_now,
+    blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
+    yield_now,
 };
 pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
 pub use spawn::{Builder, spawn, spawn_urgent};

@@ -265,3 +265,37 @@ fn bad_input_errors_are_clear() {
     assert_eq!(e.kind(), ErrorKind::AddrInUse);
     assert_eq!(e.raw_os_error(), Some(libc::EADDRINUSE));
 }
+
+/// A green thread whose socket operations never wait (it writes a byte and reads it back on a
+/// pair) reaches no scheduling point; the monitor's request makes the next operation yield, so
+/// the other green thread of its single worker runs. Without the preemption point the loop
+/// never ends (the watchdog fails the test).
+#[test]
+fn a_loop_of_socket_operations_that_never_wait_lets_its_worker_run_others() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let _w = watchdog("preemption point", 30);
+    let rt = rt(1);
+    let (rounds, other_ran) = rt.block_on(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let rounds = Arc::new(AtomicU64::new(0));
+        let (s, r) = (stop.clone(), rounds.clone());
+        let flooder = purloin::spawn(move || {
+            // Spawned from here, the other green thread waits in this worker's queue: it runs
+            // only if this loop yields.
+            let s2 = s.clone();
+            let other = purloin::spawn(move || s2.store(true, Ordering::Release));
+            let (mut a, mut b) = UnixStream::pair().unwrap();
+            let mut byte = [0u8; 1];
+            while !s.load(Ordering::Acquire) {
+                a.write_all(b"x").unwrap();
+                b.read_exact(&mut byte).unwrap();
+                r.fetch_add(1, Ordering::Relaxed);
+            }
+            other.join().is_ok()
+        });
+        let ok = flooder.join().unwrap();
+        (rounds.load(Ordering::Relaxed), ok)
+    });
+    assert!(other_ran, "the other green thread panicked");
+    assert!(rounds > 0, "the loop ran");
+}

@@ -479,6 +479,15 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             } else {
                 let tick = p.schedtick.load(Ordering::Relaxed);
                 let running = p.running.load(Ordering::Relaxed);
+                // Ask a green thread past the threshold to yield at its next preemption point
+                // (a socket operation that did not wait is one): again every round, so a
+                // request dropped inside a `NoSwitch` section is made again.
+                if tick == s.schedtick
+                    && !running.is_null()
+                    && now.duration_since(s.sched_since) >= cfg.long_run_threshold
+                {
+                    p.preempt.store(true, Ordering::Relaxed);
+                }
                 if tick != s.schedtick || running.is_null() {
                     // A stretch of a green thread starts with a switch-in, which bumps the
                     // tick: the CPU clock (a system call) is read only then, not every round

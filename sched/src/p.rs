@@ -68,6 +68,11 @@ pub(crate) struct P {
     pub(crate) syscall_tick: AtomicU64,
     /// Bumped every time a G is switched in (the monitor's "no scheduling point" check).
     pub(crate) schedtick: AtomicU64,
+    /// Set by the monitor when the G running here passed the long-run threshold without a
+    /// scheduling point; [`preemption_point`](crate::preemption_point) yields and clears it.
+    /// Relaxed both ways: a request, not a handshake (a late one costs one more stretch of
+    /// the same length; a stale one, one spurious yield).
+    pub(crate) preempt: AtomicBool,
     /// A fork's job was queued here with a wake-up hint that woke nobody (`idle`, I4), so the
     /// queue may show work that no other worker is coming for: the next other push announces
     /// itself with F1 even onto a non-empty queue (`ready`'s notify rule). Holder only
@@ -114,6 +119,7 @@ impl P {
             status: AtomicU32::new(RUNNING),
             syscall_tick: AtomicU64::new(0),
             schedtick: AtomicU64::new(0),
+            preempt: AtomicBool::new(false),
             fork_unannounced: AtomicBool::new(false),
             timers: Timers::new(),
             free_gs: UnsafeCell::new(Vec::new()),

@@ -237,6 +237,56 @@ pub fn yield_now() {
     }
 }
 
+/// A cooperative preemption point: yields (like [`yield_now`]) if the monitor asked the
+/// calling green thread to, because it ran past the long-run threshold
+/// ([`Builder::long_run_threshold`](crate::Builder::long_run_threshold)) without a scheduling
+/// point; otherwise it costs a worker lookup and one load. Outside a green thread, in a
+/// blocking section or inside a [`NoSwitch`](crate::NoSwitch) section it does nothing.
+///
+/// Operations that usually complete without waiting call it when they do (purloin's sockets
+/// after a read or write that did not have to wait), so a loop of them cannot keep the other
+/// green threads of its worker from running: a peer that floods a connection gets its handler
+/// rotated with the rest, as tokio's cooperative budget and Go's preemption do. Call it in
+/// your own loops of such operations.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let mut sum = 0u64;
+///     for i in 0..1_000_000u64 {
+///         sum = sum.wrapping_add(i);
+///         purloin_sched::preemption_point(); // one load unless the monitor asked
+///     }
+///     sum
+/// });
+/// assert_eq!(h.join().unwrap(), 499_999_500_000);
+/// ```
+#[inline]
+pub fn preemption_point() {
+    let Some(m) = current_worker() else { return };
+    if m.current.get().is_none() {
+        return;
+    }
+    let Some(held) = m.held() else { return };
+    if held.p().preempt.load(crate::sync::Ordering::Relaxed) {
+        preempt(m, held.p());
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn preempt(m: &worker::M, p: &crate::p::P) {
+    p.preempt.store(false, crate::sync::Ordering::Relaxed);
+    // A NoSwitch section must not switch out: the request is dropped (the monitor makes it
+    // again in its next round while the stretch goes on).
+    let why = m.no_switch.get();
+    if why.is_none() {
+        yield_now();
+    }
+}
+
 /// Blocks the current green thread until [`GreenThread::unpark`] is called on it (or returns
 /// at once if a token is pending). Like [`std::thread::park`], it may also return spuriously:
 /// call it in a loop that checks the condition you wait for. On a plain OS thread it parks the

@@ -96,3 +96,31 @@ fn a_yield_loop_does_not_starve_the_timers_of_its_worker() {
         .unwrap();
     assert!(woke.load(Ordering::Acquire));
 }
+
+/// A green thread that loops on `preemption_point` and nothing else yields once the monitor
+/// asks (after the long-run threshold), so the other green thread of its single worker runs.
+/// Without the monitor's request (or the point's yield) the loop never ends: the watchdog
+/// fails the test.
+#[test]
+fn a_preemption_point_yields_once_the_monitor_asks() {
+    let _w = common::watchdog("preemption point", Duration::from_secs(30));
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(5)).build().unwrap();
+    let spins = sched
+        .spawn(|| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            // Queued on this worker behind the loop: it runs only if the loop yields.
+            let other = purloin_sched::spawn(move || s.store(true, Ordering::Release)).unwrap();
+            let mut spins = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                spins += 1;
+                purloin_sched::preemption_point();
+            }
+            other.join().unwrap();
+            spins
+        })
+        .join()
+        .unwrap();
+    assert!(spins > 0);
+}

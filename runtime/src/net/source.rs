@@ -230,6 +230,9 @@ impl<S: AsRawFd> Source<S> {
                             w.unpark();
                         }
                     }
+                    // A loop of operations that never wait reaches no scheduling point: yield
+                    // here if the monitor asked (a flooding peer must not starve the worker).
+                    purloin_sched::preemption_point();
                     return done;
                 }
             }
