@@ -17,10 +17,11 @@
 //! scheduler's task cell itself (`purloin_sched::spawn_detached_unchecked`, whose contract is
 //! that the closure is run or dropped exactly once and that the caller learns of it only
 //! through the closure); the count is decremented by a field dropped after the closure, so
-//! after its captures, whether it ran, panicked, or was dropped unrun. That field points to
-//! the scope's state without owning a reference to it: the owner holds the state until the
-//! count is zero, and the decrement is the green thread's last touch of it (the count
-//! protocol on `ScopeState`, loom-modelled below). Green threads cannot be
+//! after its captures, whether it ran, panicked, or was dropped unrun. The state itself lives
+//! in the owner's frame (`scope`'s `Scope`, `block_on`'s local), and green threads point to it
+//! without owning it: the owner does not leave that frame before the count is zero, and a
+//! green thread's decrement is its last touch of the state (the count protocol on
+//! `ScopeState`, loom-modelled below). Green threads cannot be
 //! killed, and shutdown unwinds parked ones to completion, so the wait ends.
 
 use std::marker::PhantomData;
@@ -39,9 +40,9 @@ use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
 /// `running` holds the number of running green threads in units of [`ONE`] and, in its low
 /// bit, [`WAITER`]: the owner has stored its handle in `waiter` and parks until the count is
 /// zero. The last touch of the state by a finishing green thread is the read-modify-write that
-/// takes its unit off: the owner may free the state as soon as it sees zero, so a green
-/// thread that holds no `Arc` of the state (a handle-less one, [`Finish`]) must not read or
-/// write it afterwards. So the finisher whose unit is the last one while [`WAITER`] is set
+/// takes its unit off: the owner may free the state (leave the frame it lives in) as soon as
+/// it sees zero, so a green thread ([`Finish`], [`Body`]) must not read or write it
+/// afterwards. So the finisher whose unit is the last one while [`WAITER`] is set
 /// copies the owner's handle *before* its decrement (a compare-exchange from `ONE | WAITER` to
 /// zero) and unparks the copy after it.
 ///
@@ -108,17 +109,17 @@ impl Waiter {
 }
 
 impl ScopeState {
-    pub(crate) fn new() -> Arc<ScopeState> {
+    pub(crate) fn new() -> ScopeState {
         Self::with_root(false)
     }
 
     /// The state of a `block_on` root (see `root`).
-    pub(crate) fn new_root() -> Arc<ScopeState> {
+    pub(crate) fn new_root() -> ScopeState {
         Self::with_root(true)
     }
 
-    fn with_root(root: bool) -> Arc<ScopeState> {
-        Arc::new(ScopeState {
+    fn with_root(root: bool) -> ScopeState {
+        ScopeState {
             running: AtomicUsize::new(0),
             unjoined_panics: AtomicUsize::new(0),
             unjoined_unstarted: AtomicUsize::new(0),
@@ -126,7 +127,7 @@ impl ScopeState {
             root,
             #[cfg(all(test, loom))]
             alive: crate::loom::AtomicBool::new(true),
-        })
+        }
     }
 
     /// Under loom, records a touch of the state by a finisher (see `alive`).
@@ -289,8 +290,13 @@ impl ScopeState {
 /// captures and the result never outlive the scope.
 struct Body {
     job: Option<Arc<dyn Job>>,
-    state: Option<Arc<ScopeState>>,
+    /// The scope's state, not owned: as for [`Finish`].
+    state: Option<core::ptr::NonNull<ScopeState>>,
 }
+
+// SAFETY: `ScopeState` is `Sync`; `Body` only calls its `&self` methods, from whichever thread
+// runs or drops the green thread; the job is `Send`.
+unsafe impl Send for Body {}
 
 impl Body {
     fn run(mut self) {
@@ -298,7 +304,9 @@ impl Body {
         let panicked = job.run();
         drop(job);
         let state = self.state.take().expect("a scoped body runs once");
-        state.finished(panicked);
+        // SAFETY: our unit of the count is not taken off yet, so the owner still holds the
+        // state (count protocol); `finished` is our last touch.
+        unsafe { state.as_ref() }.finished(panicked);
     }
 }
 
@@ -306,6 +314,8 @@ impl Drop for Body {
     fn drop(&mut self) {
         drop(self.job.take());
         if let Some(state) = self.state.take() {
+            // SAFETY: as in `run`.
+            let state = unsafe { state.as_ref() };
             state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
             state.finished(false);
         }
@@ -325,10 +335,10 @@ struct Detached<F> {
 /// Counts a scoped green thread finished when dropped: unstarted if its closure never ran,
 /// panicked if it panicked.
 ///
-/// It points to the scope's state without owning a reference: the state lives while the
-/// scope's owner holds its `Arc`, and the owner waits for this green thread's unit of the
-/// count before it lets go; the decrement in [`ScopeState::finished`] is the last touch (the
-/// count protocol). So a spawn costs no reference-count increment and no decrement.
+/// It points to the scope's state without owning it: the state lives in the owner's frame,
+/// and the owner waits for this green thread's unit of the count before it leaves; the
+/// decrement in [`ScopeState::finished`] is the last touch (the count protocol). So a spawn
+/// costs no reference-count increment and no decrement.
 struct Finish {
     state: core::ptr::NonNull<ScopeState>,
     started: bool,
@@ -342,7 +352,7 @@ unsafe impl Send for Finish {}
 impl Drop for Finish {
     fn drop(&mut self) {
         // SAFETY: our unit of the count is not taken off yet, so the owner is still waiting
-        // and its `Arc` keeps the state alive (count protocol).
+        // in the frame the state lives in (count protocol).
         let state = unsafe { self.state.as_ref() };
         if !self.started {
             state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
@@ -368,11 +378,11 @@ impl<F: FnOnce() + Send> Detached<F> {
 ///
 /// # Safety
 /// As for [`spawn_scoped`]; and the caller keeps `state` alive until its count is zero (its
-/// [`WaitAll`] holds an `Arc` of it), since the green thread points to it without one.
+/// [`WaitAll`] borrows it), since the green thread points to it without owning it.
 pub(crate) unsafe fn spawn_scoped_detached<'a, F>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
-    state: &Arc<ScopeState>,
+    state: &ScopeState,
     f: F,
 ) -> std::io::Result<()>
 where
@@ -381,11 +391,7 @@ where
     state.started();
     let body = Detached {
         f: Some(f),
-        finish: Finish {
-            state: core::ptr::NonNull::from(&**state),
-            started: false,
-            panicked: false,
-        },
+        finish: Finish { state: core::ptr::NonNull::from(state), started: false, panicked: false },
     };
     let group = state.group();
     // SAFETY: `body` (and `f`'s borrows, which live for 'a) are run or dropped before
@@ -406,9 +412,9 @@ where
 }
 
 /// Waits for the scope's green threads when dropped (every exit path of the owner).
-pub(crate) struct WaitAll(pub(crate) Arc<ScopeState>);
+pub(crate) struct WaitAll<'a>(pub(crate) &'a ScopeState);
 
-impl Drop for WaitAll {
+impl Drop for WaitAll<'_> {
     fn drop(&mut self) {
         self.0.wait_all();
     }
@@ -467,7 +473,7 @@ impl<F: Send, T: Send> ResultSlot<T> for Scoped<F, T> {
 pub(crate) unsafe fn spawn_scoped<'a, F, T>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
-    state: &Arc<ScopeState>,
+    state: &'a ScopeState,
     f: F,
 ) -> std::io::Result<ScopedParts<'a, T>>
 where
@@ -484,15 +490,13 @@ where
     let job: Arc<dyn Job + 'static> =
         unsafe { core::mem::transmute::<Arc<dyn Job + 'a>, Arc<dyn Job + 'static>>(job) };
     state.started();
-    let body = Body { job: Some(job), state: Some(state.clone()) };
+    let body = Body { job: Some(job), state: Some(core::ptr::NonNull::from(state)) };
     let spawned = match sched {
         Some(s) => s.spawn_with(opts, move || body.run()),
         None => purloin_sched::spawn_with(opts, move || body.run()),
     };
     match spawned {
-        Ok(handle) => {
-            Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData })
-        }
+        Ok(handle) => Ok(ScopedParts { handle, packet, state, _borrow: PhantomData }),
         Err(e) => {
             // The refused closure was dropped inside the spawn: its `Body` counted itself
             // finished and unstarted. The caller sees this error, so it does not make the
@@ -507,7 +511,7 @@ where
 pub(crate) struct ScopedParts<'a, T> {
     handle: purloin_sched::JoinHandle<()>,
     packet: Arc<dyn ResultSlot<T> + 'a>,
-    state: Arc<ScopeState>,
+    state: &'a ScopeState,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -531,7 +535,7 @@ impl<T> ScopedParts<'_, T> {
             state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
             return Err(e);
         }
-        take_result(&*packet, &state)
+        take_result(&*packet, state)
     }
 }
 
@@ -552,7 +556,7 @@ fn take_result<T>(packet: &dyn ResultSlot<T>, state: &ScopeState) -> ThreadResul
 
 /// A scope for spawning green threads that borrow (see [`scope`]).
 pub struct Scope<'scope, 'env: 'scope> {
-    state: Arc<ScopeState>,
+    state: ScopeState,
     sched: SchedRef<'scope>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -618,7 +622,7 @@ impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
 pub struct ScopedJoinFuture<'scope, T> {
     inner: purloin_sched::JoinFuture<()>,
     packet: Arc<dyn ResultSlot<T> + 'scope>,
-    state: Arc<ScopeState>,
+    state: &'scope ScopeState,
     _borrow: PhantomData<&'scope ()>,
 }
 
@@ -638,7 +642,7 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
                 core::task::Poll::Ready(Err(e))
             }
             core::task::Poll::Ready(Ok(())) => {
-                core::task::Poll::Ready(take_result(&*this.packet, &this.state))
+                core::task::Poll::Ready(take_result(&*this.packet, this.state))
             }
         }
     }
@@ -769,7 +773,7 @@ where
         SchedRef::Runtime(rt.scheduler())
     };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
-    let wait = WaitAll(scope.state.clone());
+    let wait = WaitAll(&scope.state);
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
     // An OS thread waiting for the scope's green threads: the deadlock watch counts it.
     let _outside = match &scope.sched {
@@ -865,9 +869,9 @@ mod loom_models {
     }
 
     /// A handle-less green thread's end: what it wrote, then its [`Finish`] dropped.
-    fn finisher(state: &Arc<ScopeState>, out: Arc<Out>, panicked: bool) -> thread::JoinHandle<()> {
+    fn finisher(state: &ScopeState, out: Arc<Out>, panicked: bool) -> thread::JoinHandle<()> {
         state.started();
-        let finish = Finish { state: core::ptr::NonNull::from(&**state), started: true, panicked };
+        let finish = Finish { state: core::ptr::NonNull::from(state), started: true, panicked };
         thread::spawn(move || {
             // SAFETY: only this thread writes `out` before its finish; the owner reads it
             // after `wait_all` (S1 orders them; loom reports it if not).
@@ -895,7 +899,7 @@ mod loom_models {
     #[test]
     fn scope_count_two_finishers() {
         model(|| {
-            let state = ScopeState::new();
+            let state = Arc::new(ScopeState::new());
             let out: Vec<_> = (0..2).map(|_| out()).collect();
             let ts: Vec<_> =
                 out.iter().enumerate().map(|(i, o)| finisher(&state, o.clone(), i == 1)).collect();
@@ -912,7 +916,7 @@ mod loom_models {
     #[test]
     fn scope_count_root_one_finisher() {
         model(|| {
-            let state = ScopeState::new_root();
+            let state = Arc::new(ScopeState::new_root());
             let out = vec![out()];
             let t = finisher(&state, out[0].clone(), false);
             state.wait_all();
