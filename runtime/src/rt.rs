@@ -431,9 +431,10 @@ impl Runtime {
         }
         self.check_usable();
         let state = crate::scope::ScopeState::new_root();
-        let wait = crate::scope::WaitAll(state.clone());
+        let wait = crate::scope::WaitAll(&state);
         // SAFETY: `wait` waits for the root in every exit path of this function (it is
-        // dropped after the join below, or while unwinding), so `f`'s borrows stay valid.
+        // dropped after the join below, or while unwinding), so `f`'s borrows stay valid,
+        // and so does `state`, which the root points to.
         let spawned = unsafe {
             crate::scope::spawn_scoped(Some(self.scheduler()), Default::default(), &state, f)
         };

@@ -17,19 +17,49 @@
 //! scheduler's task cell itself (`purloin_sched::spawn_detached_unchecked`, whose contract is
 //! that the closure is run or dropped exactly once and that the caller learns of it only
 //! through the closure); the count is decremented by a field dropped after the closure, so
-//! after its captures, whether it ran, panicked, or was dropped unrun. Green threads cannot be
+//! after its captures, whether it ran, panicked, or was dropped unrun. The state itself lives
+//! in the owner's frame (`scope`'s `Scope`, `block_on`'s local), and green threads point to it
+//! without owning it: the owner does not leave that frame before the count is zero, and a
+//! green thread's decrement is its last touch of the state (the count protocol on
+//! `ScopeState`, loom-modelled below). Green threads cannot be
 //! killed, and shutdown unwinds parked ones to completion, so the wait ends.
 
-use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Result as ThreadResult;
 
 use purloin_sched::{GreenThread, Scheduler, SpawnOptions};
 
+use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
+
 /// The running count of a scope and who waits for it to reach zero.
+///
+/// # Count protocol
+///
+/// `running` holds the number of running green threads in units of [`ONE`] and, in its low
+/// bit, [`WAITER`]: the owner has stored its handle in `waiter` and parks until the count is
+/// zero. The last touch of the state by a finishing green thread is the read-modify-write that
+/// takes its unit off: the owner may free the state (leave the frame it lives in) as soon as
+/// it sees zero, so a green thread ([`Finish`], [`Body`]) must not read or write it
+/// afterwards. So the finisher whose unit is the last one while [`WAITER`] is set
+/// copies the owner's handle *before* its decrement (a compare-exchange from `ONE | WAITER` to
+/// zero) and unparks the copy after it.
+///
+/// Memory-ordering pairs:
+/// - (S1) A finisher's decrement is Release (AcqRel), the owner's loads of the count are
+///   Acquire: everything a green thread did, and the drop of its closure, happens before the
+///   owner sees zero.
+/// - (S2) The owner stores `waiter` and then sets [`WAITER`] with a Release compare-exchange;
+///   a finisher reads `waiter` only after an Acquire load (or failed compare-exchange) showed
+///   [`WAITER`], so it reads the owner's store. The owner never writes `waiter` again while
+///   [`WAITER`] is set, and the bit is cleared only by the last finisher's compare-exchange to
+///   zero.
+/// - (S3) The owner's compare-exchange that sets [`WAITER`] and the last finisher's
+///   decrement are read-modify-writes of one word: if the bit comes first, the last finisher
+///   sees it and unparks the owner; if zero comes first, the owner's compare-exchange fails
+///   and it returns without parking. The unpark leaves a token if the owner has not parked
+///   yet (sched's park/unpark contract).
 pub(crate) struct ScopeState {
     running: AtomicUsize,
     /// Green threads that panicked and whose result was not (yet) taken by a join.
@@ -37,64 +67,164 @@ pub(crate) struct ScopeState {
     /// Green threads that never ran (no stack could be leased, or the runtime shut down
     /// first) and whose error was not (yet) taken by a join.
     unjoined_unstarted: AtomicUsize,
-    waiter: Mutex<Option<Waiter>>,
+    /// Who waits for the count to reach zero: written by the owner before it sets
+    /// [`WAITER`], read by the last finisher after it saw [`WAITER`] (S2).
+    waiter: UnsafeCell<Option<Waiter>>,
     /// The root of a `block_on`, whose caller waits for idle events (the deadlock watch's
     /// wake-ups) and for the root's end at once: its end is signalled as an idle event.
     root: bool,
+    /// Under loom, stands for the state's memory: a finisher loads it at each touch of the
+    /// state and the model's owner clears it (the free) once `wait_all` returned, so a touch
+    /// after the last decrement can load `false` (an atomic, not a cell: loom would let a
+    /// cell read that follows a Release with no other step between count as ordered by it).
+    #[cfg(all(test, loom))]
+    alive: crate::loom::AtomicBool,
 }
 
+// SAFETY: the atomics are shared by design; `waiter` is written only by the owner before it
+// publishes [`WAITER`] and read by finishers only after they saw it (S2), and `Waiter` is
+// `Send + Sync`.
+unsafe impl Sync for ScopeState {}
+
+/// `ScopeState::running`: the owner's handle is in `waiter` (S2).
+const WAITER: usize = 1;
+/// `ScopeState::running`: one running green thread.
+const ONE: usize = 2;
+
+#[derive(Clone)]
 enum Waiter {
     Green(GreenThread),
-    Os(std::thread::Thread),
+    Os(crate::loom::thread::Thread),
+}
+
+impl Waiter {
+    fn unpark(self) {
+        match self {
+            Waiter::Green(g) => {
+                g.unpark();
+            }
+            Waiter::Os(t) => t.unpark(),
+        }
+    }
 }
 
 impl ScopeState {
-    pub(crate) fn new() -> Arc<ScopeState> {
+    pub(crate) fn new() -> ScopeState {
         Self::with_root(false)
     }
 
     /// The state of a `block_on` root (see `root`).
-    pub(crate) fn new_root() -> Arc<ScopeState> {
+    pub(crate) fn new_root() -> ScopeState {
         Self::with_root(true)
     }
 
-    fn with_root(root: bool) -> Arc<ScopeState> {
-        Arc::new(ScopeState {
+    fn with_root(root: bool) -> ScopeState {
+        ScopeState {
             running: AtomicUsize::new(0),
             unjoined_panics: AtomicUsize::new(0),
             unjoined_unstarted: AtomicUsize::new(0),
-            waiter: Mutex::new(None),
+            waiter: UnsafeCell::new(None),
             root,
-        })
+            #[cfg(all(test, loom))]
+            alive: crate::loom::AtomicBool::new(true),
+        }
     }
 
-    /// Whether every green thread of the scope has finished (Acquire: pairs with `finished`).
+    /// Under loom, records a touch of the state by a finisher (see `alive`).
+    #[inline(always)]
+    fn touch(&self) {
+        // Relaxed: coherence is the check (a touch ordered before the free cannot see it).
+        #[cfg(all(test, loom))]
+        assert!(
+            self.alive.load(Ordering::Relaxed),
+            "a finisher touched a scope's state after its last decrement"
+        );
+    }
+
+    /// Counts one more running green thread. The caller holds a unit itself (the owner's
+    /// body, or a running green thread of the scope), so the count is not zero and the owner
+    /// is not past its wait.
+    fn started(&self) {
+        self.running.fetch_add(ONE, Ordering::Relaxed);
+    }
+
+    /// Whether every green thread of the scope has finished (Acquire: S1).
     pub(crate) fn all_finished(&self) -> bool {
         self.running.load(Ordering::Acquire) == 0
     }
 
-    /// A scoped green thread finished (its closure and captures are dropped).
+    /// A scoped green thread finished (its closure and captures are dropped). Its decrement
+    /// is its last touch of the state (see the count protocol).
+    #[inline]
     fn finished(&self, panicked: bool) {
+        self.touch();
         if panicked {
             self.unjoined_panics.fetch_add(1, Ordering::Relaxed);
         }
-        // Release: everything the green thread did happens before the owner's Acquire load
-        // that sees the count reach zero.
-        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if self.root {
-                // After the count reached zero: a waiter whose snapshot of the idle events
-                // predates this sees the event, one whose snapshot follows it sees the count.
-                purloin_sched::note_idle_event();
-            }
-            let who = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
-            match who {
-                Some(Waiter::Green(g)) => {
-                    g.unpark();
+        // Acquire: S2 (a count that shows WAITER lets us read `waiter`).
+        let count = self.running.load(Ordering::Acquire);
+        // Not the last unit with the owner waiting, and not the root's end: just the
+        // decrement. AcqRel: S1 (Release) and S2 on failure (Acquire); S3: one word.
+        if count != ONE | WAITER
+            && !(count == ONE && self.root)
+            && self
+                .running
+                .compare_exchange(count, count - ONE, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // Not a byte of the state from here on: the owner may have freed it.
+            return;
+        }
+        self.finished_slow();
+    }
+
+    /// [`finished`](Self::finished) when the count may reach zero with someone to tell, or
+    /// its first compare-exchange lost a race.
+    #[cold]
+    #[inline(never)]
+    fn finished_slow(&self) {
+        let root = self.root;
+        // Acquire: S2.
+        let mut count = self.running.load(Ordering::Acquire);
+        loop {
+            debug_assert!(count >= ONE, "a scope's count went below zero");
+            // The owner's handle, copied before our decrement while we still may read it.
+            let who = if count == ONE | WAITER {
+                // SAFETY: S2: WAITER is set, so the owner wrote `waiter` before and does not
+                // write it again while the bit is set.
+                unsafe { self.waiter() }
+            } else {
+                None
+            };
+            let next = if count == ONE | WAITER { 0 } else { count - ONE };
+            // AcqRel: S1 (Release) and S2 on failure (Acquire); S3: one word.
+            match self.running.compare_exchange(count, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // Not a byte of the state from here on: the owner may have freed it.
+                    if next == 0 && root {
+                        // After the count reached zero: a waiter whose snapshot of the idle
+                        // events predates this sees the event, one whose snapshot follows it
+                        // sees the count.
+                        purloin_sched::note_idle_event();
+                    }
+                    if let Some(who) = who {
+                        who.unpark();
+                    }
+                    return;
                 }
-                Some(Waiter::Os(t)) => t.unpark(),
-                None => {}
+                Err(now) => count = now,
             }
         }
+    }
+
+    /// A copy of the owner's handle.
+    ///
+    /// # Safety
+    /// [`WAITER`] was seen set with Acquire (S2), and our unit of the count is not taken off.
+    unsafe fn waiter(&self) -> Option<Waiter> {
+        self.touch();
+        // SAFETY: by the caller: the owner's write happened before, and it writes no more.
+        unsafe { self.waiter.with(|w| (*w).clone()) }
     }
 
     /// The group its handle-less green threads are spawned in (`run_detached_inline`).
@@ -105,27 +235,47 @@ impl ScopeState {
     /// Waits until every green thread of the scope has finished. From a green thread it first
     /// runs the scope's handle-less green threads that have not started yet and that are on
     /// top of its worker's queue inline (`purloin_sched::run_detached_inline`), as rayon's
-    /// scope runs its own jobs while it waits.
+    /// scope runs its own jobs while it waits. Called once, by the scope's owner.
     pub(crate) fn wait_all(&self) {
-        // Acquire: as below.
+        // Acquire: S1.
         while self.running.load(Ordering::Acquire) != 0 {
             if !purloin_sched::run_detached_inline(self.group()) {
                 break;
             }
         }
-        if self.running.load(Ordering::Acquire) == 0 {
+        let mut count = self.running.load(Ordering::Acquire);
+        if count == 0 {
             return;
         }
         let who = match purloin_sched::current() {
             Some(g) => Waiter::Green(g),
-            None => Waiter::Os(std::thread::current()),
+            None => Waiter::Os(crate::loom::thread::current()),
         };
-        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(who);
+        // SAFETY: S2: WAITER is not set yet (only this call sets it, once), so no finisher
+        // reads `waiter` now.
+        unsafe { self.waiter.with_mut(|w| *w = Some(who)) };
+        loop {
+            if count == 0 {
+                return;
+            }
+            debug_assert_eq!(count & WAITER, 0, "a scope is waited for once");
+            // Release: S2. Acquire: S1 when the count reached zero meanwhile. S3.
+            match self.running.compare_exchange(
+                count,
+                count | WAITER,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => count = now,
+            }
+        }
         purloin_sched::set_wait_info(Some(purloin_sched::WaitInfo {
             kind: purloin_sched::WaitKind::Join,
             object: self as *const Self as usize,
             holder: None,
         }));
+        // Acquire: S1. A wake-up before the count is zero is spurious: park again.
         while self.running.load(Ordering::Acquire) != 0 {
             purloin_sched::park();
         }
@@ -140,8 +290,13 @@ impl ScopeState {
 /// captures and the result never outlive the scope.
 struct Body {
     job: Option<Arc<dyn Job>>,
-    state: Option<Arc<ScopeState>>,
+    /// The scope's state, not owned: as for [`Finish`].
+    state: Option<core::ptr::NonNull<ScopeState>>,
 }
+
+// SAFETY: `ScopeState` is `Sync`; `Body` only calls its `&self` methods, from whichever thread
+// runs or drops the green thread; the job is `Send`.
+unsafe impl Send for Body {}
 
 impl Body {
     fn run(mut self) {
@@ -149,7 +304,9 @@ impl Body {
         let panicked = job.run();
         drop(job);
         let state = self.state.take().expect("a scoped body runs once");
-        state.finished(panicked);
+        // SAFETY: our unit of the count is not taken off yet, so the owner still holds the
+        // state (count protocol); `finished` is our last touch.
+        unsafe { state.as_ref() }.finished(panicked);
     }
 }
 
@@ -157,6 +314,8 @@ impl Drop for Body {
     fn drop(&mut self) {
         drop(self.job.take());
         if let Some(state) = self.state.take() {
+            // SAFETY: as in `run`.
+            let state = unsafe { state.as_ref() };
             state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
             state.finished(false);
         }
@@ -175,18 +334,30 @@ struct Detached<F> {
 
 /// Counts a scoped green thread finished when dropped: unstarted if its closure never ran,
 /// panicked if it panicked.
+///
+/// It points to the scope's state without owning it: the state lives in the owner's frame,
+/// and the owner waits for this green thread's unit of the count before it leaves; the
+/// decrement in [`ScopeState::finished`] is the last touch (the count protocol). So a spawn
+/// costs no reference-count increment and no decrement.
 struct Finish {
-    state: Arc<ScopeState>,
+    state: core::ptr::NonNull<ScopeState>,
     started: bool,
     panicked: bool,
 }
 
+// SAFETY: `ScopeState` is `Sync`; `Finish` only calls its `&self` methods, from whichever
+// thread runs or drops the green thread.
+unsafe impl Send for Finish {}
+
 impl Drop for Finish {
     fn drop(&mut self) {
+        // SAFETY: our unit of the count is not taken off yet, so the owner is still waiting
+        // in the frame the state lives in (count protocol).
+        let state = unsafe { self.state.as_ref() };
         if !self.started {
-            self.state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
+            state.unjoined_unstarted.fetch_add(1, Ordering::Relaxed);
         }
-        self.state.finished(self.panicked);
+        state.finished(self.panicked);
     }
 }
 
@@ -206,20 +377,21 @@ impl<F: FnOnce() + Send> Detached<F> {
 /// with no handle.
 ///
 /// # Safety
-/// As for [`spawn_scoped`].
+/// As for [`spawn_scoped`]; and the caller keeps `state` alive until its count is zero (its
+/// [`WaitAll`] borrows it), since the green thread points to it without owning it.
 pub(crate) unsafe fn spawn_scoped_detached<'a, F>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
-    state: &Arc<ScopeState>,
+    state: &ScopeState,
     f: F,
 ) -> std::io::Result<()>
 where
     F: FnOnce() + Send + 'a,
 {
-    state.running.fetch_add(1, Ordering::Relaxed);
+    state.started();
     let body = Detached {
         f: Some(f),
-        finish: Finish { state: state.clone(), started: false, panicked: false },
+        finish: Finish { state: core::ptr::NonNull::from(state), started: false, panicked: false },
     };
     let group = state.group();
     // SAFETY: `body` (and `f`'s borrows, which live for 'a) are run or dropped before
@@ -240,9 +412,9 @@ where
 }
 
 /// Waits for the scope's green threads when dropped (every exit path of the owner).
-pub(crate) struct WaitAll(pub(crate) Arc<ScopeState>);
+pub(crate) struct WaitAll<'a>(pub(crate) &'a ScopeState);
 
-impl Drop for WaitAll {
+impl Drop for WaitAll<'_> {
     fn drop(&mut self) {
         self.0.wait_all();
     }
@@ -252,7 +424,7 @@ impl Drop for WaitAll {
 /// thread (as a [`Job`]) and its handle (as a [`ResultSlot`]).
 struct Scoped<F, T> {
     /// Taken once, by the green thread (`Job::run`).
-    f: UnsafeCell<Option<F>>,
+    f: core::cell::UnsafeCell<Option<F>>,
     result: Mutex<Option<ThreadResult<T>>>,
 }
 
@@ -301,14 +473,15 @@ impl<F: Send, T: Send> ResultSlot<T> for Scoped<F, T> {
 pub(crate) unsafe fn spawn_scoped<'a, F, T>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
-    state: &Arc<ScopeState>,
+    state: &'a ScopeState,
     f: F,
 ) -> std::io::Result<ScopedParts<'a, T>>
 where
     F: FnOnce() -> T + Send + 'a,
     T: Send + 'a,
 {
-    let scoped = Arc::new(Scoped { f: UnsafeCell::new(Some(f)), result: Mutex::new(None) });
+    let scoped =
+        Arc::new(Scoped { f: core::cell::UnsafeCell::new(Some(f)), result: Mutex::new(None) });
     let packet: Arc<dyn ResultSlot<T> + 'a> = scoped.clone();
     let job: Arc<dyn Job + 'a> = scoped;
     // SAFETY: only the lifetime changes. The closure's borrows live for 'a, and 'a outlives
@@ -316,16 +489,14 @@ where
     // is after `Body` dropped `job` (Safety section above).
     let job: Arc<dyn Job + 'static> =
         unsafe { core::mem::transmute::<Arc<dyn Job + 'a>, Arc<dyn Job + 'static>>(job) };
-    state.running.fetch_add(1, Ordering::Relaxed);
-    let body = Body { job: Some(job), state: Some(state.clone()) };
+    state.started();
+    let body = Body { job: Some(job), state: Some(core::ptr::NonNull::from(state)) };
     let spawned = match sched {
         Some(s) => s.spawn_with(opts, move || body.run()),
         None => purloin_sched::spawn_with(opts, move || body.run()),
     };
     match spawned {
-        Ok(handle) => {
-            Ok(ScopedParts { handle, packet, state: state.clone(), _borrow: PhantomData })
-        }
+        Ok(handle) => Ok(ScopedParts { handle, packet, state, _borrow: PhantomData }),
         Err(e) => {
             // The refused closure was dropped inside the spawn: its `Body` counted itself
             // finished and unstarted. The caller sees this error, so it does not make the
@@ -340,7 +511,7 @@ where
 pub(crate) struct ScopedParts<'a, T> {
     handle: purloin_sched::JoinHandle<()>,
     packet: Arc<dyn ResultSlot<T> + 'a>,
-    state: Arc<ScopeState>,
+    state: &'a ScopeState,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -364,7 +535,7 @@ impl<T> ScopedParts<'_, T> {
             state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
             return Err(e);
         }
-        take_result(&*packet, &state)
+        take_result(&*packet, state)
     }
 }
 
@@ -385,7 +556,7 @@ fn take_result<T>(packet: &dyn ResultSlot<T>, state: &ScopeState) -> ThreadResul
 
 /// A scope for spawning green threads that borrow (see [`scope`]).
 pub struct Scope<'scope, 'env: 'scope> {
-    state: Arc<ScopeState>,
+    state: ScopeState,
     sched: SchedRef<'scope>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -451,7 +622,7 @@ impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
 pub struct ScopedJoinFuture<'scope, T> {
     inner: purloin_sched::JoinFuture<()>,
     packet: Arc<dyn ResultSlot<T> + 'scope>,
-    state: Arc<ScopeState>,
+    state: &'scope ScopeState,
     _borrow: PhantomData<&'scope ()>,
 }
 
@@ -471,7 +642,7 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
                 core::task::Poll::Ready(Err(e))
             }
             core::task::Poll::Ready(Ok(())) => {
-                core::task::Poll::Ready(take_result(&*this.packet, &this.state))
+                core::task::Poll::Ready(take_result(&*this.packet, this.state))
             }
         }
     }
@@ -602,7 +773,7 @@ where
         SchedRef::Runtime(rt.scheduler())
     };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
-    let wait = WaitAll(scope.state.clone());
+    let wait = WaitAll(&scope.state);
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
     // An OS thread waiting for the scope's green threads: the deadlock watch counts it.
     let _outside = match &scope.sched {
@@ -656,4 +827,102 @@ where
     purloin_sched::join_or_else(a, b, |a, b| {
         crate::rt::global().block_on(|| purloin_sched::join(a, b))
     })
+}
+
+/// Loom models of the count protocol (`ScopeState`), on its real code: owners and finishers
+/// are loom threads, the owner's park is a loom park. Run with
+/// `cargo xtask loom -p purloin scope_count`.
+///
+/// Mutation checks (each made in this file, run, and reverted; what loom reported, for both
+/// models):
+/// - the owner's handle read after the last decrement instead of before (the shape of a
+///   finisher that unlocks a waiter slot after its `fetch_sub`): "Causality violation:
+///   Concurrent read and write accesses" (the read races with the owner's free);
+/// - the finisher's first load and failed compare-exchange Relaxed instead of Acquire (S2):
+///   the same causality violation on `waiter`;
+/// - the owner setting WAITER with `fetch_or` even when the count reached zero meanwhile
+///   (S3): "deadlock" (the owner parks, nobody is left to unpark it);
+/// - the fast path of `finished` without its `count != ONE | WAITER` guard: "deadlock".
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::loom::thread;
+
+    /// Runs `f` in every interleaving: no preemption bound (the models are small; at a bound
+    /// of 2 or 3 loom never schedules the finisher between the owner's setting of WAITER and
+    /// its next load, where a touch after the last decrement shows).
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = None;
+        b.check(f);
+    }
+
+    /// What a finisher writes and the owner reads after its wait.
+    struct Out(UnsafeCell<usize>);
+
+    // SAFETY: written by one finisher, read by the owner after `wait_all` (S1, checked by
+    // loom).
+    unsafe impl Sync for Out {}
+
+    fn out() -> Arc<Out> {
+        Arc::new(Out(UnsafeCell::new(0)))
+    }
+
+    /// A handle-less green thread's end: what it wrote, then its [`Finish`] dropped.
+    fn finisher(state: &ScopeState, out: Arc<Out>, panicked: bool) -> thread::JoinHandle<()> {
+        state.started();
+        let finish = Finish { state: core::ptr::NonNull::from(state), started: true, panicked };
+        thread::spawn(move || {
+            // SAFETY: only this thread writes `out` before its finish; the owner reads it
+            // after `wait_all` (S1 orders them; loom reports it if not).
+            unsafe { out.0.with_mut(|v| *v += 1) };
+            drop(finish);
+        })
+    }
+
+    /// The owner's side after `wait_all`: reads what the finishers wrote (S1) and frees the
+    /// state's memory (its `waiter` and `alive`): a finisher that touched the state after its
+    /// decrement races with this.
+    fn free(state: &ScopeState, out: &[Arc<Out>]) {
+        for o in out {
+            // SAFETY: S1: the finisher's write happened before the count reached zero.
+            assert_eq!(unsafe { o.0.with(|v| *v) }, 1);
+        }
+        // SAFETY: the count is zero: no finisher touches the state any more (count protocol).
+        unsafe { state.waiter.with_mut(|w| *w = None) };
+        state.alive.store(false, Ordering::Relaxed);
+    }
+
+    /// One owner waiting for two handle-less green threads that finish on other threads:
+    /// no lost wake-up (loom reports a deadlock), their writes are seen, and no touch of the
+    /// state follows the last decrement.
+    #[test]
+    fn scope_count_two_finishers() {
+        model(|| {
+            let state = Arc::new(ScopeState::new());
+            let out: Vec<_> = (0..2).map(|_| out()).collect();
+            let ts: Vec<_> =
+                out.iter().enumerate().map(|(i, o)| finisher(&state, o.clone(), i == 1)).collect();
+            state.wait_all();
+            free(&state, &out);
+            assert_eq!(state.unjoined_panics.load(Ordering::Relaxed), 1);
+            for t in ts {
+                t.join().unwrap();
+            }
+        });
+    }
+
+    /// A root state (`block_on`'s): the last finisher also signals an idle event.
+    #[test]
+    fn scope_count_root_one_finisher() {
+        model(|| {
+            let state = Arc::new(ScopeState::new_root());
+            let out = vec![out()];
+            let t = finisher(&state, out[0].clone(), false);
+            state.wait_all();
+            assert!(state.all_finished());
+            free(&state, &out);
+            t.join().unwrap();
+        });
+    }
 }

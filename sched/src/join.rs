@@ -280,23 +280,26 @@ pub(crate) fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl F
     }
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
-    host.inline_child_id.store(child.known_id(), crate::sync::STAT);
-    label_inline(host, Some(child));
+    // Each id is looked up once, for both of its readers.
+    let id = child.known_id();
+    host.inline_child_id.store(id, crate::sync::STAT);
+    label_inline(host, Some(id));
     run();
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
-    host.inline_child_id.store(prev.map_or(0, InlineChild::known_id), crate::sync::STAT);
-    label_inline(host, prev);
+    let prev_id = prev.map(InlineChild::known_id);
+    host.inline_child_id.store(prev_id.unwrap_or(0), crate::sync::STAT);
+    label_inline(host, prev_id);
 }
 
-/// Tells the host's stack which child runs inline on it (or none), so a stack overflow in
-/// the child names the child, not only its joiner.
-fn label_inline(host: GRef, child: Option<InlineChild>) {
+/// Tells the host's stack which child runs inline on it (its id, 0 for one that has none
+/// yet; or `None`), so a stack overflow in the child names the child, not only its joiner.
+fn label_inline(host: GRef, child_id: Option<u64>) {
     // SAFETY: the running G's own cells are touched only by itself.
     unsafe {
         host.stack.with(|s| {
             if let Some(s) = (*s).as_ref() {
-                s.set_inline(child.map(InlineChild::known_id));
+                s.set_inline(child_id);
             }
         })
     };
