@@ -688,3 +688,60 @@ mod tests {
         assert_eq!(steal_from(&victim.stealer(), &thief), Steal::Empty);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_steal {
+    use core::ptr::NonNull;
+
+    use purloin_deque::{Steal, Worker};
+
+    use super::steal_from;
+    use crate::entry::Entry;
+    use crate::sync::thread;
+
+    /// An entry over a made-up aligned address: `steal_from` only moves entries.
+    fn entry(k: usize, job: bool) -> Entry {
+        let ptr = NonNull::new(core::ptr::without_provenance_mut::<()>(8 * k)).unwrap();
+        if job { Entry::job(ptr.cast()) } else { Entry::task(ptr) }
+    }
+
+    /// A thief's `steal_from` (two claims when the oldest entry is a green thread) against the
+    /// owner popping at the other end, as a joiner taking its jobs back does: every entry is
+    /// taken exactly once, and a thief whose steal is a fork job took nothing else. Mutation
+    /// check: moving the second claim's batch into a queue that is then dropped (instead of
+    /// the thief's own) fails this model (an entry is lost).
+    #[test]
+    fn steal_from_vs_owner_pops() {
+        loom::model(|| {
+            let all = [entry(1, false), entry(2, false), entry(3, true), entry(4, true)];
+            let victim = Worker::bounded(8);
+            for e in all {
+                victim.push(e).unwrap();
+            }
+            let stealer = victim.stealer();
+            let thief = thread::spawn(move || {
+                let local = Worker::bounded(8);
+                let got = steal_from(&stealer, &local);
+                let mut rest = Vec::new();
+                while let Some(e) = local.pop() {
+                    rest.push(e);
+                }
+                (got, rest)
+            });
+            let mut taken: Vec<Entry> = (0..2).filter_map(|_| victim.pop()).collect();
+            let (got, rest) = thief.join().unwrap();
+            if let Steal::Success(e) = got {
+                assert!(!e.is_job() || rest.is_empty(), "a fork job is stolen alone");
+                taken.push(e);
+            }
+            taken.extend(rest);
+            while let Some(e) = victim.pop() {
+                taken.push(e);
+            }
+            for e in all {
+                assert_eq!(taken.iter().filter(|&&t| t == e).count(), 1, "{e:?} taken once");
+            }
+            assert_eq!(taken.len(), all.len());
+        });
+    }
+}
