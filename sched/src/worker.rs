@@ -552,7 +552,9 @@ impl M {
 ///   spawns spreads over the workers in a few steals instead of one steal per thread.
 ///
 /// The deque reads no slot before claiming it, so the kind of the oldest entry is known only
-/// once it is taken: a green-thread steal is two claims (one entry, then half of the rest).
+/// once it is taken: a green-thread steal is two claims (one entry, then half of the rest),
+/// and a queue that mixes both kinds is judged by its oldest entry (fork jobs in the second
+/// claim's half run as green threads on the thief, as every stolen job does).
 /// Each is the deque's exactly-once claim; between them the owner or another thief may take
 /// entries, which only changes how many the second claim finds.
 fn steal_from(victim: &Stealer<Entry>, local: &Worker<Entry>) -> Steal<Entry> {
