@@ -98,6 +98,13 @@ impl Entry {
         }
     }
 
+    /// Whether this entry is a fork-join job (the cheap test a thief makes: see
+    /// `worker::steal_from`).
+    #[inline]
+    pub(crate) fn is_job(self) -> bool {
+        self.0.addr().get() & TAGS == JOB_TAG
+    }
+
     /// The record, if this entry is a G.
     pub(crate) fn record(self) -> Option<GRef> {
         match self.kind() {

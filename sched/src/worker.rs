@@ -11,8 +11,9 @@
 //!                   (fairness: G's that never leave the local queue cannot starve these)
 //!  pinned queue → runnext (at most 3 in a row) → local pop (LIFO) → runnext
 //!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
-//!  → steal half (random start, coprime stride, 4 passes; on the last, a victim's runnext
-//!    after 3 µs unless the victim scheduled meanwhile)
+//!  → steal (the victim's oldest fork job, or half of its green threads: `steal_from`;
+//!    random start, coprime stride, 4 passes; on the last, a victim's runnext after 3 µs
+//!    unless the victim scheduled meanwhile)
 //!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = the earliest timer
 //!    of any P, so a busy P's due timer wakes an idle worker, which fires it on its last
 //!    steal pass: Go's timer stealing)
@@ -34,8 +35,9 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use purloin_context::Context;
-use purloin_deque::Steal;
+use purloin_deque::{Steal, Stealer, Worker};
 
+use crate::entry::Entry;
 use crate::g::GRef;
 use crate::p::{self, P};
 use crate::registry::registry;
@@ -48,6 +50,10 @@ use crate::sync::{Arc, Ordering, STAT, Spin, Step, lock, spin_for, thread};
 const STEAL_PASSES: usize = 4;
 #[cfg(loom)]
 const STEAL_PASSES: usize = 2;
+
+/// The most green threads one steal moves besides the one it returns (Go steals at most half
+/// of its 256-entry run queue).
+const STEAL_HALF_LIMIT: usize = 127;
 
 /// "No P" in `M::p`.
 pub(crate) const NO_P: usize = usize::MAX;
@@ -337,8 +343,9 @@ impl M {
         None
     }
 
-    /// Steals from other P's: random start, coprime stride, 4 passes; the victim's runnext
-    /// only on the last pass, after a short back-off if the victim is running (Go's rule).
+    /// Steals from other P's (`steal_from` says what one steal takes): random start, coprime
+    /// stride, 4 passes; the victim's runnext only on the last pass, after a short back-off if
+    /// the victim is running (Go's rule).
     fn steal_work(&self) -> Option<GRef> {
         let shared = &*self.shared;
         let n = shared.active().len();
@@ -372,7 +379,7 @@ impl M {
                 if !v.stealer.is_empty() {
                     bump(&p.stats.steal_attempts);
                     let before = local.len();
-                    if let Steal::Success(g) = v.stealer.steal_half_into(local) {
+                    if let Steal::Success(g) = steal_from(&v.stealer, local) {
                         bump(&p.stats.steals);
                         let count = local.len() - before + 1;
                         add(&p.stats.stolen, count as u64);
@@ -530,6 +537,41 @@ impl M {
     }
 }
 
+/// One steal from a victim's local queue: its oldest entry, and if that is a green thread
+/// (a G or a lazily spawned task), about half of the rest into `local` as well.
+///
+/// Two rules for two program shapes:
+///
+/// - **Fork-join** (`join`): the victim's queue is a stack of fork jobs whose joiners are
+///   frames on the victim's own stack, the oldest (the root of the largest subtree) at the
+///   head. A thief takes that one job, as rayon does: it carries most of the remaining work,
+///   and every job left behind is one its joiner takes back inline for the cost of a pop.
+///   Taking half would take jobs the victim reaches in a few microseconds; it then waits for
+///   them (a park and a switch each), while the thief runs them as green threads of their own.
+/// - **Green threads** (spawn): the oldest half moves, as Go's `runqsteal` does: a burst of
+///   spawns spreads over the workers in a few steals instead of one steal per thread.
+///
+/// The deque reads no slot before claiming it, so the kind of the oldest entry is known only
+/// once it is taken: a green-thread steal is two claims (one entry, then half of the rest),
+/// and a queue that mixes both kinds is judged by its oldest entry (fork jobs in the second
+/// claim's half run as green threads on the thief, as every stolen job does).
+/// Each is the deque's exactly-once claim; between them the owner or another thief may take
+/// entries, which only changes how many the second claim finds.
+fn steal_from(victim: &Stealer<Entry>, local: &Worker<Entry>) -> Steal<Entry> {
+    let oldest = victim.steal();
+    if let Steal::Success(entry) = oldest
+        && !entry.is_job()
+    {
+        // Together about half of what the victim held (Go's `n - n/2`, at most 128): with
+        // `rest` left, `rest / 2` more. `Empty` or `Retry` is fine: the thief has its entry.
+        let more = (victim.len() / 2).min(STEAL_HALF_LIMIT);
+        if more > 0 {
+            let _ = victim.steal_batch_with_limit(local, more);
+        }
+    }
+    oldest
+}
+
 fn steal_success<T>(s: Steal<T>) -> Option<T> {
     match s {
         Steal::Success(t) => Some(t),
@@ -588,4 +630,120 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::ptr::NonNull;
+
+    use purloin_deque::{Steal, Worker};
+
+    use super::steal_from;
+    use crate::entry::Entry;
+
+    /// Entries over distinct 8-aligned words; `steal_from` only moves them, never decodes
+    /// their targets.
+    fn entries(words: &mut [u64], job: bool) -> Vec<Entry> {
+        words
+            .iter_mut()
+            .map(|w| {
+                let ptr = NonNull::from(w).cast::<()>();
+                if job { Entry::job(ptr.cast()) } else { Entry::task(ptr) }
+            })
+            .collect()
+    }
+
+    fn queue(items: &[Entry]) -> Worker<Entry> {
+        let q = Worker::bounded(256);
+        for &e in items {
+            q.push(e).unwrap();
+        }
+        q
+    }
+
+    #[test]
+    fn a_thief_takes_one_fork_job() {
+        let mut words = [0u64; 8];
+        let jobs = entries(&mut words, true);
+        let (victim, thief) = (queue(&jobs), Worker::bounded(256));
+        // The oldest job (the largest subtree); its joiner's younger jobs stay for it.
+        assert_eq!(steal_from(&victim.stealer(), &thief), Steal::Success(jobs[0]));
+        assert_eq!((victim.len(), thief.len()), (7, 0));
+    }
+
+    #[test]
+    fn a_thief_takes_half_of_the_green_threads() {
+        for n in 1..=9 {
+            let mut words = vec![0u64; n];
+            let tasks = entries(&mut words, false);
+            let (victim, thief) = (queue(&tasks), Worker::bounded(256));
+            assert_eq!(steal_from(&victim.stealer(), &thief), Steal::Success(tasks[0]), "{n}");
+            // Go's `n - n/2`, counting the one returned.
+            assert_eq!(thief.len() + 1, n - n / 2, "{n} queued");
+            assert_eq!(victim.len(), n / 2, "{n} queued");
+        }
+    }
+
+    #[test]
+    fn an_empty_victim_gives_nothing() {
+        let (victim, thief) = (Worker::<Entry>::bounded(4), Worker::bounded(4));
+        assert_eq!(steal_from(&victim.stealer(), &thief), Steal::Empty);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_steal {
+    use core::ptr::NonNull;
+
+    use purloin_deque::{Steal, Worker};
+
+    use super::steal_from;
+    use crate::entry::Entry;
+    use crate::sync::thread;
+
+    /// An entry over a made-up aligned address: `steal_from` only moves entries.
+    fn entry(k: usize, job: bool) -> Entry {
+        let ptr = NonNull::new(core::ptr::without_provenance_mut::<()>(8 * k)).unwrap();
+        if job { Entry::job(ptr.cast()) } else { Entry::task(ptr) }
+    }
+
+    /// A thief's `steal_from` (two claims when the oldest entry is a green thread) against the
+    /// owner popping at the other end, as a joiner taking its jobs back does: every entry is
+    /// taken exactly once, and a thief whose steal is a fork job took nothing else. Mutation
+    /// check: moving the second claim's batch into a queue that is then dropped (instead of
+    /// the thief's own) fails this model (an entry is lost).
+    #[test]
+    fn steal_from_vs_owner_pops() {
+        loom::model(|| {
+            let all = [entry(1, false), entry(2, false), entry(3, true), entry(4, true)];
+            let victim = Worker::bounded(8);
+            for e in all {
+                victim.push(e).unwrap();
+            }
+            let stealer = victim.stealer();
+            let thief = thread::spawn(move || {
+                let local = Worker::bounded(8);
+                let got = steal_from(&stealer, &local);
+                let mut rest = Vec::new();
+                while let Some(e) = local.pop() {
+                    rest.push(e);
+                }
+                (got, rest)
+            });
+            let mut taken: Vec<Entry> = (0..2).filter_map(|_| victim.pop()).collect();
+            let (got, rest) = thief.join().unwrap();
+            if let Steal::Success(e) = got {
+                assert!(!e.is_job() || rest.is_empty(), "a fork job is stolen alone");
+                taken.push(e);
+            }
+            taken.extend(rest);
+            while let Some(e) = victim.pop() {
+                taken.push(e);
+            }
+            for e in all {
+                assert_eq!(taken.iter().filter(|&&t| t == e).count(), 1, "{e:?} taken once");
+            }
+            assert_eq!(taken.len(), all.len());
+        });
+    }
 }
