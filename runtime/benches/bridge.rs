@@ -4,7 +4,7 @@
 //!   polled on the green thread with tokio's context entered): a ready future; a future woken
 //!   once from a tokio thread (`purloin/wake`: a task spawned on tokio completes a oneshot it
 //!   awaits), and `tokio::time::sleep(0)`. `tokio/wake` is that same future awaited from a
-//!   tokio task: the tokio-side floor.
+//!   task on a tokio runtime of its own: the tokio-side floor.
 //! - `http_100_conns`: HTTP/1 request/response over loopback with hyper, 100 keep-alive
 //!   connections, each making the same number of sequential requests; one element is one
 //!   request. Server: hyper on a 1-thread tokio runtime. Clients: (a) `tokio`: 100 tokio tasks
@@ -83,6 +83,16 @@ fn report(name: &str, lat: &Latencies, server_cpu: Duration, client_cpu: Duratio
     );
 }
 
+/// A default multi-threaded tokio runtime of the bench's own (threads `bench-tokio`), not the
+/// bridge's: the tokio-only variants measure tokio alone.
+fn tokio_alone() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .thread_name("bench-tokio")
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn purloin_rt() -> purloin::Runtime {
     purloin::runtime::Builder::new().workers(2).build().unwrap()
 }
@@ -125,12 +135,7 @@ fn round_trip(c: &mut Criterion) {
             })
         })
     });
-    // (a) is hyper on tokio alone: a default multi-threaded runtime of its own.
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .thread_name("bench-tokio")
-        .enable_all()
-        .build()
-        .unwrap();
+    let tokio_rt = tokio_alone();
     let handle = tokio_rt.handle();
     g.bench_function("tokio/wake", |b| {
         b.iter_custom(|n| {
@@ -207,12 +212,8 @@ fn http(c: &mut Criterion) {
     let mut g = c.benchmark_group("http_100_conns");
     g.throughput(Throughput::Elements(1));
     g.sample_size(20);
-    // (a) is hyper on tokio alone: a default multi-threaded runtime of its own.
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .thread_name("bench-tokio")
-        .enable_all()
-        .build()
-        .unwrap();
+    // (a) is hyper on tokio alone.
+    let tokio_rt = tokio_alone();
     let handle = tokio_rt.handle();
     // One criterion iteration is CONNS requests (one per connection): time / CONNS per request.
     // Timed from when all connections are up (a barrier) to when the last one is done.
