@@ -273,6 +273,18 @@ pub(crate) fn spawn_lazy(
     opts: &crate::SpawnOptions,
     task: OwnedTask,
 ) -> Result<(), OwnedTask> {
+    spawn_lazy_from(current_worker(), shared, opts, task)
+}
+
+/// [`spawn_lazy`] from `here`, the calling thread's worker as its caller just looked it up
+/// (`None`: not a worker), for a caller that needed the lookup anyway.
+#[inline]
+pub(crate) fn spawn_lazy_from(
+    here: Option<&crate::worker::M>,
+    shared: &Arc<Shared>,
+    opts: &crate::SpawnOptions,
+    task: OwnedTask,
+) -> Result<(), OwnedTask> {
     let default_opts =
         !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
     // A hook that wants every spawn's id (`hook::set_eager_spawn`): the flag is read only
@@ -280,7 +292,7 @@ pub(crate) fn spawn_lazy(
     if hook::installed() && hook::eager_spawn() {
         return Err(task);
     }
-    let Some((h, me)) = current_worker()
+    let Some((h, me)) = here
         .filter(|m| default_opts && Arc::ptr_eq(&m.shared, shared))
         .and_then(|m| Some((m.held()?, m.current.get()?)))
     else {
