@@ -681,8 +681,9 @@ where
 }
 
 /// Spawns a detached task on `shared`: lazily if it may be, else with a G. `here` is the
-/// calling thread's worker, looked up by the caller (`None`: not a worker).
-#[inline]
+/// calling thread's worker, looked up by the caller (`None`: not a worker). Inlined into the
+/// spawn, so that constant options (the default ones of a scope's spawn) fold.
+#[inline(always)]
 fn spawn_detached_on(
     here: Option<&crate::worker::M>,
     shared: &Arc<Shared>,
@@ -732,6 +733,7 @@ fn spawn_detached_on(
 /// assert!(unsafe { purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || ()) }
 ///     .is_err());
 /// ```
+#[inline]
 pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
 where
     F: FnOnce() + Send,
