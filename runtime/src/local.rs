@@ -133,10 +133,17 @@ pub(crate) unsafe fn free_map(ptr: *mut ()) {
 }
 
 /// Frees the current green thread's green-locals (repeatedly: a destructor may create more).
+#[inline]
 fn free_current() {
-    if !MAPS_MADE.load(Ordering::Relaxed) {
-        return;
+    if MAPS_MADE.load(Ordering::Relaxed) {
+        free_current_maps();
     }
+}
+
+/// [`free_current`] once some green thread has made a map.
+#[cold]
+#[inline(never)]
+fn free_current_maps() {
     loop {
         let Some(ptr) = purloin_sched::current_locals() else { return };
         if ptr.is_null() {
@@ -159,6 +166,7 @@ where
     move || {
         struct Free;
         impl Drop for Free {
+            #[inline]
             fn drop(&mut self) {
                 free_current();
             }
