@@ -271,6 +271,7 @@ fn inline_host<'a>(
 
 /// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
 /// join and `current()` is the child meanwhile.
+#[inline]
 pub(crate) fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
     if let Some(h) = m.held() {
         let p = h.p();
@@ -322,6 +323,7 @@ fn label_inline(host: GRef, child_id: Option<u64>) {
 /// Counts an inline run's child as finished. Returns the worker now running the joiner if it
 /// belongs to the child's scheduler (the joiner may be on another worker now: it is fetched
 /// again), for a caller that goes on running children there.
+#[inline]
 pub(crate) fn finish_inline<'a>(child_sched: *const crate::shared::Shared) -> Option<&'a M> {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
