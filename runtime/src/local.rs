@@ -12,6 +12,8 @@
 
 use core::any::Any;
 
+use crate::loom::{Ordering, ProcessFlag};
+
 /// Declares green-thread-local storage: each green thread that accesses the key gets its own
 /// value, initialised on first access and dropped when the green thread ends.
 ///
@@ -97,11 +99,22 @@ impl<T: 'static> LocalKey<T> {
 
 type Map = Vec<(*const (), Box<dyn Any>)>;
 
+/// Set when a green thread first makes a green-locals map ([`current_map`]); until then no
+/// green thread has one, so a green thread's end skips looking for its map (one load instead
+/// of a scheduler lookup: what every spawned, scoped or stolen green thread of a program that
+/// uses no green-locals pays at its end). Relaxed: a green thread that made a map reads its
+/// own store (program order, also when it moved between workers, which is a Release/Acquire
+/// hand-off); any other green thread has no map to find, whatever it reads.
+static MAPS_MADE: ProcessFlag = ProcessFlag::new(false);
+
 /// The current green thread's map, created on first use.
 fn current_map() -> Option<*mut Map> {
     let ptr = purloin_sched::current_locals()?;
     if !ptr.is_null() {
         return Some(ptr.cast());
+    }
+    if !MAPS_MADE.load(Ordering::Relaxed) {
+        MAPS_MADE.store(true, Ordering::Relaxed);
     }
     let map: *mut Map = Box::into_raw(Box::new(Map::new()));
     purloin_sched::set_current_locals(map.cast());
@@ -120,7 +133,17 @@ pub(crate) unsafe fn free_map(ptr: *mut ()) {
 }
 
 /// Frees the current green thread's green-locals (repeatedly: a destructor may create more).
+#[inline]
 fn free_current() {
+    if MAPS_MADE.load(Ordering::Relaxed) {
+        free_current_maps();
+    }
+}
+
+/// [`free_current`] once some green thread has made a map.
+#[cold]
+#[inline(never)]
+fn free_current_maps() {
     loop {
         let Some(ptr) = purloin_sched::current_locals() else { return };
         if ptr.is_null() {
@@ -143,6 +166,7 @@ where
     move || {
         struct Free;
         impl Drop for Free {
+            #[inline]
             fn drop(&mut self) {
                 free_current();
             }

@@ -46,6 +46,10 @@ pub(crate) use imp::*;
 /// modelled under loom).
 pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
 
+/// A process-wide flag kept in a `static` (loom's atomics cannot be), for a fact that needs no
+/// model: each reader relies only on its own earlier store (see `local`'s `MAPS_MADE`).
+pub(crate) type ProcessFlag = core::sync::atomic::AtomicBool;
+
 /// Locks a mutex, ignoring poisoning (the runtime's own critical sections do not panic).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {

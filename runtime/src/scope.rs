@@ -234,15 +234,14 @@ impl ScopeState {
 
     /// Waits until every green thread of the scope has finished. From a green thread it first
     /// runs the scope's handle-less green threads that have not started yet and that are on
-    /// top of its worker's queue inline (`purloin_sched::run_detached_inline`), as rayon's
+    /// top of its worker's queue inline (`purloin_sched::run_detached_inline_while`), as rayon's
     /// scope runs its own jobs while it waits. Called once, by the scope's owner.
     pub(crate) fn wait_all(&self) {
-        // Acquire: S1.
-        while self.running.load(Ordering::Acquire) != 0 {
-            if !purloin_sched::run_detached_inline(self.group()) {
-                break;
-            }
-        }
+        // Acquire: S1. Asked before each member: the last one ends the drain without a look
+        // at the entry below it (a member of the enclosing scope, in a tree of scopes).
+        purloin_sched::run_detached_inline_while(self.group(), || {
+            self.running.load(Ordering::Acquire) != 0
+        });
         let mut count = self.running.load(Ordering::Acquire);
         if count == 0 {
             return;

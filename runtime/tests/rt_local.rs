@@ -61,6 +61,27 @@ fn values_are_dropped_when_the_green_thread_ends() {
     assert_eq!(drops.load(Ordering::SeqCst), 10);
 }
 
+/// A scope's handle-less children that its owner runs inline (one worker) drop their
+/// green-locals at their end, before the scope returns. Alone in its process (`cargo test
+/// --test rt_local scope_children`) it is the first green thread to make a green-locals map.
+#[test]
+fn scope_children_run_inline_drop_their_locals_before_the_scope_returns() {
+    let _w = common::watchdog("scope locals drop", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let seen = rt.block_on(|| {
+        purloin::scope(|s| {
+            for _ in 0..10 {
+                let d = drops.clone();
+                s.spawn_detached(move || GUARD.with(|g| *g.borrow_mut() = Some(Drops(d))));
+            }
+        });
+        drops.load(Ordering::SeqCst)
+    });
+    assert_eq!(seen, 10, "every child's green-local was dropped before the scope returned");
+    assert_eq!(rt.stats().total.inline_joins, 10, "the owner ran its children inline");
+}
+
 #[test]
 fn outside_a_green_thread_access_is_an_error() {
     assert!(ID.try_with(|_| ()).is_err());

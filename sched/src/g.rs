@@ -186,21 +186,6 @@ pub(crate) enum InlineChild {
     Lazy(NonNull<crate::task::CellHead>),
 }
 
-impl InlineChild {
-    /// The child's id if it has one (for reporters; never makes one).
-    pub(crate) fn known_id(self) -> u64 {
-        match self {
-            InlineChild::Thread(t) => t.id().0,
-            InlineChild::Lazy(head) => {
-                // SAFETY: the joiner keeps the cell alive while it runs the child inline (its
-                // handle is in `join`).
-                let head = unsafe { head.as_ref() };
-                head.identity.peek().map_or(0, |t| t.id().0)
-            }
-        }
-    }
-}
-
 // SAFETY: the UnsafeCell fields are only touched by the holder of the G's scheduling
 // reference, which is handed between threads through Release/Acquire pairs (G1, G2); the
 // `Context`, `Stack` and task inside are `Send`. All other fields are atomics.

@@ -70,38 +70,99 @@ use crate::worker::current_worker;
 /// assert_eq!(ran.join().unwrap(), 3);
 /// ```
 pub fn run_detached_inline(group: usize) -> bool {
-    let Some(m) = current_worker() else { return false };
-    let Some(host) = m.current.get() else { return false };
-    let Some(held) = m.held() else { return false };
-    let shared: *const crate::shared::Shared = &*m.shared;
+    let mut once = true;
+    run_detached_inline_while(group, || core::mem::take(&mut once)) == 1
+}
+
+/// Runs not yet started detached tasks of `group` inline on the calling green thread, as
+/// [`run_detached_inline`] runs one, for as long as `more()` (asked before each) holds and one
+/// is found; returns how many it ran. A waiter passes "my group is not done yet", so it stops
+/// at its last member without looking at the entry below it.
+///
+/// One drain costs one worker lookup per task run (the task may park and resume this green
+/// thread on another worker, so the worker is looked up again after each: the lookup that
+/// counts the task finished serves the next round), and one check of the caller's stack room
+/// (the same frame and stack for every round).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use purloin_sched::{Builder, SpawnOptions};
+///
+/// let sched = Builder::new().workers(1).build().unwrap();
+/// let ran = sched.spawn(|| {
+///     let count = AtomicUsize::new(0);
+///     let group = &count as *const AtomicUsize as usize;
+///     for _ in 0..3 {
+///         let c = &count;
+///         // SAFETY: `count` outlives the tasks: this green thread does not return before
+///         // all three ran (below), and nothing else can drop them unrun (the scheduler is
+///         // not shut down meanwhile).
+///         unsafe {
+///             purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), group, move || {
+///                 c.fetch_add(1, Ordering::SeqCst);
+///             })
+///         }
+///         .unwrap();
+///     }
+///     let inline = purloin_sched::run_detached_inline_while(group, || {
+///         count.load(Ordering::SeqCst) < 3
+///     });
+///     while count.load(Ordering::SeqCst) < 3 {
+///         purloin_sched::yield_now();
+///     }
+///     inline
+/// });
+/// // One worker: nobody else took them.
+/// assert_eq!(ran.join().unwrap(), 3);
+/// ```
+pub fn run_detached_inline_while(group: usize, mut more: impl FnMut() -> bool) -> usize {
+    let Some(mut m) = current_worker() else { return 0 };
+    let Some(host) = m.current.get() else { return 0 };
+    // The room below this frame on the host's stack: the same for every round (the tasks run
+    // and return above it, and a green thread keeps its stack when it moves).
     if !crate::join::stack_room(host, m.shared.config.stack_size.bytes()) {
-        return false;
+        return 0;
     }
-    let Some(cell) = take_member(held, group) else { return false };
-    // SAFETY: we dequeued the entry: we own the cell's G side, and the cell lives until we
-    // free it below; its head is at offset 0.
-    let head = unsafe { &*cell.cast::<CellHead>().as_ptr() };
-    let Ok(bound) = head.identity.start_inline(host) else {
-        // A G bound to it has a wake-up pending (not possible without a handle, but a worker
-        // handles that case): let a worker run it.
-        held.enqueue(Entry::task(cell), Slot::Local);
-        return false;
-    };
-    let me = match bound {
-        Some(child) => InlineChild::Thread(child),
-        None => InlineChild::Lazy(NonNull::from(head)),
-    };
-    // SAFETY: we own the cell's G side (above).
-    let task = unsafe { OwnedTask::from_cell(cell) };
-    // Run "by the joiner": a detached cell then stays for us to read its identity and free.
-    crate::join::as_inline_child(m, host, me, || task.run_by_joiner());
-    if let Some(child) = bound.or_else(|| head.identity.end_inline()) {
-        crate::lazy::release_inline(child);
+    // The host's scheduler, which the tasks of its own queues belong to (a green thread never
+    // changes schedulers).
+    let shared: *const crate::shared::Shared = &*m.shared;
+    let mut ran = 0;
+    while more() {
+        let Some(held) = m.held() else { break };
+        let Some(cell) = take_member(held, group) else { break };
+        // SAFETY: we dequeued the entry: we own the cell's G side, and the cell lives until
+        // we free it below; its head is at offset 0.
+        let head = unsafe { &*cell.cast::<CellHead>().as_ptr() };
+        let Ok(bound) = head.identity.start_inline(host) else {
+            // A G bound to it has a wake-up pending (not possible without a handle, but a
+            // worker handles that case): let a worker run it.
+            held.enqueue(Entry::task(cell), Slot::Local);
+            break;
+        };
+        let me = match bound {
+            Some(child) => InlineChild::Thread(child),
+            None => InlineChild::Lazy(NonNull::from(head)),
+        };
+        // SAFETY: we own the cell's G side (above).
+        let task = unsafe { OwnedTask::from_cell(cell) };
+        // Run "by the joiner": a detached cell then stays for us to read its identity and
+        // free.
+        crate::join::as_inline_child(m, host, me, || task.run_by_joiner());
+        if let Some(child) = bound.or_else(|| head.identity.end_inline()) {
+            crate::lazy::release_inline(child);
+        }
+        // SAFETY: a detached cell (`take_member`) whose G side ran inline; not used below.
+        unsafe { crate::task::free_detached(cell) };
+        ran += 1;
+        // The task may have parked: this green thread may be on another worker now.
+        match crate::join::finish_inline(shared) {
+            Some(now) => m = now,
+            None => break,
+        }
     }
-    // SAFETY: a detached cell (`take_member`) whose G side ran inline; not used below.
-    unsafe { crate::task::free_detached(cell) };
-    crate::join::finish_inline(shared);
-    true
+    ran
 }
 
 /// Dequeues a detached task of `group` from the top of the local queue, else from runnext,

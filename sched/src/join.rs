@@ -271,6 +271,7 @@ fn inline_host<'a>(
 
 /// Runs `run` as `child`, inline on the running G `host` (held by `m`): counts the inline
 /// join and `current()` is the child meanwhile.
+#[inline]
 pub(crate) fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl FnOnce()) {
     if let Some(h) = m.held() {
         let p = h.p();
@@ -280,16 +281,30 @@ pub(crate) fn as_inline_child(m: &M, host: GRef, child: InlineChild, run: impl F
     }
     // SAFETY: the running G's own cells are touched only by itself.
     let prev = unsafe { host.inline_child.with_mut(|c| (*c).replace(child)) };
-    // Each id is looked up once, for both of its readers.
-    let id = child.known_id();
+    // The enclosing inline child's id (0: none, or none yet). It cannot change while this
+    // child runs: its identity is made only by `current()` inside it (its frames wait below
+    // this one), by its handle (held by its joiner: this G), or never (detached).
+    let prev_id = host.inline_child_id.load(crate::sync::STAT);
+    // A child that is still `Lazy` here has no id: its runner just took it from UNBOUND, and
+    // only the runner makes it one (L3).
+    let id = match child {
+        InlineChild::Thread(t) => t.id().0,
+        InlineChild::Lazy(_) => 0,
+    };
     host.inline_child_id.store(id, crate::sync::STAT);
-    label_inline(host, Some(id));
+    // The stack's label already names `Some(prev_id)` when nested in an inline child with the
+    // same id (two without ids yet, in nested scopes or joins): leave it.
+    let relabel = prev.is_none() || prev_id != id;
+    if relabel {
+        label_inline(host, Some(id));
+    }
     run();
     // SAFETY: as above (we may be on another worker now, but we are still the same G).
     unsafe { host.inline_child.with_mut(|c| *c = prev) };
-    let prev_id = prev.map(InlineChild::known_id);
-    host.inline_child_id.store(prev_id.unwrap_or(0), crate::sync::STAT);
-    label_inline(host, prev_id);
+    host.inline_child_id.store(prev_id, crate::sync::STAT);
+    if relabel {
+        label_inline(host, prev.map(|_| prev_id));
+    }
 }
 
 /// Tells the host's stack which child runs inline on it (its id, 0 for one that has none
@@ -305,15 +320,17 @@ fn label_inline(host: GRef, child_id: Option<u64>) {
     };
 }
 
-/// Counts an inline run's child as finished.
-pub(crate) fn finish_inline(child_sched: *const crate::shared::Shared) {
+/// Counts an inline run's child as finished. Returns the worker now running the joiner if it
+/// belongs to the child's scheduler (the joiner may be on another worker now: it is fetched
+/// again), for a caller that goes on running children there.
+#[inline]
+pub(crate) fn finish_inline<'a>(child_sched: *const crate::shared::Shared) -> Option<&'a M> {
     // SAFETY: the child's scheduler outlives its live green threads, and the child counts as
     // live until `note_finished` below.
     let shared = unsafe { &*child_sched };
-    // The joiner may be on another worker now: fetch it again.
-    let holder =
-        current_worker().filter(|m| core::ptr::eq(&*m.shared, shared)).and_then(|m| m.held());
-    shared.note_finished_under_live_host(holder.map(|h| h.p()));
+    let m = current_worker().filter(|m| core::ptr::eq(&*m.shared, shared));
+    shared.note_finished_under_live_host(m.and_then(|m| m.held()).map(|h| h.p()));
+    m
 }
 
 /// Runs the lazily spawned child whose queue entry is `entry` inline on the calling green

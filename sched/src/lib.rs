@@ -97,7 +97,7 @@ pub use dump::{
     Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
 };
 pub use fork::{join, join_or_else};
-pub use help::run_detached_inline;
+pub use help::{run_detached_inline, run_detached_inline_while};
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
 pub use outside::{

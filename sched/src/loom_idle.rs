@@ -97,16 +97,14 @@ fn runnext_spawn_vs_other_worker_going_idle() {
     spawn_vs_other_worker_going_idle(|busy, g| busy.held_on_g0().enqueue(g.into(), Slot::Runnext));
 }
 
-/// The same race for a lazy spawn (`enqueue(_, Slot::RunnextIfEmpty)`): into an empty runnext
+/// The same race for a lazy spawn (`HeldP::push_spawn`): into an empty runnext
 /// with a plain Release store (`P::fill_empty_runnext`), so the StoreLoad fence F1 is the
 /// explicit one in `notify_work_from`. Mutation checks: without the notify, loom reports a
 /// deadlock; with the runnext store Relaxed, a causality violation on the G record the thief
 /// takes.
 #[test]
 fn lazy_spawn_into_runnext_vs_other_worker_going_idle() {
-    spawn_vs_other_worker_going_idle(|busy, g| {
-        busy.held_on_g0().enqueue(g.into(), Slot::RunnextIfEmpty)
-    });
+    spawn_vs_other_worker_going_idle(|busy, g| busy.held_on_g0().push_spawn(g.into()));
 }
 
 /// A fork (`join`, `HeldP::push_fork`): P 0's worker queues a job with the wake-up hint, which has

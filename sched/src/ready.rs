@@ -1,6 +1,6 @@
 //! Making green threads runnable: every spawn path, every wake-up, and the places an entry
-//! is queued on the running worker's P ([`HeldP::enqueue`], and [`HeldP::push_fork`] for a
-//! fork's job).
+//! is queued on the running worker's P ([`HeldP::enqueue`]; [`HeldP::push_spawn`] for a lazy
+//! spawn and [`HeldP::push_fork`] for a fork's job).
 //!
 //! # Where a runnable entry goes
 //!
@@ -10,7 +10,7 @@
 //!    spawn from a green thread       → runnext, the displaced entry to the local queue
 //!                                      (Go's newproc; Slot::Runnext)
 //!    lazy spawn from a green thread  → runnext if empty, else the local queue
-//!                                      (no read-modify-write; Slot::RunnextIfEmpty)
+//!                                      (no read-modify-write; `HeldP::push_spawn`)
 //!    wake-up by a running G or task  → runnext (they run as a unit; Slot::Runnext)
 //!    a fork's job (`join`)           → the local queue, a wake-up hint (`HeldP::push_fork`)
 //!    anything else                   → the local queue (Slot::Local)
@@ -60,10 +60,6 @@ pub(crate) enum Slot {
     /// next=true)`). A thief takes runnext only after a grace period, so a child that is
     /// joined soon is usually still here for its joiner to run inline.
     Runnext,
-    /// In runnext if it is empty, else on top of the local queue, without a read-modify-write
-    /// (a lazy spawn: in a burst of spawns runnext is always full, and a swap is a locked
-    /// instruction that waits for the spawn's stores to the cell to drain).
-    RunnextIfEmpty,
 }
 
 /// Which submit-side notification a push needs.
@@ -102,19 +98,47 @@ impl HeldP<'_> {
                     None => self.onto_visible_work(),
                 }
             }
-            Slot::RunnextIfEmpty => {
-                if !p.runnext.load(Ordering::Relaxed).is_null() {
-                    self.push_local(entry);
-                    self.onto_visible_work()
-                } else {
-                    let local_empty = self.local().is_empty();
-                    // A Release store (R1): only the holder fills runnext and thieves only
-                    // empty it, so it is still empty here.
-                    p.fill_empty_runnext(entry);
-                    if local_empty { Notify::AfterStore } else { self.onto_visible_work() }
-                }
-            }
         };
+        self.apply(notify);
+    }
+
+    /// Queues a lazily spawned task in runnext if it is empty, else on top of the local queue,
+    /// without a read-modify-write (in a burst of spawns runnext is always full, and a swap is
+    /// a locked instruction that waits for the spawn's stores to the cell to drain); then the
+    /// notify rule, as [`HeldP::enqueue`]. The push is inlined into the spawn, the wake-up
+    /// (needed only when the P showed no work) stays out of line.
+    #[inline]
+    pub(crate) fn push_spawn(self, entry: Entry) {
+        let notify = self.push_runnext_if_empty(entry);
+        if !matches!(notify, Notify::No) {
+            self.apply_cold(notify);
+        }
+    }
+
+    #[inline(always)]
+    fn push_runnext_if_empty(self, entry: Entry) -> Notify {
+        let p = self.p();
+        if !p.runnext.load(Ordering::Relaxed).is_null() {
+            self.push_local(entry);
+            self.onto_visible_work()
+        } else {
+            let local_empty = self.local().is_empty();
+            // A Release store (R1): only the holder fills runnext and thieves only empty it,
+            // so it is still empty here.
+            p.fill_empty_runnext(entry);
+            if local_empty { Notify::AfterStore } else { self.onto_visible_work() }
+        }
+    }
+
+    #[inline(never)]
+    fn apply_cold(self, notify: Notify) {
+        self.apply(notify);
+    }
+
+    /// The submit side of the idle protocol after a push, as the push requires.
+    #[inline(always)]
+    fn apply(self, notify: Notify) {
+        let p = self.p();
         let shared = &*self.m().shared;
         match notify {
             Notify::No => {}
@@ -273,6 +297,18 @@ pub(crate) fn spawn_lazy(
     opts: &crate::SpawnOptions,
     task: OwnedTask,
 ) -> Result<(), OwnedTask> {
+    spawn_lazy_from(current_worker(), shared, opts, task)
+}
+
+/// [`spawn_lazy`] from `here`, the calling thread's worker as its caller just looked it up
+/// (`None`: not a worker), for a caller that needed the lookup anyway.
+#[inline(always)]
+pub(crate) fn spawn_lazy_from(
+    here: Option<&crate::worker::M>,
+    shared: &Arc<Shared>,
+    opts: &crate::SpawnOptions,
+    task: OwnedTask,
+) -> Result<(), OwnedTask> {
     let default_opts =
         !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
     // A hook that wants every spawn's id (`hook::set_eager_spawn`): the flag is read only
@@ -280,7 +316,7 @@ pub(crate) fn spawn_lazy(
     if hook::installed() && hook::eager_spawn() {
         return Err(task);
     }
-    let Some((h, me)) = current_worker()
+    let Some((h, me)) = here
         .filter(|m| default_opts && Arc::ptr_eq(&m.shared, shared))
         .and_then(|m| Some((m.held()?, m.current.get()?)))
     else {
@@ -295,7 +331,7 @@ pub(crate) fn spawn_lazy(
     let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
     // SAFETY: the entry is not queued yet (above).
     unsafe { head.identity.set_spawner(GreenThread { g: me, generation: me.generation() }) };
-    h.enqueue(Entry::task(cell), Slot::RunnextIfEmpty);
+    h.push_spawn(Entry::task(cell));
     Ok(())
 }
 

@@ -372,7 +372,7 @@ impl Scheduler {
     where
         F: FnOnce() + Send,
     {
-        spawn_detached_on(&self.shared, opts, DetachedCell::allocate(group, f))
+        spawn_detached_on(current_worker(), &self.shared, opts, DetachedCell::allocate(group, f))
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -680,13 +680,17 @@ where
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
 }
 
-/// Spawns a detached task on `shared`: lazily if it may be, else with a G.
+/// Spawns a detached task on `shared`: lazily if it may be, else with a G. `here` is the
+/// calling thread's worker, looked up by the caller (`None`: not a worker). Inlined into the
+/// spawn, so that constant options (the default ones of a scope's spawn) fold.
+#[inline(always)]
 fn spawn_detached_on(
+    here: Option<&crate::worker::M>,
     shared: &Arc<Shared>,
     opts: SpawnOptions,
     task: crate::task::OwnedTask,
 ) -> io::Result<()> {
-    if let Err(task) = crate::ready::spawn_lazy(shared, &opts, task) {
+    if let Err(task) = crate::ready::spawn_lazy_from(here, shared, &opts, task) {
         // On an error `task` is dropped unrun (its closure with it).
         crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
     }
@@ -729,6 +733,7 @@ fn spawn_detached_on(
 /// assert!(unsafe { purloin_sched::spawn_detached_unchecked(SpawnOptions::default(), 0, || ()) }
 ///     .is_err());
 /// ```
+#[inline]
 pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
 where
     F: FnOnce() + Send,
@@ -741,7 +746,7 @@ where
              which starts one)",
         ));
     };
-    spawn_detached_on(&m.shared, opts, DetachedCell::allocate(group, f))
+    spawn_detached_on(Some(m), &m.shared, opts, DetachedCell::allocate(group, f))
 }
 
 /// Spawns on the scheduler running the current green thread.

@@ -25,7 +25,11 @@
 //! many times on that many workers and prints, for `purloin`, what the scheduler did per run
 //! (forks whose job was stolen, switches, worker parks), the median time and ns per fork: what
 //! costs more than instructions once a second worker steals (`cargo bench -p purloin --bench
-//! profile_fork_cost -- purloin 25 2 20`; `rayon 25 2 20` for the time alone).
+//! profile_fork_cost -- purloin 25 2 20`; `rayon 25 2 20` for the time alone). The same for
+//! skynet by scope: `scope-tree 1000000 2 10` prints, per run, the spawns, the children their
+//! scope's owner ran inline, those that ran as green threads of their own (the difference), the
+//! entries stolen, the steals, switches and worker parks (`rayon-scope-tree 1000000 2 10` for
+//! the time alone).
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -116,12 +120,15 @@ fn scope_rayon(n: u64) -> u64 {
     n
 }
 
-/// `fib(n)` `reps` times on `workers` workers, printing the scheduler's counters per run.
+/// `fib(n)` (`purloin`, `rayon`) or skynet by scope over `n` leaves (`scope-tree`,
+/// `rayon-scope-tree`) `reps` times on `workers` workers, printing the scheduler's counters
+/// per run for purloin.
 fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
-    let forks = fib_forks(n);
+    let tree = which.ends_with("scope-tree");
+    let (units, unit) = if tree { ((10 * n - 1) / 9 - 1, "spawn") } else { (fib_forks(n), "fork") };
     let mut times = Vec::with_capacity(reps);
     match which {
-        "purloin" => {
+        "purloin" | "scope-tree" => {
             let rt = purloin::runtime::Builder::new()
                 .workers(workers)
                 .stack_size(purloin::StackSize::Small)
@@ -130,12 +137,21 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
             for _ in 0..reps {
                 let before = rt.stats().total;
                 let t = Instant::now();
-                black_box(rt.block_on(move || fib_purloin(black_box(n))));
+                if tree {
+                    black_box(rt.block_on(move || tree_purloin(0, black_box(n))));
+                } else {
+                    black_box(rt.block_on(move || fib_purloin(black_box(n))));
+                }
                 times.push(t.elapsed());
                 let s = rt.stats().total;
+                // For the tree, every spawn is a handle-less scope child: those not run inline
+                // by their scope's owner ran as green threads of their own.
+                let inline = s.inline_joins - before.inline_joins;
+                let spawned = s.spawned - before.spawned;
                 println!(
-                    "inline {} stolen {} steals {} switches {} parks {}",
-                    s.inline_joins - before.inline_joins,
+                    "spawned {spawned} inline {inline} as-g {} stolen {} steals {} switches {} \
+                     parks {}",
+                    spawned.saturating_sub(inline),
                     s.stolen - before.stolen,
                     s.steals - before.steals,
                     s.switches - before.switches,
@@ -143,21 +159,29 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
                 );
             }
         }
-        "rayon" => {
+        "rayon" | "rayon-scope-tree" => {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
             for _ in 0..reps {
                 let t = Instant::now();
-                black_box(pool.install(|| fib_rayon(black_box(n))));
+                if tree {
+                    black_box(pool.install(|| tree_rayon(0, black_box(n))));
+                } else {
+                    black_box(pool.install(|| fib_rayon(black_box(n))));
+                }
                 times.push(t.elapsed());
             }
         }
-        other => panic!("unknown contender {other:?} for repeated runs: use purloin or rayon"),
+        other => panic!(
+            "unknown contender {other:?} for repeated runs: use purloin, rayon, scope-tree or \
+             rayon-scope-tree"
+        ),
     }
     times.sort();
     let median = times[times.len() / 2];
+    let what = if tree { format!("skynet by scope over {n} leaves") } else { format!("fib({n})") };
     println!(
-        "{which}: fib({n}) x{reps} on {workers} workers: median {median:?}, {:.1} ns/fork",
-        median.as_nanos() as f64 / forks as f64
+        "{which}: {what} x{reps} on {workers} workers: median {median:?}, {:.1} ns/{unit}",
+        median.as_nanos() as f64 / units as f64
     );
 }
 
