@@ -130,6 +130,9 @@ struct Growth {
     next_slot: usize,
     /// Slots of the newest chunk.
     cur_slots: usize,
+    /// Slots of the newest chunk below this one had their guard installed ahead of their
+    /// carving (`guard_ahead`); the uncarved ones at or above it have none.
+    guarded_to: usize,
 }
 
 /// Statistics of one class (Relaxed snapshots).
@@ -215,7 +218,7 @@ impl ClassPool {
             cache_cap: options.thread_cache_for(usable),
             registered,
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0 }),
+            growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0, guarded_to: 0 }),
             warm: AtomicU64::new(EMPTY_LIST),
             excess: AtomicU64::new(EMPTY_LIST),
             clean: AtomicU64::new(EMPTY_LIST),
@@ -453,12 +456,28 @@ impl ClassPool {
             // Release (P2): pairs with the Acquire load in `chunk`.
             self.chunks[k].store(p, Ordering::Release);
             self.chunk_count.store(k + 1, Ordering::Relaxed);
-            *g = Growth { chunks: k + 1, next_slot: 0, cur_slots: slots };
+            *g = Growth { chunks: k + 1, next_slot: 0, cur_slots: slots, guarded_to: 0 };
         }
         let r = SlotRef::new(g.chunks - 1, g.next_slot);
         g.next_slot += 1;
-        if self.backend == GuardBackend::GuardMarkers {
-            self.guard_ahead(r.chunk(), r.slot(), g.cur_slots);
+        // Carving is the first access to a fresh slot's metadata (slots are carved in address
+        // order), and it must be a write: metadata pages start untouched, and a first read
+        // would map the shared zero page, which the next write must replace, flushing the
+        // TLBs of every CPU running this process (an IPI each). So the guard state comes from
+        // `guarded_to`, not from reading the slot's `state`.
+        if r.slot() >= g.guarded_to {
+            let done = if self.backend == GuardBackend::GuardMarkers {
+                self.guard_ahead(r.chunk(), r.slot(), g.cur_slots)
+            } else {
+                0
+            };
+            g.guarded_to = r.slot() + done;
+            if done == 0 {
+                // Relaxed: the slot is ours (the growth lock owns uncarved slots). An uncarved
+                // slot beyond `guarded_to` has no guard: its state is still the zero it was
+                // mapped with.
+                self.meta(r).state.store(0, Ordering::Relaxed);
+            }
         }
         if self.registered {
             // Under the growth lock, so `for_each_carved_slot` sees each slot exactly once
@@ -470,13 +489,14 @@ impl ClassPool {
         Ok(r)
     }
 
-    /// Installs the guards of `slot` and the next few uncarved slots of chunk `k` with one
-    /// batched system call, when `slot` has none yet. Called under the growth lock, which
-    /// owns the uncarved slots.
-    fn guard_ahead(&self, k: usize, slot: usize, slots: usize) {
+    /// Installs the guards of `slot` (which has none yet) and the next few uncarved slots of
+    /// chunk `k` with one batched system call, and marks them `GUARDED` (the first access to
+    /// their metadata, a write). Returns how many got their guard (the leading ones). Called
+    /// under the growth lock, which owns the uncarved slots.
+    fn guard_ahead(&self, k: usize, slot: usize, slots: usize) -> usize {
         let chunk = self.chunk(k);
-        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 || !os::guard_batching() {
-            return;
+        if !os::guard_batching() {
+            return 0;
         }
         let end = slots.min(slot + os::GUARD_BATCH);
         let mut starts = [std::ptr::null_mut(); os::GUARD_BATCH];
@@ -492,6 +512,7 @@ impl ClassPool {
             // is still ours.
             chunk.meta(s).state.store(GUARDED, Ordering::Relaxed);
         }
+        done
     }
 
     /// Installs `r`'s guard if it has none yet. The caller owns `r`.
@@ -729,6 +750,43 @@ mod tests {
         if p.backend == GuardBackend::GuardMarkers {
             assert_eq!(guards, 40, "one guard marker per slot");
             assert_eq!(pages(58), 40, "guard markers survive the coalesced MADV_DONTNEED");
+        }
+    }
+
+    /// Carving reaches each metadata page first with a write: one page fault per page. A
+    /// first read would map the zero page and the next write fault again (and flush the TLBs
+    /// of every CPU running the process).
+    #[test]
+    fn carving_faults_each_metadata_page_once() {
+        fn faults() -> i64 {
+            // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_THREAD counts
+            // this thread only, so other tests running in parallel do not disturb it.
+            unsafe {
+                let mut u: libc::rusage = std::mem::zeroed();
+                assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
+                u.ru_minflt
+            }
+        }
+        let page = os::page_size();
+        let p = ClassPool::new(0, page, os::probe_backend().unwrap(), &Options::new(), false);
+        let per_page = page / size_of::<SlotMeta>();
+        let pages = 6;
+        assert!(chunk_slots(&p.geo, 0) > (pages + 1) * per_page, "one chunk holds them all");
+        let mut slots = Vec::with_capacity((pages + 1) * per_page);
+        // The first page (and the chunk's mapping, and this thread's deeper stack frames).
+        slots.extend((0..per_page).map(|_| p.lease().unwrap()));
+        let before = faults();
+        for _ in 0..pages * per_page {
+            slots.push(p.lease().unwrap());
+        }
+        let faulted = faults() - before;
+        assert!(
+            faulted <= pages as i64 + 1,
+            "carving {pages} metadata pages' slots took {faulted} page faults (one per page \
+             expected; two each means a read reached the fresh page first)"
+        );
+        for s in slots {
+            let _ = p.give_back(s);
         }
     }
 
