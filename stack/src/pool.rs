@@ -837,6 +837,33 @@ mod tests {
         }
     }
 
+    /// Slots carved by threads racing each other (batches of guards installed by one while
+    /// the other carves, reading ahead, across chunks) all have their guard when leased.
+    #[test]
+    fn concurrently_carved_slots_all_have_guards() {
+        let p = std::sync::Arc::new(pool(&Options::new()));
+        if p.backend != GuardBackend::GuardMarkers {
+            return;
+        }
+        let per_thread = chunk_slots(&p.geo, 0) + 3 * os::GUARD_BATCH;
+        let lease = || (0..per_thread).map(|_| p.lease().unwrap().slot).collect::<Vec<_>>();
+        let leased: Vec<RawSlot> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..2).map(|_| s.spawn(lease)).collect();
+            threads.into_iter().flat_map(|t| t.join().unwrap()).map(|r| p.raw(r)).collect()
+        });
+        for raw in &leased {
+            let guard = raw.limit.as_ptr() as usize - p.geo.guard;
+            assert_eq!(pagemap_count(guard, guard + p.geo.guard, 58), 1, "slot {:?}", raw.slot);
+            // SAFETY: the pool is alive.
+            let state = unsafe { raw.meta() }.state.load(Ordering::Relaxed);
+            assert_ne!(state & GUARDED, 0, "slot {:?} not marked guarded", raw.slot);
+        }
+        assert_eq!(p.counters().carved, 2 * per_thread);
+        for raw in leased {
+            let _ = p.give_back(raw);
+        }
+    }
+
     /// Pages of `[lo, hi)` with pagemap bit `bit` set (63: present; 58: guard marker).
     fn pagemap_count(lo: usize, hi: usize, bit: u32) -> usize {
         use std::io::{Read, Seek, SeekFrom};
