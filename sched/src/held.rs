@@ -16,6 +16,10 @@ use crate::p::{FREE_CACHE, P};
 use crate::registry::registry;
 use crate::worker::{M, NO_P};
 
+/// New records a P's cache takes at once when it and the global free list are empty (one
+/// under loom, so models allocate no records they do not use).
+const NEW_BATCH: usize = if cfg!(loom) { 1 } else { FREE_CACHE };
+
 /// Proof that the worker `m` holds `p` and may use its owner-only parts (see the module docs).
 /// Not `Send` (it borrows an `M`, which is not `Sync`): it never leaves the worker's thread.
 #[derive(Clone, Copy)]
@@ -116,15 +120,18 @@ impl<'a> HeldP<'a> {
         self.p.free_gs.with_mut(|v| f(unsafe { &mut *v }))
     }
 
-    /// A free record: the cache (refilled from the global list when empty), else a new one.
+    /// A free record: the cache, refilled when empty from the global list, else with a
+    /// batch of new records (see `Registry::alloc_into`).
     pub(crate) fn alloc_g(self) -> GRef {
-        let cached = self.with_cache(|v| {
+        self.with_cache(|v| {
             if v.is_empty() {
                 registry().take_free(v, FREE_CACHE);
             }
-            v.pop()
-        });
-        cached.unwrap_or_else(|| registry().alloc())
+            if v.is_empty() {
+                registry().alloc_into(v, NEW_BATCH);
+            }
+            v.pop().expect("refilled above")
+        })
     }
 
     /// Caches a FREE record, spilling half to the global list when the cache is full.

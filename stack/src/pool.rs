@@ -16,7 +16,8 @@
 //!   whose guard could not be installed).
 //! - Fresh slots are carved from the newest chunk under the `growth` mutex; a full class maps
 //!   a new chunk, twice as big as the last (up to 1 GiB), so a million 32 KiB stacks take a
-//!   few dozen mappings.
+//!   few dozen mappings. Their guards are installed a batch at a time, ahead of need and
+//!   outside the `growth` mutex (under the `guarding` mutex: see `carve`).
 //!
 //! A lease takes from `warm`, then `excess`, then `clean`, then carves. Each list is a Treiber stack of
 //! [`SlotRef`]s linked through the slots' metadata, with a 32-bit tag in the head word.
@@ -67,7 +68,7 @@ use crate::arena::{
 use crate::options::Options;
 use crate::os::{self, GuardBackend};
 use crate::size::DisplaySize;
-use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering, lock, try_lock};
 
 /// The most chunks one size class may map (a [`SlotRef`] has 10 bits for the chunk).
 #[cfg(not(loom))]
@@ -130,6 +131,10 @@ struct Growth {
     next_slot: usize,
     /// Slots of the newest chunk.
     cur_slots: usize,
+    /// Slots of the newest chunk below this one have their guard (`guard_batch`); the
+    /// uncarved ones at or above it have none, or are getting theirs from the holder of the
+    /// `guarding` lock.
+    guarded_to: usize,
 }
 
 /// Statistics of one class (Relaxed snapshots).
@@ -172,6 +177,8 @@ pub(crate) struct ClassPool {
     /// Published chunks (P2); `MAX_CHUNKS` entries, null until mapped.
     chunks: Box<[AtomicPtr<Chunk>]>,
     growth: Mutex<Growth>,
+    /// Held while a batch of guards is installed without the growth lock (see `carve`).
+    guarding: Mutex<()>,
     /// `tag << 32 | SlotRef` of the top of each list.
     warm: AtomicU64,
     excess: AtomicU64,
@@ -215,7 +222,8 @@ impl ClassPool {
             cache_cap: options.thread_cache_for(usable),
             registered,
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0 }),
+            growth: Mutex::new(Growth { chunks: 0, next_slot: 0, cur_slots: 0, guarded_to: 0 }),
+            guarding: Mutex::new(()),
             warm: AtomicU64::new(EMPTY_LIST),
             excess: AtomicU64::new(EMPTY_LIST),
             clean: AtomicU64::new(EMPTY_LIST),
@@ -427,71 +435,131 @@ impl ClassPool {
     }
 
     /// Takes a never-used slot, mapping a new chunk when the newest is full.
+    ///
+    /// Guards are installed in batches (`guard_batch`) without the growth lock: a lease that
+    /// finds no guarded slot ready installs the guards of its own slot and the next ones, and
+    /// a lease that finds fewer than half a batch ready installs the next batch (reading
+    /// ahead), so the other workers' carves go on meanwhile instead of sleeping on the growth
+    /// lock for the length of the system call. The `guarding` lock says a batch is under way:
+    /// taken with `try_lock` under the growth lock (never waited for while holding it), held
+    /// through the system call, released after `guarded_to` moved past the batch. A carve
+    /// that reaches `guarded_to` while a batch is under way waits on `guarding`, then looks
+    /// again.
     fn carve(&self) -> io::Result<SlotRef> {
-        let mut g = lock(&self.growth);
-        if g.next_slot == g.cur_slots {
-            let k = g.chunks;
-            if k == self.chunks.len() {
-                return Err(io::Error::new(
-                    io::ErrorKind::OutOfMemory,
-                    format!(
-                        "purloin-stack: the {} stack class already has {k} arena chunks, the \
-                         most one class may have; keep fewer stacks of this size alive, or \
-                         spread them over other sizes",
-                        DisplaySize(self.geo.usable)
-                    ),
-                ));
+        loop {
+            let mut g = lock(&self.growth);
+            if g.next_slot == g.cur_slots {
+                self.grow(&mut g)?;
             }
-            let slots = chunk_slots(&self.geo, k);
-            let chunk = Chunk::map(&self.geo, slots)?;
+            let k = g.chunks - 1;
+            let slot = g.next_slot;
+            let batching = self.backend == GuardBackend::GuardMarkers && os::guard_batching();
+            // The guards this carve installs once the growth lock is released:
+            // `[from, to)` of chunk `k`, under the `guarding` lock.
+            let mut batch = None;
+            if batching && slot >= g.guarded_to {
+                let Some(guarding) = try_lock(&self.guarding) else {
+                    // Another lease installs the guards from `guarded_to` on.
+                    drop(g);
+                    drop(lock(&self.guarding));
+                    continue;
+                };
+                batch = Some((guarding, slot, g.cur_slots.min(slot + os::GUARD_BATCH)));
+            } else if batching
+                && g.guarded_to < g.cur_slots
+                && g.guarded_to - slot <= os::GUARD_BATCH / 2
+                && let Some(guarding) = try_lock(&self.guarding)
+            {
+                let from = g.guarded_to;
+                batch = Some((guarding, from, g.cur_slots.min(from + os::GUARD_BATCH)));
+            }
+            let r = SlotRef::new(k, slot);
+            g.next_slot += 1;
+            // Carving is the first access to a fresh slot's metadata (slots are carved in
+            // address order), and it must be a write: metadata pages start untouched, and a
+            // first read would map the shared zero page, which the next write must replace,
+            // flushing the TLBs of every CPU running this process (an IPI each). So the guard
+            // state comes from `guarded_to`, not from reading the slot's `state`.
+            if slot >= g.guarded_to && batch.is_none() {
+                // Relaxed: the slot is ours (the growth lock owns uncarved slots). An uncarved
+                // slot at or above `guarded_to` has no guard: its state is still the zero it
+                // was mapped with. `ensure_guard` installs it.
+                self.meta(r).state.store(0, Ordering::Relaxed);
+            }
             if self.registered {
-                // On error the chunk is dropped (unmapped) and its record never becomes ready.
-                crate::registry::register(&chunk, &self.geo)?;
+                // Under the growth lock, so `for_each_carved_slot` sees each slot exactly once
+                // unless the hook was installed during this carve.
+                let raw = self.raw(r);
+                crate::valgrind::new_stack(raw.limit.as_ptr(), self.geo.usable);
             }
-            self.mapped.fetch_add(chunk.mapped_bytes(), Ordering::Relaxed);
-            let p = Box::into_raw(Box::new(chunk));
-            // Release (P2): pairs with the Acquire load in `chunk`.
-            self.chunks[k].store(p, Ordering::Release);
-            self.chunk_count.store(k + 1, Ordering::Relaxed);
-            *g = Growth { chunks: k + 1, next_slot: 0, cur_slots: slots };
+            self.carved.fetch_add(1, Ordering::Relaxed);
+            drop(g);
+            if let Some((guarding, from, to)) = batch {
+                let done = self.guard_batch(k, from, to);
+                if from == slot && done == 0 {
+                    // Relaxed: as above; `ensure_guard` installs this one's guard.
+                    self.meta(r).state.store(0, Ordering::Relaxed);
+                }
+                let mut g = lock(&self.growth);
+                // The chunk is still `k` unless this batch was the chunk's last slot alone.
+                if g.chunks - 1 == k {
+                    g.guarded_to = g.guarded_to.max(from + done);
+                }
+                drop(g);
+                drop(guarding);
+            }
+            return Ok(r);
         }
-        let r = SlotRef::new(g.chunks - 1, g.next_slot);
-        g.next_slot += 1;
-        if self.backend == GuardBackend::GuardMarkers {
-            self.guard_ahead(r.chunk(), r.slot(), g.cur_slots);
-        }
-        if self.registered {
-            // Under the growth lock, so `for_each_carved_slot` sees each slot exactly once
-            // unless the hook was installed during this carve.
-            let raw = self.raw(r);
-            crate::valgrind::new_stack(raw.limit.as_ptr(), self.geo.usable);
-        }
-        self.carved.fetch_add(1, Ordering::Relaxed);
-        Ok(r)
     }
 
-    /// Installs the guards of `slot` and the next few uncarved slots of chunk `k` with one
-    /// batched system call, when `slot` has none yet. Called under the growth lock, which
-    /// owns the uncarved slots.
-    fn guard_ahead(&self, k: usize, slot: usize, slots: usize) {
-        let chunk = self.chunk(k);
-        if chunk.meta(slot).state.load(Ordering::Relaxed) & GUARDED != 0 || !os::guard_batching() {
-            return;
+    /// Maps the class's next chunk and makes it the one slots are carved from.
+    fn grow(&self, g: &mut Growth) -> io::Result<()> {
+        let k = g.chunks;
+        if k == self.chunks.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "purloin-stack: the {} stack class already has {k} arena chunks, the most \
+                     one class may have; keep fewer stacks of this size alive, or spread them \
+                     over other sizes",
+                    DisplaySize(self.geo.usable)
+                ),
+            ));
         }
-        let end = slots.min(slot + os::GUARD_BATCH);
+        let slots = chunk_slots(&self.geo, k);
+        let chunk = Chunk::map(&self.geo, slots)?;
+        if self.registered {
+            // On error the chunk is dropped (unmapped) and its record never becomes ready.
+            crate::registry::register(&chunk, &self.geo)?;
+        }
+        self.mapped.fetch_add(chunk.mapped_bytes(), Ordering::Relaxed);
+        let p = Box::into_raw(Box::new(chunk));
+        // Release (P2): pairs with the Acquire load in `chunk`.
+        self.chunks[k].store(p, Ordering::Release);
+        self.chunk_count.store(k + 1, Ordering::Relaxed);
+        *g = Growth { chunks: k + 1, next_slot: 0, cur_slots: slots, guarded_to: 0 };
+        Ok(())
+    }
+
+    /// Installs the guards of slots `[from, to)` of chunk `k` with one batched system call,
+    /// and marks them `GUARDED` (the first access to their metadata, a write). Returns how
+    /// many got their guard (the leading ones). The caller holds the `guarding` lock and
+    /// `from` is `guarded_to` or its own carved slot, so nobody else uses these slots.
+    fn guard_batch(&self, k: usize, from: usize, to: usize) -> usize {
+        let chunk = self.chunk(k);
         let mut starts = [std::ptr::null_mut(); os::GUARD_BATCH];
-        for (i, s) in (slot..end).enumerate() {
+        for (i, s) in (from..to).enumerate() {
             starts[i] = chunk.slot_start(&self.geo, s);
         }
-        // SAFETY: the guard pages of `slot` (carved by us, not yet handed out) and of uncarved
-        // slots, which nobody uses; all inside the chunk's mapping.
-        let done =
-            unsafe { os::install_guard_markers_batch(&starts[..end - slot], self.geo.guard) };
-        for s in slot..slot + done {
-            // Relaxed: uncarved slots are only touched under the growth lock, and `slot`
-            // is still ours.
+        // SAFETY: the guard pages of slots at or above `guarded_to` (or the caller's own
+        // slot), which nobody uses (caller); all inside the chunk's mapping.
+        let done = unsafe { os::install_guard_markers_batch(&starts[..to - from], self.geo.guard) };
+        for s in from..from + done {
+            // Relaxed: published to other carvers by the growth lock, under which
+            // `guarded_to` moves past them.
             chunk.meta(s).state.store(GUARDED, Ordering::Relaxed);
         }
+        done
     }
 
     /// Installs `r`'s guard if it has none yet. The caller owns `r`.
@@ -729,6 +797,70 @@ mod tests {
         if p.backend == GuardBackend::GuardMarkers {
             assert_eq!(guards, 40, "one guard marker per slot");
             assert_eq!(pages(58), 40, "guard markers survive the coalesced MADV_DONTNEED");
+        }
+    }
+
+    /// Carving reaches each metadata page first with a write: one page fault per page. A
+    /// first read would map the zero page and the next write fault again (and flush the TLBs
+    /// of every CPU running the process).
+    #[test]
+    fn carving_faults_each_metadata_page_once() {
+        fn faults() -> i64 {
+            // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_THREAD counts
+            // this thread only, so other tests running in parallel do not disturb it.
+            unsafe {
+                let mut u: libc::rusage = std::mem::zeroed();
+                assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
+                u.ru_minflt
+            }
+        }
+        let page = os::page_size();
+        let p = ClassPool::new(0, page, os::probe_backend().unwrap(), &Options::new(), false);
+        let per_page = page / size_of::<SlotMeta>();
+        let pages = 6;
+        assert!(chunk_slots(&p.geo, 0) > (pages + 1) * per_page, "one chunk holds them all");
+        let mut slots = Vec::with_capacity((pages + 1) * per_page);
+        // The first page (and the chunk's mapping, and this thread's deeper stack frames).
+        slots.extend((0..per_page).map(|_| p.lease().unwrap()));
+        let before = faults();
+        for _ in 0..pages * per_page {
+            slots.push(p.lease().unwrap());
+        }
+        let faulted = faults() - before;
+        assert!(
+            faulted <= pages as i64 + 1,
+            "carving {pages} metadata pages' slots took {faulted} page faults (one per page \
+             expected; two each means a read reached the fresh page first)"
+        );
+        for s in slots {
+            let _ = p.give_back(s);
+        }
+    }
+
+    /// Slots carved by threads racing each other (batches of guards installed by one while
+    /// the other carves, reading ahead, across chunks) all have their guard when leased.
+    #[test]
+    fn concurrently_carved_slots_all_have_guards() {
+        let p = std::sync::Arc::new(pool(&Options::new()));
+        if p.backend != GuardBackend::GuardMarkers {
+            return;
+        }
+        let per_thread = chunk_slots(&p.geo, 0) + 3 * os::GUARD_BATCH;
+        let lease = || (0..per_thread).map(|_| p.lease().unwrap().slot).collect::<Vec<_>>();
+        let leased: Vec<RawSlot> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..2).map(|_| s.spawn(lease)).collect();
+            threads.into_iter().flat_map(|t| t.join().unwrap()).map(|r| p.raw(r)).collect()
+        });
+        for raw in &leased {
+            let guard = raw.limit.as_ptr() as usize - p.geo.guard;
+            assert_eq!(pagemap_count(guard, guard + p.geo.guard, 58), 1, "slot {:?}", raw.slot);
+            // SAFETY: the pool is alive.
+            let state = unsafe { raw.meta() }.state.load(Ordering::Relaxed);
+            assert_ne!(state & GUARDED, 0, "slot {:?} not marked guarded", raw.slot);
+        }
+        assert_eq!(p.counters().carved, 2 * per_thread);
+        for raw in leased {
+            let _ = p.give_back(raw);
         }
     }
 

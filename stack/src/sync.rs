@@ -42,6 +42,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Atomics that are always the hardware's, never loom's: state read by the signal handler and
 /// process-wide constants kept in `const`-initialised statics.
+/// Locks `m` if nobody holds it (a poisoned lock counts as free, as in [`lock`]).
+pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 pub(crate) mod real {
     pub(crate) use core::sync::atomic::{
         AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
