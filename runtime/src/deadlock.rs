@@ -146,13 +146,14 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
     let thread = std::thread::Builder::new()
         .name("purloin-deadlock".into())
         .spawn(move || {
-            // No polling: the watch looks again only after an idle event (the runtime's last
-            // busy worker parked, an OS thread began waiting on a green thread, or the watch
-            // stops), or when the grace period of a quiescence it saw ends. The snapshot comes
-            // before the checks, so an event between them is not lost.
+            // No polling: the watch looks again only after an outside event (an OS thread
+            // began waiting on a green thread, the runtime's last busy worker parked while one
+            // waits, or the watch stops), or when the grace period of a quiescence it saw
+            // ends. The snapshot comes before the checks, so an event between them is not
+            // lost.
             let mut quiet_since: Option<Instant> = None;
             loop {
-                let events = purloin_sched::idle_events();
+                let events = purloin_sched::outside_events();
                 if st.load(Ordering::Acquire) {
                     break;
                 }
@@ -160,13 +161,13 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
                 if sched.outside_waiters() == 0 || !sched.is_quiescent() {
                     quiet_since = None;
                     drop(sched);
-                    purloin_sched::wait_idle_event(events, None);
+                    purloin_sched::wait_outside_event(events, None);
                     continue;
                 }
                 let since = *quiet_since.get_or_insert_with(Instant::now);
                 if since.elapsed() < grace {
                     drop(sched);
-                    purloin_sched::wait_idle_event(events, Some(since + grace));
+                    purloin_sched::wait_outside_event(events, Some(since + grace));
                     continue;
                 }
                 let report = report(&sched, None);
@@ -191,7 +192,7 @@ impl Drop for Watch {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         if let Some(t) = self.thread.take() {
             // After the store: the watch's next snapshot or check sees the stop.
-            purloin_sched::note_idle_event();
+            purloin_sched::note_outside_event();
             t.thread().unpark(); // under loom the wait is a timed thread park
             let _ = t.join();
         }

@@ -440,7 +440,9 @@ impl Runtime {
         };
         let root = spawned.unwrap_or_else(|e| panic!("purloin: block_on: {e}"));
         let deadlock = self.wait_root(&state, &root);
-        let result = root.join();
+        // Without a deadlock the root's count is zero, so its result is stored: take it
+        // without a second wait (for the scheduler's end of the green thread).
+        let result = if deadlock.is_none() { root.join_counted_finished() } else { root.join() };
         drop(wait);
         match (result, deadlock) {
             (Ok(v), _) => v,
@@ -478,7 +480,7 @@ impl Runtime {
         let mut quiet_since: Option<Instant> = None;
         loop {
             // The snapshot comes before the checks: an idle event (the root's end, the last
-            // busy worker parking, an OS thread starting to wait) after it ends the wait.
+            // busy worker parking) after it ends the wait.
             let since = purloin_sched::idle_events();
             if state.all_finished() {
                 return None;

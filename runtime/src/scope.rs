@@ -70,7 +70,7 @@ pub(crate) struct ScopeState {
     /// Who waits for the count to reach zero: written by the owner before it sets
     /// [`WAITER`], read by the last finisher after it saw [`WAITER`] (S2).
     waiter: UnsafeCell<Option<Waiter>>,
-    /// The root of a `block_on`, whose caller waits for idle events (the deadlock watch's
+    /// The root of a `block_on`, whose caller waits for idle events (its deadlock check's
     /// wake-ups) and for the root's end at once: its end is signalled as an idle event.
     root: bool,
     /// Under loom, stands for the state's memory: a finisher loads it at each touch of the
@@ -535,6 +535,28 @@ impl<T> ScopedParts<'_, T> {
             return Err(e);
         }
         take_result(&*packet, state)
+    }
+
+    /// The result of a green thread that its scope already counted finished, without waiting
+    /// for the scheduler to end the green thread: its body stored the result before the count
+    /// (a `block_on` root, whose caller saw the count reach zero). A green thread that never
+    /// ran stored none: then this is [`join`](Self::join), which reports why.
+    pub(crate) fn join_counted_finished(self) -> ThreadResult<T> {
+        // Acquire (the mutex): the body's store happened before its count decrement, which
+        // the caller saw.
+        let stored = self.packet.slot().lock().unwrap_or_else(|p| p.into_inner()).take();
+        match stored {
+            Some(result) => {
+                if result.is_err() {
+                    // The joiner sees this panic: it no longer makes the scope panic.
+                    self.state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
+                }
+                // The handle is dropped: the green thread ends on its own (it only has its
+                // own task cell left to release).
+                result
+            }
+            None => self.join(),
+        }
     }
 }
 

@@ -253,6 +253,42 @@ fn block_on_of_another_runtime_runs_there() {
     assert_eq!((outer, inner), (1, (3, 3)));
 }
 
+/// The same deadlock, with the join from `main` starting only after the runtime went idle: no
+/// worker parks after the wait begins, so the wait itself must wake the deadlock watch.
+#[test]
+fn a_join_that_starts_after_the_runtime_went_idle_is_reported() {
+    const CHILD: &str = "PURLOIN_TEST_IDLE_THEN_JOIN_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
+        let h = purloin::Builder::new().name("parked-first").spawn(move || rx.recv()).unwrap();
+        // Until every worker is parked, with the green thread parked on the channel.
+        loop {
+            let s = purloin::stats();
+            if s.parked as usize == s.procs.len() && s.searching == 0 && s.live == 1 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let err = h.join().unwrap_err();
+        println!("UNWOUND {}", err.downcast_ref::<purloin::ForcedUnwind>().is_some());
+        drop(tx);
+        std::process::exit(0);
+    }
+    let _w = common::watchdog("idle-then-join child", Duration::from_secs(60));
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_join_that_starts_after_the_runtime_went_idle_is_reported"])
+        .arg("--nocapture")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("all green threads are asleep — deadlock!"), "{stderr}");
+    assert!(stderr.contains("'parked-first'"), "{stderr}");
+    assert!(stdout.contains("UNWOUND true"), "{stdout}");
+}
+
 /// The README's first pattern (spawn on the global runtime and join from `main`) with a
 /// receive that can never complete: reported like Go's "all goroutines are asleep", and the
 /// join returns `Err` instead of hanging (in a child process: it reads the report).

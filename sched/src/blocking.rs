@@ -31,7 +31,7 @@
 //! timer: parked workers sleep until the earliest timer of every P and fire it themselves), no
 //! P is in a blocking section, and a parked worker polls the poller itself. Whatever makes
 //! work possible again passes through a worker leaving its park first. The deadlock watch
-//! does not need the monitor: the last worker to park signals it (`outside::note_idle_event`).
+//! does not need the monitor: the last worker to park signals it (`outside::note_scheduler_idle`).
 //!
 //! # Memory ordering
 //!

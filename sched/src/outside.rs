@@ -5,13 +5,27 @@
 //!
 //! A plain mutex-protected list: an OS thread that blocks pays a futex wait anyway.
 //!
-//! A deadlock watch needs no polling (Go calls `checkdead` when the last M goes idle): it
-//! waits for an *idle event* ([`wait_idle_event`]), signalled when the last busy worker of a
-//! scheduler parks (`M::park`, after its re-check found nothing) and when an OS thread starts
-//! waiting on a green thread. One process-wide lot serves every scheduler: the events are rare
-//! (a scheduler going idle), and a watch woken for another scheduler's event only re-checks.
-//! The watch takes a snapshot ([`idle_events`]) before it checks, so an event between its
-//! check and its wait is not lost (the lot's P1 in `purloin_parking`).
+//! Waiting for a scheduler to go idle needs no polling (Go calls `checkdead` when the last M
+//! goes idle). Two process-wide lots carry the events, each to the waiters that need it:
+//!
+//! - *Idle events* ([`wait_idle_event`]): the last busy worker of a scheduler parked (`M::park`,
+//!   after its re-check found nothing), or a runtime's root finished. An OS thread in the
+//!   runtime's `block_on` waits on these for its root and for a root that can no longer run.
+//! - *Outside events* ([`wait_outside_event`]): an OS thread started waiting on a green thread,
+//!   or the last busy worker of a scheduler that such a thread waits on parked. A deadlock
+//!   watch waits on these: it has something to report only while an OS thread waits, so the
+//!   common idle transition of a runtime entered and left by `block_on` does not wake it.
+//!
+//! One lot of each serves every scheduler: a waiter woken for another scheduler's event only
+//! re-checks. A waiter takes a snapshot ([`idle_events`], [`outside_events`]) before it checks,
+//! so an event between its check and its wait is not lost (the lot's P1 in `purloin_parking`).
+//!
+//! A parking worker signals an outside event only if its scheduler has outside waiters; a
+//! thread that starts waiting signals one unconditionally, after it is counted. Both look at
+//! the count under the list's mutex, which orders them: if the waiter's count came first, the
+//! worker sees it and signals; if the worker's look came first, its park (done before the look)
+//! happens before the waiter's unlock and signal, so the watch that the signal wakes sees the
+//! worker parked.
 
 use crate::sync::{DiagMutex, DiagMutexGuard};
 
@@ -40,7 +54,7 @@ impl OutsideWait {
             None => list.push((sched, 1)),
         }
         drop(list);
-        note_idle_event();
+        note_outside_event();
         OutsideWait { sched }
     }
 }
@@ -149,8 +163,7 @@ static IDLE_EVENTS: purloin_parking::ParkingLot = purloin_parking::ParkingLot::n
 pub struct IdleEvents(#[cfg(not(loom))] purloin_parking::State);
 
 /// Takes the snapshot to wait on. Take it **before** checking
-/// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent) and
-/// [`Scheduler::outside_waiters`](crate::Scheduler::outside_waiters).
+/// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent) or whatever the caller waits for.
 ///
 /// # Examples
 ///
@@ -168,8 +181,8 @@ pub fn idle_events() -> IdleEvents {
 }
 
 /// Blocks the calling OS thread until an idle event came after `since` (the last busy worker of
-/// some scheduler parked, an OS thread started waiting on a green thread, or
-/// [`note_idle_event`]), or until `deadline`. May return spuriously: check again after every
+/// some scheduler parked, or [`note_idle_event`]: a runtime's root finished), or until
+/// `deadline`. May return spuriously: check again after every
 /// return. (Under loom, where the process-wide lot cannot live, it waits at most 100 ms.)
 pub fn wait_idle_event(since: IdleEvents, deadline: Option<std::time::Instant>) {
     #[cfg(not(loom))]
@@ -190,8 +203,78 @@ pub fn wait_idle_event(since: IdleEvents, deadline: Option<std::time::Instant>) 
 }
 
 /// Signals an idle event: every thread in [`wait_idle_event`] returns and checks again (a
-/// watch that is asked to stop, or a change a watch must look at).
+/// finished root, or any change its waiters must look at).
 pub fn note_idle_event() {
     #[cfg(not(loom))]
     IDLE_EVENTS.signal(u32::MAX);
+}
+
+/// Process-wide outside events (see the module docs).
+#[cfg(not(loom))]
+static OUTSIDE_EVENTS: purloin_parking::ParkingLot = purloin_parking::ParkingLot::new();
+
+/// A snapshot of the outside events, from [`outside_events`], to wait on with
+/// [`wait_outside_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutsideEvents(#[cfg(not(loom))] purloin_parking::State);
+
+/// Takes the snapshot to wait on. Take it **before** checking
+/// [`Scheduler::outside_waiters`](crate::Scheduler::outside_waiters) and
+/// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent): a deadlock watch's loop.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let since = purloin_sched::outside_events();
+/// let waiting = sched.outside_wait(); // an OS thread starts waiting: an outside event
+/// purloin_sched::wait_outside_event(since, None); // returns at once
+/// drop(waiting);
+/// ```
+#[must_use]
+pub fn outside_events() -> OutsideEvents {
+    #[cfg(not(loom))]
+    return OutsideEvents(OUTSIDE_EVENTS.state());
+    #[cfg(loom)]
+    return OutsideEvents();
+}
+
+/// Blocks the calling OS thread until an outside event came after `since` (an OS thread
+/// started waiting on a green thread, the last busy worker of a scheduler with such waiters
+/// parked, or [`note_outside_event`]), or until `deadline`. May return spuriously: check again
+/// after every return. (Under loom it waits at most 100 ms, as [`wait_idle_event`] does.)
+pub fn wait_outside_event(since: OutsideEvents, deadline: Option<std::time::Instant>) {
+    #[cfg(not(loom))]
+    match deadline {
+        Some(d) => {
+            OUTSIDE_EVENTS.wait_deadline(since.0, d);
+        }
+        None => OUTSIDE_EVENTS.wait(since.0),
+    }
+    #[cfg(loom)]
+    {
+        let _ = since;
+        let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
+            d.saturating_duration_since(std::time::Instant::now())
+        });
+        std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
+    }
+}
+
+/// Signals an outside event: every thread in [`wait_outside_event`] returns and checks again
+/// (a deadlock watch that is asked to stop).
+pub fn note_outside_event() {
+    #[cfg(not(loom))]
+    OUTSIDE_EVENTS.signal(u32::MAX);
+}
+
+/// The last busy worker of `sched` parked: wake the waiters on the scheduler's idleness
+/// (`block_on` roots, and deadlock watches if an OS thread waits on it; see the module docs).
+pub(crate) fn note_scheduler_idle(sched: *const crate::shared::Shared) {
+    note_idle_event();
+    // Under the list's mutex (see the module docs for why that orders it against a new
+    // waiter's count and signal).
+    if count(sched) > 0 {
+        note_outside_event();
+    }
 }

@@ -513,7 +513,7 @@ impl M {
         if last {
             // Every worker parks: the scheduler may be quiescent now (a deadlock watch checks;
             // Go's `checkdead` when the last M goes idle).
-            crate::outside::note_idle_event();
+            crate::outside::note_scheduler_idle(shared);
         }
         crate::hook::emit(move || crate::hook::Event::WorkerPark { p: pi });
         let readied = crate::poll::poll_blocking(self, due, &snapshot);
