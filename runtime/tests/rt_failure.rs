@@ -253,6 +253,18 @@ fn block_on_of_another_runtime_runs_there() {
     assert_eq!((outer, inner), (1, (3, 3)));
 }
 
+/// Runs this binary's test `name` alone in a child process with `env` set (that test's child
+/// branch); returns the exit code, stdout and stderr.
+fn run_child(name: &str, env: &str) -> (Option<i32>, String, String) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture"])
+        .env(env, "1")
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
 /// The same deadlock, with the join from `main` starting only after the runtime went idle: no
 /// worker parks after the wait begins, so the wait itself must wake the deadlock watch.
 #[test]
@@ -275,15 +287,9 @@ fn a_join_that_starts_after_the_runtime_went_idle_is_reported() {
         std::process::exit(0);
     }
     let _w = common::watchdog("idle-then-join child", Duration::from_secs(60));
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_join_that_starts_after_the_runtime_went_idle_is_reported"])
-        .arg("--nocapture")
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let (stdout, stderr) =
-        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) =
+        run_child("a_join_that_starts_after_the_runtime_went_idle_is_reported", CHILD);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("all green threads are asleep — deadlock!"), "{stderr}");
     assert!(stderr.contains("'parked-first'"), "{stderr}");
     assert!(stdout.contains("UNWOUND true"), "{stdout}");
@@ -319,15 +325,9 @@ fn a_join_from_main_on_a_deadlocked_global_runtime_is_reported() {
         std::process::exit(0);
     }
     let _w = common::watchdog("global deadlock child", Duration::from_secs(60));
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_join_from_main_on_a_deadlocked_global_runtime_is_reported"])
-        .arg("--nocapture")
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let (stdout, stderr) =
-        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) =
+        run_child("a_join_from_main_on_a_deadlocked_global_runtime_is_reported", CHILD);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert_eq!(stderr.matches("all green threads are asleep — deadlock!").count(), 3, "{stderr}");
     assert!(stderr.contains("'waits-forever'"), "{stderr}");
     assert!(stdout.contains("SCOPE true"), "{stdout}");

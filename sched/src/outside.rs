@@ -186,20 +186,33 @@ pub fn idle_events() -> IdleEvents {
 /// return. (Under loom, where the process-wide lot cannot live, it waits at most 100 ms.)
 pub fn wait_idle_event(since: IdleEvents, deadline: Option<std::time::Instant>) {
     #[cfg(not(loom))]
+    wait_on(&IDLE_EVENTS, since.0, deadline);
+    #[cfg(loom)]
+    wait_on(since, deadline);
+}
+
+/// The wait of [`wait_idle_event`] and [`wait_outside_event`] on their lot.
+#[cfg(not(loom))]
+fn wait_on(
+    lot: &purloin_parking::ParkingLot,
+    since: purloin_parking::State,
+    deadline: Option<std::time::Instant>,
+) {
     match deadline {
         Some(d) => {
-            IDLE_EVENTS.wait_deadline(since.0, d);
+            lot.wait_deadline(since, d);
         }
-        None => IDLE_EVENTS.wait(since.0),
+        None => lot.wait(since),
     }
-    #[cfg(loom)]
-    {
-        let _ = since;
-        let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
-            d.saturating_duration_since(std::time::Instant::now())
-        });
-        std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
-    }
+}
+
+/// Under loom, where the process-wide lots cannot live: a timed thread park of at most 100 ms.
+#[cfg(loom)]
+fn wait_on<S>(_since: S, deadline: Option<std::time::Instant>) {
+    let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
+        d.saturating_duration_since(std::time::Instant::now())
+    });
+    std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
 }
 
 /// Signals an idle event: every thread in [`wait_idle_event`] returns and checks again (a
@@ -245,20 +258,9 @@ pub fn outside_events() -> OutsideEvents {
 /// after every return. (Under loom it waits at most 100 ms, as [`wait_idle_event`] does.)
 pub fn wait_outside_event(since: OutsideEvents, deadline: Option<std::time::Instant>) {
     #[cfg(not(loom))]
-    match deadline {
-        Some(d) => {
-            OUTSIDE_EVENTS.wait_deadline(since.0, d);
-        }
-        None => OUTSIDE_EVENTS.wait(since.0),
-    }
+    wait_on(&OUTSIDE_EVENTS, since.0, deadline);
     #[cfg(loom)]
-    {
-        let _ = since;
-        let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
-            d.saturating_duration_since(std::time::Instant::now())
-        });
-        std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
-    }
+    wait_on(since, deadline);
 }
 
 /// Signals an outside event: every thread in [`wait_outside_event`] returns and checks again
