@@ -154,13 +154,71 @@ pub(crate) fn if_os_thread(sched: *const crate::shared::Shared) -> Option<Outsid
     (!crate::in_green_thread()).then(|| OutsideWait::new(sched))
 }
 
-/// Process-wide idle events (see the module docs).
+/// One process-wide lot of events (see the module docs). Under loom, where a process-wide lot
+/// cannot live across models, it holds nothing: a wait is a timed thread park bounded by
+/// [`LOOM_WAIT`] and a signal does nothing.
+struct EventLot(#[cfg(not(loom))] purloin_parking::ParkingLot);
+
+/// What a snapshot of an [`EventLot`] holds.
 #[cfg(not(loom))]
-static IDLE_EVENTS: purloin_parking::ParkingLot = purloin_parking::ParkingLot::new();
+type Snap = purloin_parking::State;
+#[cfg(loom)]
+type Snap = ();
+
+/// The bound of a wait under loom (see [`EventLot`]).
+#[cfg(loom)]
+const LOOM_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl EventLot {
+    #[cfg(not(loom))]
+    const fn new() -> EventLot {
+        EventLot(purloin_parking::ParkingLot::new())
+    }
+
+    #[cfg(loom)]
+    const fn new() -> EventLot {
+        EventLot()
+    }
+
+    fn state(&self) -> Snap {
+        #[cfg(not(loom))]
+        return self.0.state();
+        #[cfg(loom)]
+        return ();
+    }
+
+    fn wait(&self, since: Snap, deadline: Option<std::time::Instant>) {
+        #[cfg(not(loom))]
+        match deadline {
+            Some(d) => {
+                self.0.wait_deadline(since, d);
+            }
+            None => self.0.wait(since),
+        }
+        #[cfg(loom)]
+        {
+            let _ = since;
+            let left = deadline
+                .map_or(LOOM_WAIT, |d| d.saturating_duration_since(std::time::Instant::now()));
+            std::thread::park_timeout(left.min(LOOM_WAIT));
+        }
+    }
+
+    fn signal(&self) {
+        #[cfg(not(loom))]
+        self.0.signal(u32::MAX);
+    }
+}
+
+/// Process-wide idle events (see the module docs).
+static IDLE_EVENTS: EventLot = EventLot::new();
+
+/// Process-wide outside events (see the module docs).
+static OUTSIDE_EVENTS: EventLot = EventLot::new();
 
 /// A snapshot of the idle events, from [`idle_events`], to wait on with [`wait_idle_event`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IdleEvents(#[cfg(not(loom))] purloin_parking::State);
+pub struct IdleEvents(Snap);
 
 /// Takes the snapshot to wait on. Take it **before** checking
 /// [`Scheduler::is_quiescent`](crate::Scheduler::is_quiescent) or whatever the caller waits for.
@@ -174,62 +232,27 @@ pub struct IdleEvents(#[cfg(not(loom))] purloin_parking::State);
 /// ```
 #[must_use]
 pub fn idle_events() -> IdleEvents {
-    #[cfg(not(loom))]
-    return IdleEvents(IDLE_EVENTS.state());
-    #[cfg(loom)]
-    return IdleEvents();
+    IdleEvents(IDLE_EVENTS.state())
 }
 
 /// Blocks the calling OS thread until an idle event came after `since` (the last busy worker of
 /// some scheduler parked, or [`note_idle_event`]: a runtime's root finished), or until
-/// `deadline`. May return spuriously: check again after every
-/// return. (Under loom, where the process-wide lot cannot live, it waits at most 100 ms.)
+/// `deadline`. May return spuriously: check again after every return. (Under loom, where the
+/// process-wide lot cannot live, it is a bounded timed park.)
 pub fn wait_idle_event(since: IdleEvents, deadline: Option<std::time::Instant>) {
-    #[cfg(not(loom))]
-    wait_on(&IDLE_EVENTS, since.0, deadline);
-    #[cfg(loom)]
-    wait_on(since, deadline);
-}
-
-/// The wait of [`wait_idle_event`] and [`wait_outside_event`] on their lot.
-#[cfg(not(loom))]
-fn wait_on(
-    lot: &purloin_parking::ParkingLot,
-    since: purloin_parking::State,
-    deadline: Option<std::time::Instant>,
-) {
-    match deadline {
-        Some(d) => {
-            lot.wait_deadline(since, d);
-        }
-        None => lot.wait(since),
-    }
-}
-
-/// Under loom, where the process-wide lots cannot live: a timed thread park of at most 100 ms.
-#[cfg(loom)]
-fn wait_on<S>(_since: S, deadline: Option<std::time::Instant>) {
-    let left = deadline.map_or(std::time::Duration::from_millis(100), |d| {
-        d.saturating_duration_since(std::time::Instant::now())
-    });
-    std::thread::park_timeout(left.min(std::time::Duration::from_millis(100)));
+    IDLE_EVENTS.wait(since.0, deadline);
 }
 
 /// Signals an idle event: every thread in [`wait_idle_event`] returns and checks again (a
 /// finished root, or any change its waiters must look at).
 pub fn note_idle_event() {
-    #[cfg(not(loom))]
-    IDLE_EVENTS.signal(u32::MAX);
+    IDLE_EVENTS.signal();
 }
-
-/// Process-wide outside events (see the module docs).
-#[cfg(not(loom))]
-static OUTSIDE_EVENTS: purloin_parking::ParkingLot = purloin_parking::ParkingLot::new();
 
 /// A snapshot of the outside events, from [`outside_events`], to wait on with
 /// [`wait_outside_event`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutsideEvents(#[cfg(not(loom))] purloin_parking::State);
+pub struct OutsideEvents(Snap);
 
 /// Takes the snapshot to wait on. Take it **before** checking
 /// [`Scheduler::outside_waiters`](crate::Scheduler::outside_waiters) and
@@ -246,28 +269,21 @@ pub struct OutsideEvents(#[cfg(not(loom))] purloin_parking::State);
 /// ```
 #[must_use]
 pub fn outside_events() -> OutsideEvents {
-    #[cfg(not(loom))]
-    return OutsideEvents(OUTSIDE_EVENTS.state());
-    #[cfg(loom)]
-    return OutsideEvents();
+    OutsideEvents(OUTSIDE_EVENTS.state())
 }
 
 /// Blocks the calling OS thread until an outside event came after `since` (an OS thread
 /// started waiting on a green thread, the last busy worker of a scheduler with such waiters
 /// parked, or [`note_outside_event`]), or until `deadline`. May return spuriously: check again
-/// after every return. (Under loom it waits at most 100 ms, as [`wait_idle_event`] does.)
+/// after every return. (Under loom, as [`wait_idle_event`], a bounded timed park.)
 pub fn wait_outside_event(since: OutsideEvents, deadline: Option<std::time::Instant>) {
-    #[cfg(not(loom))]
-    wait_on(&OUTSIDE_EVENTS, since.0, deadline);
-    #[cfg(loom)]
-    wait_on(since, deadline);
+    OUTSIDE_EVENTS.wait(since.0, deadline);
 }
 
 /// Signals an outside event: every thread in [`wait_outside_event`] returns and checks again
 /// (a deadlock watch that is asked to stop).
 pub fn note_outside_event() {
-    #[cfg(not(loom))]
-    OUTSIDE_EVENTS.signal(u32::MAX);
+    OUTSIDE_EVENTS.signal();
 }
 
 /// The last busy worker of `sched` parked: wake the waiters on the scheduler's idleness

@@ -12,8 +12,8 @@
 //!  pinned queue → runnext (at most 3 in a row) → local pop (LIFO) → runnext
 //!  → global batch (min(16, len/P + 1)) → due timers → poller (non-blocking)
 //!  → steal (the victim's oldest fork job, or half of its green threads: `steal_from`;
-//!    random start, coprime stride, 4 passes; on the last, a victim's runnext after 3 µs
-//!    unless the victim scheduled meanwhile)
+//!    random start, coprime stride, 4 passes; on the last, a victim's runnext after
+//!    `RUNNEXT_GRACE` unless the victim scheduled meanwhile)
 //!  → spin (< 4 tight, 4–15 yield the thread, ≥ 16 park with deadline = the earliest timer
 //!    of any P, so a busy P's due timer wakes an idle worker, which fires it on its last
 //!    steal pass: Go's timer stealing)
@@ -54,6 +54,11 @@ const STEAL_PASSES: usize = 2;
 /// The most green threads one steal moves besides the one it returns (Go steals at most half
 /// of its 256-entry run queue).
 const STEAL_HALF_LIMIT: usize = 127;
+
+/// How long a thief on its last pass lets a running victim take its own runnext first: long
+/// enough for the victim's green thread to block and the victim to run it (a ping-pong pair
+/// stays on one core), short against a park.
+const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 
 /// "No P" in `M::p`.
 pub(crate) const NO_P: usize = usize::MAX;
@@ -398,14 +403,14 @@ impl M {
                 }
                 if last && !v.runnext.load(Ordering::Relaxed).is_null() {
                     // The victim's running G probably just readied it and is about to block;
-                    // give it ~3 µs to run it itself (a channel hand-off costs ~50 ns). If it
+                    // give it `RUNNEXT_GRACE` to run it itself (many hand-offs' worth). If it
                     // scheduled meanwhile, it is making progress through its runnext (a
                     // ping-pong pair): stealing would split the pair across cores. (Go steals
                     // whatever sits there after the wait; the park re-check sees a runnext
                     // that stays, so nothing is stranded.)
                     if v.status.load(Ordering::Relaxed) == p::RUNNING {
                         let tick = v.schedtick.load(Ordering::Relaxed);
-                        spin_for(Duration::from_micros(3));
+                        spin_for(RUNNEXT_GRACE);
                         if v.schedtick.load(Ordering::Relaxed) != tick {
                             continue;
                         }
