@@ -110,7 +110,69 @@ pub(crate) struct Readiness<W> {
     /// Registered waiters, oldest first, each with the edge count of its snapshot (counts
     /// never decrease along the list: a stale snapshot is refused). `WAITING` mirrors
     /// "non-empty" under this lock.
-    waiters: Mutex<VecDeque<(u64, W)>>,
+    waiters: Mutex<Waiters<W>>,
+}
+
+/// A FIFO list of waiters whose oldest entry lives inline, next to the state word: a socket
+/// has one waiter per direction almost always (a connection's reader, its writer), and a
+/// waiter that registers, is popped and deregisters then touches no separate allocation.
+/// Later waiters (many green threads accepting on one listener) queue behind it.
+struct Waiters<W> {
+    oldest: Option<(u64, W)>,
+    rest: VecDeque<(u64, W)>,
+}
+
+impl<W: PartialEq> Waiters<W> {
+    const fn new() -> Self {
+        Waiters { oldest: None, rest: VecDeque::new() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.oldest.is_none()
+    }
+
+    fn push_back(&mut self, entry: (u64, W)) {
+        if self.oldest.is_none() {
+            self.oldest = Some(entry);
+        } else {
+            self.rest.push_back(entry);
+        }
+    }
+
+    fn front(&self) -> Option<&(u64, W)> {
+        self.oldest.as_ref()
+    }
+
+    fn pop_front(&mut self) -> Option<(u64, W)> {
+        let first = self.oldest.take();
+        self.oldest = self.rest.pop_front();
+        first
+    }
+
+    /// Removes `w`; whether it was there.
+    fn remove(&mut self, w: &W) -> bool {
+        if self.oldest.as_ref().is_some_and(|(_, x)| x == w) {
+            self.oldest = self.rest.pop_front();
+            return true;
+        }
+        match self.rest.iter().position(|(_, x)| x == w) {
+            Some(i) => {
+                self.rest.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Empties the list, oldest first.
+    fn drain(&mut self) -> Vec<W> {
+        self.oldest.take().into_iter().chain(self.rest.drain(..)).map(|(_, w)| w).collect()
+    }
+
+    #[cfg(all(test, not(loom)))]
+    fn len(&self) -> usize {
+        usize::from(self.oldest.is_some()) + self.rest.len()
+    }
 }
 
 impl<W: PartialEq> Readiness<W> {
@@ -118,7 +180,7 @@ impl<W: PartialEq> Readiness<W> {
         Readiness {
             state: AtomicU64::new(0),
             drained: AtomicU64::new(NOT_DRAINED),
-            waiters: Mutex::new(VecDeque::new()),
+            waiters: Mutex::new(Waiters::new()),
         }
     }
 
@@ -188,8 +250,9 @@ impl<W: PartialEq> Readiness<W> {
     /// woken by an edge: a timeout, a spurious wake-up or an unwind ended the wait).
     pub(crate) fn deregister(&self, w: &W) -> bool {
         let mut list = lock(&self.waiters);
-        let Some(i) = list.iter().position(|(_, x)| x == w) else { return false };
-        list.remove(i);
+        if !list.remove(w) {
+            return false;
+        }
         if list.is_empty() {
             self.state.fetch_and(!WAITING, Ordering::Relaxed);
         }
@@ -246,7 +309,7 @@ impl<W: PartialEq> Readiness<W> {
     pub(crate) fn close(&self) -> Vec<W> {
         self.state.fetch_or(CLOSED, Ordering::Release);
         let mut list = lock(&self.waiters);
-        let all: Vec<W> = list.drain(..).map(|(_, w)| w).collect();
+        let all = list.drain();
         self.state.fetch_and(!WAITING, Ordering::Relaxed);
         all
     }
@@ -297,6 +360,29 @@ mod tests {
         assert_eq!(r.pass_baton(), Some(2));
         assert_eq!(r.pass_baton(), None);
         assert_eq!(r.fire(), None);
+    }
+
+    #[test]
+    fn waiters_keep_fifo_order_across_the_inline_slot() {
+        let r = Readiness::<u32>::new();
+        let s = r.snapshot();
+        for w in 1..=4 {
+            r.register(s, w).unwrap();
+        }
+        // The oldest (inline) leaves: the next one takes its place; a middle one leaves.
+        assert!(r.deregister(&1));
+        assert!(r.deregister(&3));
+        assert!(!r.deregister(&3));
+        assert_eq!(r.waiter_count(), 2);
+        assert_eq!(r.fire(), Some(2));
+        assert_eq!(r.pass_baton(), Some(4));
+        assert_eq!(r.pass_baton(), None);
+        // Empty again: the next waiter goes inline, and close returns everyone in order.
+        let s = r.snapshot();
+        r.register(s, 5).unwrap();
+        r.register(s, 6).unwrap();
+        assert_eq!(r.close(), vec![5, 6]);
+        assert_eq!(r.waiter_count(), 0);
     }
 
     #[test]
