@@ -101,6 +101,12 @@ pub(crate) const MAX_PIN: usize = i32::MAX as usize;
 /// scheduling reference: the spawner before it is queued, the worker that claimed it while it
 /// runs and while it switches out, nobody while it is parked (the context is saved; the
 /// unparker that wins the `PARKED => RUNNABLE` CAS takes the reference).
+///
+/// `repr(C)`, in this order: the fields a park, a wake-up and a switch in touch come first,
+/// side by side, so that resuming a green thread whose record went cold while others ran
+/// misses on as few cache lines as the record allows; the fields only spawns, exits and
+/// reporters touch come last.
+#[repr(C)]
 pub(crate) struct G {
     /// `generation << 32 | flags | status`; see the module docs.
     pub(crate) state: AtomicU64,
@@ -109,48 +115,48 @@ pub(crate) struct G {
     /// whoever makes the change (the party that owns the record at that moment); read racily
     /// by dumps (how long a green thread has been in its state).
     pub(crate) since: crate::sync::DiagU64,
-    /// The id of the green thread that spawned this one (0: spawned from a plain thread, or a
-    /// fork-join job). Written by `prepare_*` before the record is published; read racily by
-    /// dumps.
-    pub(crate) spawned_by: crate::sync::DiagU64,
+    /// Saved registers while switched out.
+    pub(crate) context: UnsafeCell<Option<Context>>,
+    /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
+    /// transition to RUNNABLE; the scheduler outlives every G it runs).
+    pub(crate) sched: UnsafeCell<*const crate::shared::Shared>,
+    /// What the G runs: a green thread's task, taken when it starts (or by a joiner running
+    /// it inline), or a stackless task, kept until the record is recycled.
+    pub(crate) work: UnsafeCell<Work>,
+    /// While this G runs a child inline (join-helping), the child's identity for `current()`.
+    /// Touched only by the G itself.
+    pub(crate) inline_child: UnsafeCell<Option<InlineChild>>,
+    /// What the G waits on while parked (diagnostics: deadlock reports), with `wait_holder`
+    /// and `wait_kind`. Written by the G itself; read racily (atomics) by reporters.
+    pub(crate) wait_object: crate::sync::DiagUsize,
+    pub(crate) wait_holder: crate::sync::DiagU64,
+    pub(crate) wait_kind: crate::sync::DiagU8,
+    /// Not counted in the scheduler's live green threads (a fork-join job: its joiner is).
+    pub(crate) uncounted: UnsafeCell<bool>,
+    /// Worker index this G must run on, or [`NOT_PINNED`], in 32 bits (see
+    /// [`G::pinned_to`]; a worker index is below [`MAX_PIN`]).
+    pinned_to: AtomicU32,
     /// References that may still touch the record's non-atomic fields: the scheduling
     /// reference (1 while the G is alive) plus one per stale queue entry or inline runner.
     refs: AtomicU32,
     /// The record's permanent slot number (the low half of the id).
     pub(crate) slot: u32,
-    /// Worker index this G must run on, or [`NOT_PINNED`], in 32 bits (see
-    /// [`G::pinned_to`]; a worker index is below [`MAX_PIN`]).
-    pinned_to: AtomicU32,
     /// While a joiner runs this G inline, the joiner's record (unparks are forwarded there).
     pub(crate) host: crate::sync::AtomicPtr<G>,
-    /// Saved registers while switched out.
-    pub(crate) context: UnsafeCell<Option<Context>>,
     /// The stack, attached when the G first runs and detached on g0 after it exits.
     pub(crate) stack: UnsafeCell<Option<Stack>>,
-    /// What the G runs: a green thread's task, taken when it starts (or by a joiner running
-    /// it inline), or a stackless task, kept until the record is recycled.
-    pub(crate) work: UnsafeCell<Work>,
-    /// Not counted in the scheduler's live green threads (a fork-join job: its joiner is).
-    pub(crate) uncounted: UnsafeCell<bool>,
     /// Name for diagnostics (`current().name()`, overflow and deadlock reports).
     pub(crate) name: UnsafeCell<Option<std::sync::Arc<str>>>,
     /// Stack size class requested at spawn.
     pub(crate) stack_size: UnsafeCell<StackSize>,
-    /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
-    /// transition to RUNNABLE; the scheduler outlives every G it runs).
-    pub(crate) sched: UnsafeCell<*const crate::shared::Shared>,
     /// Green-local storage owned by the runtime layer (an opaque pointer, freed by it).
     pub(crate) locals: UnsafeCell<*mut ()>,
-    /// While this G runs a child inline (join-helping), the child's identity for `current()`.
-    /// Touched only by the G itself.
-    pub(crate) inline_child: UnsafeCell<Option<InlineChild>>,
     /// The id of `inline_child` (0 if none), readable by reporters.
     pub(crate) inline_child_id: crate::sync::DiagU64,
-    /// What the G waits on while parked (diagnostics: deadlock reports). Written by the G
-    /// itself; read racily (atomics) by reporters.
-    pub(crate) wait_kind: crate::sync::DiagU8,
-    pub(crate) wait_object: crate::sync::DiagUsize,
-    pub(crate) wait_holder: crate::sync::DiagU64,
+    /// The id of the green thread that spawned this one (0: spawned from a plain thread, or a
+    /// fork-join job). Written by `prepare_*` before the record is published; read racily by
+    /// dumps.
+    pub(crate) spawned_by: crate::sync::DiagU64,
 }
 
 /// What a G runs: one field for both kinds, since a record is either a green thread or a
