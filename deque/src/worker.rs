@@ -633,7 +633,8 @@ impl<T> Worker<T> {
         let (old_pops, head) = crate::queue::unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
-        self.pop_count.set(old_pops.wrapping_add(1));
+        // From the owner's copy (equal, above): one increment in place, no decoding.
+        self.pop_count.set(self.pop_count.get().wrapping_add(1));
         if head != tail {
             let ring = self.ring();
             let newest = tail.wrapping_sub(1);
@@ -678,7 +679,8 @@ impl<T> Worker<T> {
         let (old_pops, head) = crate::queue::unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
-        self.pop_count.set(old_pops.wrapping_add(1));
+        // From the owner's copy (equal, above): one increment in place, no decoding.
+        self.pop_count.set(self.pop_count.get().wrapping_add(1));
         if head == tail {
             // Thieves took everything: give the count back (see `pop_batched`).
             self.publish_count(self.push_count.get().wrapping_add(1));
