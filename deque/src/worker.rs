@@ -84,6 +84,9 @@ pub struct Worker<T> {
     /// How the owner pops: `FIFO_POP` (0) at the head; otherwise at the tail, with this many
     /// items per read-modify-write at most (1: every pop is its own RMW).
     pop_batch: Cell<u32>,
+    /// Where the head sits in `queue.packed`: `packed >> head_shift` (0 LIFO, 32 FIFO; as
+    /// `Queue::view`, with one shift instead of decoding the flavour flag on every check).
+    head_shift: u32,
     /// Not `Sync`: the cells above are the owner's alone.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -275,6 +278,7 @@ impl<T> Worker<T> {
             head_seen: Cell::new(0),
             done_seen: Cell::new(0),
             pop_batch: Cell::new(if queue_fifo { FIFO_POP } else { 1 }),
+            head_shift: if queue_fifo { 32 } else { 0 },
             _not_sync: PhantomData,
         }
     }
@@ -801,7 +805,7 @@ impl<T> Worker<T> {
     pub fn is_empty(&self) -> bool {
         // Relaxed, as in `len`. The owner's tail is never below the head here (`len`), so
         // equality is emptiness: no guard against a "negative" length is needed.
-        let head = self.queue.view(self.queue.owner_side.packed.load(Ordering::Relaxed)).head;
+        let head = (self.queue.owner_side.packed.load(Ordering::Relaxed) >> self.head_shift) as u32;
         self.tail() == head
     }
 
