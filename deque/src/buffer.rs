@@ -79,6 +79,22 @@ impl<T> Buffer<T> {
         })
     }
 
+    /// Calls `f` with a reference to the item in the slot of `position`, leaving it there.
+    ///
+    /// # Safety
+    ///
+    /// * The slot holds an initialised item whose write happens-before this call.
+    /// * The caller has claimed that item: no other thread reads it as an item, and nobody
+    ///   writes the slot, until `f` returns.
+    #[inline(always)]
+    pub(crate) unsafe fn peek<R>(&self, position: u32, f: impl FnOnce(&T) -> R) -> R {
+        self.slot(position).with(|p| {
+            // SAFETY: initialised and claimed by the caller (this function's contract), so
+            // nothing moves or drops the item while `f` borrows it.
+            f(unsafe { (*p).assume_init_ref() })
+        })
+    }
+
     /// Copies the bytes of the slots `from..to` (wrapping positions) into the same positions of
     /// `dest`, without moving ownership of anything: whichever copy is later read as an item is
     /// decided by the queue protocol, and the other copy is just bytes that are never used.

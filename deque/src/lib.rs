@@ -25,7 +25,7 @@
 //!
 //! If you know crossbeam-deque: the names are the same, and `push` returns a `Result` (a
 //! bounded queue can be full); the additions are a real one-CAS batch steal from a LIFO
-//! owner, a bounded mode with overflow, pop batches, `push_was_empty`, `push_batch`,
+//! owner, a bounded mode with overflow, pop batches, `pop_if`, `push_was_empty`, `push_batch`,
 //! `shrink_to_fit`, a maximum capacity, and loom models. The README has a migration table
 //! for crossbeam-deque and st3 users.
 //!

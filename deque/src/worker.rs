@@ -84,6 +84,9 @@ pub struct Worker<T> {
     /// How the owner pops: `FIFO_POP` (0) at the head; otherwise at the tail, with this many
     /// items per read-modify-write at most (1: every pop is its own RMW).
     pop_batch: Cell<u32>,
+    /// Where the head sits in `queue.packed`: `packed >> head_shift` (0 LIFO, 32 FIFO; as
+    /// `Queue::view`, with one shift instead of decoding the flavour flag on every check).
+    head_shift: u32,
     /// Not `Sync`: the cells above are the owner's alone.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -275,6 +278,7 @@ impl<T> Worker<T> {
             head_seen: Cell::new(0),
             done_seen: Cell::new(0),
             pop_batch: Cell::new(if queue_fifo { FIFO_POP } else { 1 }),
+            head_shift: if queue_fifo { 32 } else { 0 },
             _not_sync: PhantomData,
         }
     }
@@ -420,12 +424,17 @@ impl<T> Worker<T> {
     /// * `ring` is the current ring and `tail` the current tail.
     #[inline(always)]
     unsafe fn push_unchecked(&self, ring: &Buffer<T>, tail: u32, item: T) {
+        // Read before the slot's write, which the compiler cannot tell apart from a write to
+        // these cells (it would load them again after it).
+        let count = self.push_count.get().wrapping_add(1);
+        let shared = &self.queue.owner_side.push_count;
         // SAFETY: the slot is free and ours (this function's contract).
         unsafe { ring.write(tail, item) };
-        // P1: Release, in `publish_count`; pairs with the Acquire load in `Queue::claim` (and
-        // `Queue::len`). The item goes above any kept items (LIFO), and publishing the owner's
-        // count gives those back to thieves too.
-        self.publish_count(self.push_count.get().wrapping_add(1));
+        // P1: Release; pairs with the Acquire load in `Queue::claim` (and `Queue::len`). The
+        // item goes above any kept items (LIFO), and publishing the owner's count gives those
+        // back to thieves too.
+        shared.store(count, Ordering::Release);
+        self.push_count.set(count);
     }
 
     #[cold]
@@ -584,6 +593,83 @@ impl<T> Worker<T> {
         }
     }
 
+    /// Pops the newest item if `pred` accepts it; otherwise leaves it where it was (still the
+    /// newest, still stealable) and returns `None`. Also `None` if the queue is empty.
+    ///
+    /// Made for an owner that takes back an item it pushed itself, which is usually still on
+    /// top (a fork-join's job at its join): the same one read-modify-write as [`pop`], and no
+    /// pop-and-push-back when the top is something else. `pred` sees the item only once the
+    /// read-modify-write has taken it out of thieves' reach; a rejected item is given back
+    /// with the Release store a push makes (**P1**), so thieves see it as before. Unlike
+    /// [`pop`] it makes the read-modify-write even when the owner knows the queue is empty (a
+    /// caller taking back its own item rarely finds it gone).
+    ///
+    /// A LIFO worker with a pop batch first gives its kept items back (as
+    /// [`publish`](Worker::publish)), then takes the newest item alone.
+    ///
+    /// [`pop`]: Worker::pop
+    ///
+    /// # Panics
+    ///
+    /// On a FIFO worker: its owner takes the oldest item, and cannot put that back once taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_deque::Worker;
+    ///
+    /// let w = Worker::new_lifo();
+    /// w.push(1).unwrap();
+    /// w.push(2).unwrap();
+    /// assert_eq!(w.pop_if(|top| *top == 1), None); // 2 is on top: it stays there
+    /// assert_eq!(w.pop_if(|top| *top == 2), Some(2));
+    /// assert_eq!(w.pop_if(|top| *top == 1), Some(1));
+    /// assert_eq!(w.pop_if(|_| true), None);
+    /// ```
+    #[inline(always)]
+    pub fn pop_if(&self, pred: impl FnOnce(&T) -> bool) -> Option<T> {
+        if self.pop_batch.get() != 1 {
+            self.pop_if_prepare();
+        }
+        let tail = self.tail();
+        // P2: Release; pairs with the Acquire loads of `packed` in `Queue::claim`/`len`.
+        let old = self.queue.owner_side.packed.fetch_add(POP_ONE, Ordering::Release);
+        let (old_pops, head) = crate::queue::unpack(old);
+        debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
+        self.head_seen.set(head);
+        // From the owner's copy (equal, above): one increment in place, no decoding.
+        self.pop_count.set(self.pop_count.get().wrapping_add(1));
+        if head != tail {
+            let ring = self.ring();
+            let newest = tail.wrapping_sub(1);
+            // SAFETY: `head < tail` at the instant of our RMW, and no claim can pass the new
+            // tail (`tail - 1`): later claims see the new pop_count. So `tail - 1` is ours; the
+            // owner wrote it (program order).
+            if unsafe { ring.peek(newest, pred) } {
+                // SAFETY: as above; read once, and the slot is not given back.
+                return Some(unsafe { ring.read(newest) });
+            }
+        }
+        // Empty (thieves took everything), or rejected: give the count back, which puts a
+        // rejected item back in thieves' range as its push did (P1: Release, in
+        // `publish_count`; the slot still holds it, written by the owner).
+        self.publish_count(self.push_count.get().wrapping_add(1));
+        None
+    }
+
+    /// `pop_if` on a worker other than the default LIFO one: gives kept items back, or
+    /// panics on a FIFO worker.
+    #[cold]
+    #[inline(never)]
+    fn pop_if_prepare(&self) {
+        assert!(
+            self.pop_batch.get() != FIFO_POP,
+            "Worker::pop_if on a FIFO worker: its owner takes the oldest item, which it cannot \
+             put back; use `pop`"
+        );
+        self.publish();
+    }
+
     /// `pop` of a LIFO worker with one RMW per pop (the default).
     #[inline(always)]
     fn pop_lifo(&self) -> Option<T> {
@@ -597,7 +683,8 @@ impl<T> Worker<T> {
         let (old_pops, head) = crate::queue::unpack(old);
         debug_assert_eq!(old_pops, self.pop_count.get(), "only the owner changes pop_count");
         self.head_seen.set(head);
-        self.pop_count.set(old_pops.wrapping_add(1));
+        // From the owner's copy (equal, above): one increment in place, no decoding.
+        self.pop_count.set(self.pop_count.get().wrapping_add(1));
         if head == tail {
             // Thieves took everything: give the count back (see `pop_batched`).
             self.publish_count(self.push_count.get().wrapping_add(1));
@@ -716,7 +803,10 @@ impl<T> Worker<T> {
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        // Relaxed, as in `len`. The owner's tail is never below the head here (`len`), so
+        // equality is emptiness: no guard against a "negative" length is needed.
+        let head = (self.queue.owner_side.packed.load(Ordering::Relaxed) >> self.head_shift) as u32;
+        self.tail() == head
     }
 
     /// The number of slots of the current ring: fixed for a bounded queue; the current size

@@ -152,6 +152,72 @@ fn push_was_empty_reports_transitions() {
 }
 
 #[test]
+fn pop_if_takes_the_newest_only_if_accepted() {
+    for (mode, w) in both_modes() {
+        for i in 0..3 {
+            w.push(i).unwrap();
+        }
+        // Rejected: the newest stays the newest and stays stealable; nothing else moves.
+        assert_eq!(w.pop_if(|top| *top == 0), None, "{mode}");
+        assert_eq!(w.len(), 3, "{mode}");
+        assert_eq!(w.stealer().steal(), Steal::Success(0), "{mode}");
+        assert_eq!(w.pop_if(|top| *top == 2), Some(2), "{mode}");
+        assert_eq!(w.pop(), Some(1), "{mode}");
+        // Empty: the count given back keeps pushes, pops and steals consistent afterwards.
+        assert_eq!(w.pop_if(|_| true), None, "{mode}");
+        assert_eq!(w.pop_if(|_| true), None, "{mode}");
+        assert!(w.is_empty(), "{mode}");
+        w.push(7).unwrap();
+        w.push(8).unwrap();
+        assert_eq!(w.stealer().steal(), Steal::Success(7), "{mode}");
+        assert_eq!(w.pop_if(|top| *top == 8), Some(8), "{mode}");
+        assert!(w.stealer().steal().is_empty(), "{mode}");
+    }
+}
+
+#[test]
+fn pop_if_after_thieves_emptied_the_queue() {
+    let w = Worker::bounded(4);
+    let s = w.stealer();
+    w.push(1u64).unwrap();
+    w.push(2).unwrap();
+    assert_eq!(s.steal(), Steal::Success(1));
+    assert_eq!(s.steal(), Steal::Success(2));
+    assert_eq!(w.pop_if(|_| true), None);
+    for i in 0..4 {
+        w.push(i).unwrap();
+    }
+    assert_eq!(w.push(9), Err(9), "four slots, four items");
+    assert_eq!(w.pop_if(|top| *top == 3), Some(3));
+}
+
+#[test]
+fn pop_if_with_a_pop_batch_gives_kept_items_back_first() {
+    let w = Worker::bounded(8).with_pop_batch(4);
+    for i in 0..8u64 {
+        w.push(i).unwrap();
+    }
+    // This pop keeps three items out of thieves' reach (6, 5, 4).
+    assert_eq!(w.pop(), Some(7));
+    assert_eq!(w.pop_if(|top| *top == 6), Some(6));
+    // 5 and 4 are stealable again: a thief takes from the oldest end through them.
+    let s = w.stealer();
+    let mut stolen = Vec::new();
+    while let Steal::Success(i) = s.steal() {
+        stolen.push(i);
+    }
+    assert_eq!(stolen, [0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+#[should_panic(expected = "pop_if on a FIFO worker")]
+fn pop_if_on_fifo_panics() {
+    let w = Worker::new_fifo();
+    w.push(1).unwrap();
+    let _ = w.pop_if(|_| true);
+}
+
+#[test]
 fn steal_half_takes_half_rounded_up() {
     for (mode, victim) in both_modes() {
         let s = victim.stealer();

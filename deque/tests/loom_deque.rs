@@ -31,6 +31,12 @@
 //!   `pop_batch_larger_than_what_thieves_left` fails: "Arc is already released" (a thief's
 //!   later claim, computed from the too-low published tail plus the owner's next push, takes
 //!   an item the owner also took).
+//! * `pop_if`: a rejected item not given back (returning `None` without the `push_count`
+//!   store) -> `pop_if_vs_thief` fails: "an item was lost". The give-back's store `Relaxed`
+//!   instead of `Release` is *not* caught, and need not be: a claimer that loads the given-back
+//!   count has loaded `packed` after the owner's pop RMW (else its CAS fails on the old
+//!   `pop_count`), and that Acquire load already orders the slot's write before its read
+//!   (P2). The store stays `Release`, as every `push_count` store is (P1).
 #![cfg(loom)]
 
 use std::collections::BTreeSet;
@@ -377,6 +383,38 @@ fn pop_batch_larger_than_what_thieves_left() {
         taken.extend(thief.join().unwrap());
         drain(&w, &mut taken);
         assert_exactly_once(taken, 5);
+        assert!(w.stealer().steal().is_empty());
+    });
+}
+
+/// `pop_if` (the take-back of a fork-join's job): the owner takes its own item back while a
+/// thief steals single items. A rejected top item is given back in place and stays stealable;
+/// an accepted one is the owner's alone; and taking back from a queue the thief emptied gives
+/// the count back, so the owner's next push and the thief's next steal still agree.
+#[test]
+fn pop_if_vs_thief() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let w = Worker::bounded(4);
+        w.push(item(0, &token)).ok().unwrap();
+        w.push(item(1, &token)).ok().unwrap();
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                got.extend(s.steal().success().map(|it| it.id));
+            }
+            got
+        });
+        let mut taken = Vec::new();
+        // Item 1 is on top unless stolen: rejected, it stays (and may be stolen after).
+        taken.extend(w.pop_if(|it| it.id == 0).map(|it| it.id));
+        // Takes 1 back if the thief did not get it.
+        taken.extend(w.pop_if(|it| it.id == 1).map(|it| it.id));
+        w.push(item(2, &token)).ok().unwrap();
+        taken.extend(thief.join().unwrap());
+        drain(&w, &mut taken);
+        assert_exactly_once(taken, 3);
         assert!(w.stealer().steal().is_empty());
     });
 }

@@ -23,13 +23,13 @@
 //!   the joiner cannot return before `DONE`, so the handle is read while the frame is alive,
 //!   and after `DONE` the completer only uses its copy of the handle.
 
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result as ThreadResult;
 
 use crate::GreenThread;
 use crate::entry::Entry;
-use crate::ready::Slot;
 use crate::stats::bump;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use crate::task::Runnable;
@@ -40,11 +40,17 @@ const WAITING: u32 = 1;
 const DONE: u32 = 2;
 
 /// A closure and its result slot, on the joiner's stack.
+///
+/// The result slot and the waiter are left uninitialised until written (so a job taken back,
+/// the common case, never initialises or drops them): `result` holds a value from the
+/// completer's write (before `DONE`) until the joiner takes it (`take_result`, or
+/// `WaitFor`'s drop when `join` unwinds); `waiter` holds one from the joiner's write (before
+/// `WAITING`) on, and is only read by a completer that saw `WAITING`.
 struct StackJob<F, T> {
     f: UnsafeCell<Option<F>>,
-    result: UnsafeCell<Option<ThreadResult<T>>>,
+    result: UnsafeCell<MaybeUninit<ThreadResult<T>>>,
     state: AtomicU32,
-    waiter: UnsafeCell<Option<GreenThread>>,
+    waiter: UnsafeCell<MaybeUninit<GreenThread>>,
 }
 
 // SAFETY: `f` is taken once by whoever runs the job (the G's holder or the joiner inline);
@@ -56,9 +62,9 @@ impl<F, T> StackJob<F, T> {
     fn new(f: F) -> Self {
         StackJob {
             f: UnsafeCell::new(Some(f)),
-            result: UnsafeCell::new(None),
+            result: UnsafeCell::new(MaybeUninit::uninit()),
             state: AtomicU32::new(PENDING),
-            waiter: UnsafeCell::new(None),
+            waiter: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
@@ -72,7 +78,7 @@ impl<F, T> StackJob<F, T> {
     fn wait(&self, runner: Option<crate::GreenId>) {
         let me = crate::current().expect("join waits on a green thread");
         // SAFETY: only the joiner writes `waiter`, before publishing WAITING (F2).
-        unsafe { self.waiter.with_mut(|w| *w = Some(me)) };
+        unsafe { self.waiter.with_mut(|w| *w = MaybeUninit::new(me)) };
         // Release publishes the waiter (F2); on failure the job is DONE (Acquire: F1).
         if self
             .state
@@ -92,21 +98,29 @@ impl<F, T> StackJob<F, T> {
         crate::set_wait_info(None);
     }
 
-    fn take_result(&self) -> ThreadResult<T> {
+    /// Moves the result out.
+    ///
+    /// # Safety
+    ///
+    /// * The caller observed `DONE` (so the completer wrote the result and no longer touches
+    ///   it, F1) and takes the result at most once.
+    unsafe fn take_result(&self) -> ThreadResult<T> {
         debug_assert!(self.is_done());
-        // SAFETY: DONE was observed (F1); the completer no longer touches `result`.
-        unsafe { self.result.with_mut(|r| (*r).take()) }.expect("a finished job has a result")
+        // SAFETY: written before DONE, which the caller observed (F1), and not taken before
+        // (this function's contract).
+        unsafe { self.result.with_mut(|r| (*r).assume_init_read()) }
     }
 
     fn complete(&self, result: ThreadResult<T>) {
-        // SAFETY: only the completer writes `result`, before DONE (F1).
-        unsafe { self.result.with_mut(|r| *r = Some(result)) };
+        // SAFETY: only the completer writes `result`, once, before DONE (F1); the slot was
+        // uninitialised, so nothing is overwritten without its drop.
+        unsafe { self.result.with_mut(|r| *r = MaybeUninit::new(result)) };
         let mut cur = self.state.load(Ordering::Acquire);
         loop {
             let waiter = if cur == WAITING {
-                // SAFETY: WAITING was observed (Acquire, F2) and the joiner cannot leave before
-                // DONE, so the frame and `waiter` are alive.
-                unsafe { self.waiter.with(|w| *w) }
+                // SAFETY: WAITING was observed (Acquire, F2), so `waiter` was written, and the
+                // joiner cannot leave before DONE, so the frame is alive.
+                Some(unsafe { self.waiter.with(|w| (*w).assume_init()) })
             } else {
                 None
             };
@@ -132,11 +146,16 @@ where
 {
     /// Runs the job on the joiner itself, when no other party can see it, and returns its
     /// result: no atomics, no result slot. The job stays PENDING; nobody else will look at it.
+    ///
+    /// # Safety
+    ///
+    /// * The caller took the job's queue entry back itself (so no other party dequeued it, and
+    ///   the job has not run), and calls this once.
     #[inline(always)]
-    fn run_exclusive(&self) -> ThreadResult<T> {
-        // SAFETY: exclusive access (the caller popped the only queue entry of the job).
-        let f = unsafe { self.f.with_mut(|f| (*f).take()) };
-        let f = f.expect("a job taken back from the queue has not run");
+    unsafe fn run_exclusive(&self) -> ThreadResult<T> {
+        // SAFETY: exclusive access, and `f` is still there: only `run` and `fail` take it, and
+        // only a party that dequeued the entry calls them (this function's contract).
+        let f = unsafe { self.f.with_mut(|f| (*f).take().unwrap_unchecked()) };
         panic::catch_unwind(AssertUnwindSafe(f))
     }
 }
@@ -172,7 +191,8 @@ where
 }
 
 /// Waits for the job if `join` unwinds before joining it (a panic in the first closure is
-/// caught, so this only guards against the unexpected: the frame must outlive the job).
+/// caught, so this only guards against the unexpected: the frame must outlive the job), then
+/// drops its result. The normal paths `forget` it.
 struct WaitFor<'a, F, T>(&'a StackJob<F, T>);
 
 impl<F, T> Drop for WaitFor<'_, F, T> {
@@ -180,6 +200,9 @@ impl<F, T> Drop for WaitFor<'_, F, T> {
         if !self.0.is_done() {
             self.0.wait(None);
         }
+        // SAFETY: DONE was observed above, and the normal paths, which take the result,
+        // forget this guard first.
+        drop(unsafe { self.0.take_result() });
     }
 }
 
@@ -271,7 +294,7 @@ where
     held.push_fork(entry);
     let guard = WaitFor(&job);
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    let rb = match (!job.is_done()).then(|| take_back(entry, &job)).flatten() {
+    let rb = match take_back(entry, &job) {
         Some(rb) => {
             // Taken back and run here, unseen by any other party: nothing to wait for (the
             // job stays PENDING, and nobody looks at it again).
@@ -284,8 +307,9 @@ where
             if !job.is_done() {
                 job.wait(None);
             }
-            drop(guard);
-            job.take_result()
+            core::mem::forget(guard);
+            // SAFETY: DONE was observed (`is_done` or `wait`), and the result is taken once.
+            unsafe { job.take_result() }
         }
     };
     match (ra, rb) {
@@ -317,18 +341,12 @@ where
     // A join is a scheduling point, even when its job runs inline (the monitor's long-runner
     // check counts these ticks).
     p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    match held.local().pop() {
-        // Our own entry (entries are unique: a job's entry is dequeued once, and its slot's
-        // address is not reused before the job is done): no other party can run the job, so
-        // run it without the job's atomics.
-        Some(top) if top == entry => {
-            bump(&p.stats.inline_joins);
-            Some(job.run_exclusive())
-        }
-        Some(top) => {
-            held.enqueue(top, Slot::LocalQuiet);
-            None
-        }
-        None => None,
-    }
+    // Our own entry on top (entries are unique: a job's entry is dequeued once, and its
+    // slot's address is not reused before the job is done, so this also tells a job that
+    // another worker took, or already finished, from one still queued): no other party can
+    // run the job, so run it without the job's atomics. Anything else on top stays there.
+    held.local().pop_if(|top| *top == entry)?;
+    bump(&p.stats.inline_joins);
+    // SAFETY: we just took the job's entry back, once.
+    Some(unsafe { job.run_exclusive() })
 }

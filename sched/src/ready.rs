@@ -159,12 +159,17 @@ impl HeldP<'_> {
     /// if the P showed no work. Inlined into `join`, which
     /// pays it on every fork; the hint itself stays out of line (it is needed only when the
     /// queue was empty: the first fork of a join tree, or after thieves emptied it).
+    ///
+    /// The local queue is checked first, and runnext only if the queue was empty: in a
+    /// fork-join tree the queue holds the jobs of the joins above, so it is empty only on the
+    /// tree's last spine. Runnext is read after the push, which cannot hide work: only the
+    /// holder (this worker) fills runnext, so one that was empty before the push still is (a
+    /// thief emptying it meanwhile only makes a hint more likely).
     #[inline]
     pub(crate) fn push_fork(self, entry: Entry) {
-        let was_empty =
-            self.p().runnext.load(Ordering::Relaxed).is_null() && self.local().is_empty();
+        let queue_was_empty = self.local().is_empty();
         self.push_local(entry);
-        if was_empty {
+        if queue_was_empty && self.p().runnext.load(Ordering::Relaxed).is_null() {
             self.fork_hint();
         }
     }
