@@ -607,6 +607,10 @@ impl<T> Worker<T> {
     /// A LIFO worker with a pop batch first gives its kept items back (as
     /// [`publish`](Worker::publish)), then takes the newest item alone.
     ///
+    /// If `pred` panics, the item it was shown is leaked: neither returned, given back nor
+    /// dropped. The worker stays consistent (the next push reuses the slot), so the panic
+    /// costs that one item and nothing else.
+    ///
     /// [`pop`]: Worker::pop
     ///
     /// # Panics

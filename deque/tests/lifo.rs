@@ -210,6 +210,42 @@ fn pop_if_with_a_pop_batch_gives_kept_items_back_first() {
 }
 
 #[test]
+fn pop_if_whose_predicate_panics_leaks_the_item_and_stays_consistent() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Debug)]
+    struct Counted(u64);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    let w = Worker::bounded(4);
+    for i in 0..3 {
+        w.push(Counted(i)).unwrap();
+    }
+    let r = catch_unwind(AssertUnwindSafe(|| w.pop_if(|_| panic!("predicate failed"))));
+    assert!(r.is_err());
+    // The newest item (2) is gone from the queue and was not dropped: leaked, never twice.
+    assert_eq!(DROPS.load(Ordering::Relaxed), 0);
+    assert_eq!(w.len(), 2);
+    // The worker goes on: a push reuses the slot, the owner and thieves see the rest.
+    w.push(Counted(3)).unwrap();
+    w.push(Counted(4)).unwrap();
+    assert_eq!(w.push(Counted(5)).map_err(|c| c.0), Err(5), "four slots, four items");
+    assert_eq!(DROPS.load(Ordering::Relaxed), 1, "the refused item");
+    assert_eq!(w.pop_if(|top| top.0 == 4).map(|c| c.0), Some(4));
+    assert!(matches!(w.stealer().steal(), Steal::Success(Counted(0))));
+    assert_eq!(w.pop().map(|c| c.0), Some(3));
+    assert_eq!(w.pop().map(|c| c.0), Some(1));
+    assert!(w.pop().is_none());
+    assert_eq!(DROPS.load(Ordering::Relaxed), 5, "every item but the leaked one, once");
+}
+
+#[test]
 #[should_panic(expected = "pop_if on a FIFO worker")]
 fn pop_if_on_fifo_panics() {
     let w = Worker::new_fifo();
