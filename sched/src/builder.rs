@@ -106,11 +106,11 @@ impl Builder {
     ///
     /// The runtime's own code runs on these stacks too, and one of its rare paths is deep: a
     /// spawn that finds its worker's queue full moves half of it to the global queue, whose
-    /// memory reclamation (crossbeam-epoch) may run a collection right there, more than 10 KiB
-    /// of frames in a release build and close to 32 KiB unoptimised. So a green thread that
-    /// spawns in bursts wants more than [`StackSize::Small`] in a debug build; leaves that do
-    /// not spawn are fine with it. An overflow is reported and ends the process (it is never
-    /// silent).
+    /// memory reclamation (crossbeam-epoch) may run a collection right there, with frames that
+    /// hold its garbage bags by value; unoptimised, that path can fill a
+    /// [`StackSize::Small`] stack. So a green thread that spawns in bursts wants more than
+    /// `Small` in a debug build; leaves that do not spawn are fine with it. An overflow is
+    /// reported and ends the process (it is never silent).
     ///
     /// # Examples
     ///
