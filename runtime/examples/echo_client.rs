@@ -78,8 +78,9 @@ fn usage() -> ! {
         "usage: echo_client (--addr 127.0.0.1:PORT|unix:PATH | --spawn-server NAME | --compare a,b,..) \
          [--go-server PATH] [--conns N] [--msg BYTES] [--requests N] [--warmup N] \
          [--max-secs S] [--workers N] [--server-workers N] [--rounds N]\n\
-         servers: purloin, purloin-nomon, tokio, may, std (built in), go (needs --go-server); \
-         purloin-unix, purloin-nomon-unix, tokio-unix, std-unix over a Unix socket"
+         servers: purloin, purloin-nomon, tokio, may, std, epoll (built in), go (needs \
+         --go-server); purloin-unix, purloin-nomon-unix, tokio-unix, std-unix, epoll-unix over a \
+         Unix socket"
     );
     std::process::exit(2)
 }

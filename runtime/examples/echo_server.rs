@@ -2,12 +2,13 @@
 //! same server written with tokio, may or std threads.
 //!
 //! ```text
-//! cargo run --release --example echo_server -- [--server purloin|purloin-nomon|tokio|may|std]
-//!     [--addr 127.0.0.1:7878] [--workers 2] [--for 300] [--unix PATH]
+//! cargo run --release --example echo_server --
+//!     [--server purloin|purloin-nomon|tokio|may|std|epoll] [--addr 127.0.0.1:7878]
+//!     [--workers 2] [--for 300] [--unix PATH]
 //! ```
 //!
 //! `--unix PATH` serves on a Unix domain socket at PATH instead (purloin, purloin-nomon,
-//! tokio and std; it prints `listening on unix:PATH`).
+//! tokio, std and epoll; it prints `listening on unix:PATH`).
 //!
 //! It prints `listening on <addr>` (the address really bound: port 0 picks a free one),
 //! serves until `--for` seconds have passed (default 300), then exits. Only loopback
@@ -24,6 +25,9 @@
 //! - `may`: `--workers` workers; `may::net::TcpListener` + `go!` per connection (may's echo
 //!   example).
 //! - `std`: a thread per connection.
+//! - `epoll`: no runtime, the floor a readiness-based server can reach: `--workers` threads,
+//!   each with its own edge-triggered epoll instance; the accepting thread deals connections
+//!   out in turn, and a thread echoes every ready connection until a short read.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -40,7 +44,8 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: echo_server [--server purloin|purloin-nomon|tokio|may|std] [--addr 127.0.0.1:PORT] \
+        "usage: echo_server [--server purloin|purloin-nomon|tokio|may|std|epoll] \
+         [--addr 127.0.0.1:PORT] \
          [--workers N] [--for SECONDS] [--unix PATH]"
     );
     std::process::exit(2)
@@ -106,9 +111,21 @@ pub fn serve(name: &str, addr: SocketAddr, workers: usize, run_for: Duration) {
         "tokio" => tokio_server(&args),
         "may" => may_server(&args),
         "std" => std_server(&args),
+        "epoll" => {
+            let listener = std::net::TcpListener::bind(args.addr).unwrap();
+            announce(listener.local_addr().unwrap());
+            epoll_server(
+                workers,
+                listener.incoming().filter_map(|c| c.ok()).map(|c| {
+                    c.set_nodelay(true).unwrap();
+                    std::os::fd::OwnedFd::from(c)
+                }),
+            );
+        }
         other => {
             eprintln!(
-                "echo_server: unknown server {other:?} (purloin, purloin-nomon, tokio, may or std)"
+                "echo_server: unknown server {other:?} (purloin, purloin-nomon, tokio, may, std \
+                 or epoll)"
             );
             std::process::exit(2);
         }
@@ -199,7 +216,7 @@ async fn tokio_echo_loop(mut conn: impl tokio::io::AsyncRead + tokio::io::AsyncW
 }
 
 /// Like [`serve`], on a Unix domain socket at `path` (a stale socket file there is removed
-/// first). Servers: purloin, purloin-nomon, tokio, std. Prints `listening on unix:PATH`.
+/// first). Servers: purloin, purloin-nomon, tokio, std, epoll. Prints `listening on unix:PATH`.
 pub fn serve_unix(name: &str, path: &Path, workers: usize, run_for: Duration) {
     std::thread::spawn(move || {
         std::thread::sleep(run_for);
@@ -250,12 +267,87 @@ pub fn serve_unix(name: &str, path: &Path, workers: usize, run_for: Duration) {
                 std::thread::spawn(move || echo_loop(conn));
             }
         }
+        "epoll" => {
+            let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+            announce_unix();
+            epoll_server(workers, listener.incoming().filter_map(|c| c.ok()).map(Into::into));
+        }
         other => {
             eprintln!(
                 "echo_server: no Unix-socket variant of server {other:?} (purloin, \
-                 purloin-nomon, tokio or std)"
+                 purloin-nomon, tokio, std or epoll)"
             );
             std::process::exit(2);
+        }
+    }
+}
+
+/// The `epoll` server: `workers` threads, each looping on its own edge-triggered epoll
+/// instance; connections from `conns` are dealt out in turn and never move.
+fn epoll_server(workers: usize, conns: impl Iterator<Item = std::os::fd::OwnedFd>) {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    // SAFETY: plain system calls on descriptors this function creates and owns.
+    let eps: Vec<i32> = (0..workers).map(|_| unsafe { libc::epoll_create1(0) }).collect();
+    assert!(eps.iter().all(|&ep| ep >= 0), "epoll_create1: {}", std::io::Error::last_os_error());
+    for &ep in &eps {
+        std::thread::spawn(move || epoll_loop(ep));
+    }
+    for (i, conn) in conns.enumerate() {
+        let fd = conn.as_raw_fd();
+        // SAFETY: `fd` is a valid socket we own.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let mut ev =
+            libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: fd as u64 };
+        // SAFETY: both descriptors are valid; `ev` outlives the call.
+        let r = unsafe { libc::epoll_ctl(eps[i % workers], libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        assert_eq!(r, 0, "epoll_ctl: {}", std::io::Error::last_os_error());
+        // The loop owns it from now on and closes it when the peer does.
+        let _ = conn.into_raw_fd();
+    }
+}
+
+fn epoll_loop(ep: i32) {
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: `events` is writable for its length.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) };
+        for ev in &events[..n.max(0) as usize] {
+            let fd = ev.u64 as i32;
+            loop {
+                // SAFETY: `buf` is writable for its length; `fd` is open until we close it.
+                let got = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if got <= 0 {
+                    if got == 0
+                        || std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock
+                    {
+                        // SAFETY: closing the descriptor this loop owns (removes it from epoll).
+                        unsafe { libc::close(fd) };
+                    }
+                    break;
+                }
+                let mut sent = 0;
+                while sent < got as usize {
+                    // SAFETY: `buf[sent..got]` is initialised.
+                    let w = unsafe {
+                        libc::write(fd, buf[sent..].as_ptr().cast(), got as usize - sent)
+                    };
+                    if w > 0 {
+                        sent += w as usize;
+                    } else {
+                        // A full send buffer (rare with echoes this small): wait for room.
+                        let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+                        // SAFETY: one valid pollfd.
+                        unsafe { libc::poll(&mut p, 1, -1) };
+                    }
+                }
+                if (got as usize) < buf.len() {
+                    break; // a short read: drained until the next edge
+                }
+            }
         }
     }
 }
