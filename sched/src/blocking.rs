@@ -8,13 +8,16 @@
 //! nothing happened; if it loses, the P now belongs to someone else, so the green thread goes
 //! to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
-//! The monitor also reports, once per green thread (or process step), one that runs for
-//! longer than 10 ms without a scheduling point (without preempting it): as a CPU hog if its
-//! worker's OS thread used that much CPU time, as blocking its worker if the thread sat in one
-//! kernel wait for that long. A kernel wait is reported only when seen twice, the threshold
-//! apart, with no CPU time used in between: one continuous wait (a sleep, a blocking read, a
-//! lock held for long), not waits on locks that other threads hold briefly (a convoy, or a
-//! holder the OS preempted on a loaded machine), which are not the green thread's doing.
+//! The monitor also watches green threads (and process steps) that run for longer than 10 ms
+//! without a scheduling point. It asks such a green thread to yield at its next preemption
+//! point (`preemption_point`; a socket operation that did not wait is one), and reports it,
+//! once per green thread: as a CPU hog if it runs on for a quarter of the threshold more of
+//! CPU time without reaching one (a loop that yields when asked is not reported), as blocking
+//! its worker if its OS thread sat in one kernel wait for the threshold. A kernel wait is
+//! reported only when seen twice, the threshold apart, with no CPU time used in between: one
+//! continuous wait (a sleep, a blocking read, a lock held for long), not waits on locks that
+//! other threads hold briefly (a convoy, or a holder the OS preempted on a loaded machine),
+//! which are not the green thread's doing.
 //!
 //! It also polls the poller for busy workers and fires the due timers of P's whose holder is
 //! busy.
@@ -402,6 +405,9 @@ struct Seen {
     /// In this tick, when the worker thread was first seen in a kernel wait, and its CPU time
     /// then (a wait is reported once it is still on, with no CPU used, a threshold later).
     waiting_since: Option<(Instant, Option<Duration>)>,
+    /// In this tick, when the running green thread was first asked to yield (it passed the
+    /// threshold), and its worker thread's CPU time then.
+    asked_since: Option<(Instant, Option<Duration>)>,
 }
 
 /// Why the monitor reports a green thread.
@@ -427,6 +433,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             cpu_at_tick: None,
             reported_tick: u64::MAX,
             waiting_since: None,
+            asked_since: None,
         };
         shared.ps.len()
     ];
@@ -487,6 +494,10 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     && now.duration_since(s.sched_since) >= cfg.long_run_threshold
                 {
                     p.preempt.store(true, Ordering::Relaxed);
+                    if s.asked_since.is_none() {
+                        let cpu = crate::os::thread_cpu_time(p.holder.load(Ordering::Relaxed));
+                        s.asked_since = Some((now, cpu));
+                    }
                 }
                 if tick != s.schedtick || running.is_null() {
                     // A stretch of a green thread starts with a switch-in, which bumps the
@@ -499,6 +510,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     s.schedtick = tick;
                     s.sched_since = now;
                     s.waiting_since = None;
+                    s.asked_since = None;
                 } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
                 {
@@ -510,9 +522,21 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     // Tell a green thread that hogs its worker (CPU time advanced), or blocks
                     // its OS thread in the kernel (a std lock, a sleep, blocking I/O), from a
                     // worker the OS simply did not schedule (neither: not the green thread's
-                    // fault, not reported).
+                    // fault, not reported). A hog is one that was asked to yield (above) and
+                    // ran on for `grace` more without reaching a preemption point: a loop of
+                    // socket operations that did not wait yields when asked, and is no hog.
+                    let grace = cfg.long_run_threshold / 4;
+                    let ignored_the_ask = match s.asked_since {
+                        Some((_, Some(then))) => {
+                            cpu_now.is_some_and(|now| now.saturating_sub(then) >= grace)
+                        }
+                        Some((at, None)) => now.duration_since(at) >= grace,
+                        None => false,
+                    };
                     let verdict = match cpu {
-                        Some(c) if c >= cfg.long_run_threshold => Some(LongRun::Cpu(c)),
+                        Some(c) if c >= cfg.long_run_threshold => {
+                            ignored_the_ask.then_some(LongRun::Cpu(c))
+                        }
                         _ => match (crate::os::thread_kernel_wait(holder), cpu) {
                             // A wait is blamed only if it is one continuous wait: still on a
                             // threshold after it was first seen, with no CPU time used since
@@ -531,7 +555,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                                     None
                                 }
                             },
-                            (None, None) => Some(LongRun::Cpu(wall)),
+                            (None, None) => ignored_the_ask.then_some(LongRun::Cpu(wall)),
                             (None, Some(_)) => {
                                 s.waiting_since = None;
                                 None

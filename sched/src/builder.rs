@@ -203,8 +203,11 @@ impl Builder {
         self
     }
 
-    /// How long a green thread may run without a scheduling point before the monitor reports
-    /// it (default 10 ms).
+    /// How long a green thread may run without a scheduling point before the monitor asks it
+    /// to yield at its next [`preemption_point`](crate::preemption_point) (default 10 ms). One
+    /// that runs on for a quarter of this more CPU time without reaching one is reported on
+    /// stderr and counted in [`GlobalStats::long_runners`](crate::GlobalStats::long_runners), as is
+    /// one that blocks its worker's OS thread in the kernel for this long.
     ///
     /// # Examples
     ///

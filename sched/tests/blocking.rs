@@ -49,6 +49,30 @@ fn a_long_runner_is_reported_once() {
     assert_eq!(sched.stats().global.long_runners, 1);
 }
 
+/// A loop that runs far past the threshold but reaches a preemption point on every turn (as a
+/// loop of socket operations that never wait does) yields when the monitor asks: it is not
+/// reported. Without the monitor's grace after its request, the loop is reported as soon as it
+/// passes the threshold.
+#[test]
+fn a_loop_that_yields_when_asked_is_not_reported() {
+    let _w = common::watchdog("preempted loop", Duration::from_secs(60));
+    let sched =
+        Builder::new().workers(1).long_run_threshold(Duration::from_millis(5)).build().unwrap();
+    let h = sched.spawn(|| {
+        let end = std::time::Instant::now() + Duration::from_millis(200);
+        let mut x = 0u64;
+        while std::time::Instant::now() < end {
+            x = x.wrapping_add(1);
+            std::hint::black_box(x);
+            purloin_sched::preemption_point();
+        }
+    });
+    h.join().unwrap();
+    let stats = sched.stats();
+    assert!(stats.total.yields >= 1, "the monitor never asked the loop to yield: {stats:?}");
+    assert_eq!(stats.global.long_runners, 0, "a loop that yields when asked was reported");
+}
+
 /// A green thread that blocks its OS thread in the kernel (here `std::thread::sleep`; a
 /// `std::sync::Mutex` wait is the same to the monitor) is reported too, as blocking.
 #[test]
