@@ -373,6 +373,68 @@ impl Context {
         unsafe { core::ptr::copy_nonoverlapping(saved.as_ptr(), saved_at, N) };
     }
 
+    /// Calls `f(data)` on the calling thread with its stack pointer moved below the saved
+    /// stack pointer of the suspended context `self`, and returns: nothing of the suspended
+    /// code runs, and `self` stays suspended exactly as it was. Go's `systemstack`: a green
+    /// thread runs work whose depth it does not control on its scheduler's big stack, at the
+    /// price of a call (a few instructions), not of two switches.
+    ///
+    /// Unlike [`visit`](Context::visit), `f` is called from the *caller's* frame: an unwinder
+    /// or debugger walks from `f` into the caller's frames, not into the suspended ones.
+    /// `f` is `extern "C"`: a panic in it aborts the process (catch it inside `f`).
+    ///
+    /// Not available under loom (a loom context is a thread, not a stack).
+    ///
+    /// # Safety
+    ///
+    /// - `self` must be suspended, its stack valid, and no other thread may resume it or touch
+    ///   its stack during the call (the caller owns it, as it would to resume it).
+    /// - The stack must have room below the suspended stack pointer for `f` and what it calls;
+    ///   an overflow there hits the guard page, if any.
+    /// - `f` must not call `call_below` on `self` again (the inner call would use the same
+    ///   memory as the outer one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_context::{Context, Transfer};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static WHERE: AtomicUsize = AtomicUsize::new(0);
+    ///
+    /// extern "C-unwind" fn child(t: Transfer) -> ! {
+    ///     // SAFETY: `t.context` is the parent, suspended in `resume`.
+    ///     unsafe { t.context.resume(0) };
+    ///     unreachable!("never resumed again");
+    /// }
+    ///
+    /// extern "C" fn note_where(_: usize) {
+    ///     let here = 0u8;
+    ///     WHERE.store(&here as *const u8 as usize, Ordering::Relaxed);
+    /// }
+    ///
+    /// let mut stack = vec![0u8; 64 * 1024];
+    /// let r = stack.as_mut_ptr_range();
+    /// // SAFETY: the buffer outlives the context.
+    /// let ctx = unsafe { Context::new(r.end, r.start, child) };
+    /// // SAFETY: `ctx` is fresh.
+    /// let child = unsafe { ctx.resume(0) }.context;
+    /// // SAFETY: `child` is suspended and ours; 64 KiB is plenty for `note_where`.
+    /// unsafe { child.call_below(0, note_where) };
+    /// let at = WHERE.load(Ordering::Relaxed);
+    /// assert!(at > r.start as usize && at < child.stack_pointer());
+    /// ```
+    #[cfg(not(loom))]
+    #[inline]
+    pub unsafe fn call_below(&self, data: usize, f: extern "C" fn(usize)) {
+        // Below the words the switch saved at the stack pointer, with a red zone's worth to
+        // spare, 16-byte aligned for the call.
+        let sp = (self.raw.as_ptr() as usize - 128) & !15;
+        // SAFETY: the memory below `sp` is the suspended context's free stack, which the
+        // caller owns for the call (its obligations); `f` cannot unwind (`extern "C"`).
+        unsafe { backend::call_on_stack(data, f, sp) }
+    }
+
     /// The saved stack pointer of this suspended context: everything the suspended code uses
     /// lies at or above it, so `stack_pointer() - stack_limit` is the room left below it (what
     /// [`visit`](Context::visit) may use). Under loom: 0.

@@ -72,20 +72,9 @@ fn ten_thousand_concurrent_connections() {
     let rt =
         purloin::runtime::Builder::new().workers(2).stack_size(StackSize::Small).build().unwrap();
     match std::env::var(CLIENT_ENV) {
-        Ok(addr) => rt.block_on(|| {
-            let addr = addr.parse().expect("a socket address");
-            spawner(move || clients(addr)).join().unwrap()
-        }),
-        Err(_) => rt.block_on(|| spawner(server).join().unwrap()),
+        Ok(addr) => rt.block_on(|| clients(addr.parse().expect("a socket address"))),
+        Err(_) => rt.block_on(server),
     }
-}
-
-/// Spawns a green thread that spawns thousands of others on a Normal stack: a spawn that
-/// spills a full local queue into the injector may run an epoch collection on the spawner's
-/// stack, which needs more than this runtime's Small stacks in a debug build (see
-/// `purloin_sched::Builder::stack_size`). The 10,000 connection green threads stay Small.
-fn spawner<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> purloin::JoinHandle<T> {
-    purloin::Builder::new().stack_size(StackSize::Normal).spawn(f).expect("spawn a spawner")
 }
 
 /// The server side: accepts every connection first and keeps it — once it holds all of
@@ -96,7 +85,7 @@ fn server() {
     let addr = listener.local_addr().unwrap();
     let echoed = Arc::new(AtomicUsize::new(0));
     let e2 = echoed.clone();
-    let server = spawner(move || {
+    let server = purloin::spawn(move || {
         let mut held = Vec::with_capacity(CONNS);
         while held.len() < CONNS {
             held.push(listener.accept().unwrap().0);

@@ -104,13 +104,11 @@ impl Builder {
 
     /// Default stack size of green threads spawned without an explicit one.
     ///
-    /// The runtime's own code runs on these stacks too, and one of its rare paths is deep: a
-    /// spawn that finds its worker's queue full moves half of it to the global queue, whose
-    /// memory reclamation (crossbeam-epoch) may run a collection right there, with frames that
-    /// hold its garbage bags by value; unoptimised, that path can fill a
-    /// [`StackSize::Small`] stack. So a green thread that spawns in bursts wants more than
-    /// `Small` in a debug build; leaves that do not spawn are fine with it. An overflow is
-    /// reported and ends the process (it is never silent).
+    /// A green thread's stack holds its own frames and those of the runtime calls it makes
+    /// (spawn, park, wake-ups), which are shallow; the runtime's deep paths (a spawn that
+    /// spills a full queue into the global queue, whose memory reclamation may collect
+    /// garbage) run on the worker's own stack. An overflow is reported and ends the process
+    /// (it is never silent).
     ///
     /// # Examples
     ///

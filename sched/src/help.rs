@@ -195,7 +195,10 @@ fn take_member(held: HeldP<'_>, group: usize) -> Option<NonNull<()>> {
     }
     // The local queue and runnext are empty: the oldest members may have overflowed to the
     // global queue, whose head holds overflows in spawn order (`push_or_overflow`).
-    let purloin_deque::Steal::Success(e) = held.m().shared.injector.steal() else { return None };
+    // On the worker's stack: the steal's epoch pin may collect garbage (`on_worker_stack`).
+    let m = held.m();
+    let steal = crate::switch::on_worker_stack(m, || m.shared.injector.steal());
+    let purloin_deque::Steal::Success(e) = steal else { return None };
     if let Some(cell) = member(e) {
         return Some(cell);
     }

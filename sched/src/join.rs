@@ -582,8 +582,15 @@ const GLOBAL_HEAD_LOOKS: usize = 4;
 /// found at the head (siblings claimed in place earlier) are dropped on the way, as a worker
 /// would drop them; runnable entries that are not the child go to the local queue. At most
 /// [`GLOBAL_HEAD_LOOKS`] entries per join.
+///
+/// It runs on the worker's own stack: each steal's epoch pin may collect garbage
+/// (`switch::on_worker_stack`).
 #[inline(never)]
 fn take_from_global_head(held: HeldP<'_>, child: Wanted) -> bool {
+    crate::switch::on_worker_stack(held.m(), || take_from_global_head_here(held, child))
+}
+
+fn take_from_global_head_here(held: HeldP<'_>, child: Wanted) -> bool {
     let m = held.m();
     for _ in 0..GLOBAL_HEAD_LOOKS {
         let purloin_deque::Steal::Success(entry) = m.shared.injector.steal() else { break };

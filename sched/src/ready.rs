@@ -210,7 +210,21 @@ impl HeldP<'_> {
     /// Pushes on the local queue (overflowing its older half to the global queue).
     #[inline]
     fn push_local(self, entry: Entry) {
-        self.local().push_or_overflow(entry, &self.m().shared.injector);
+        if let Err(entry) = self.local().push(entry) {
+            self.overflow(entry);
+        }
+    }
+
+    /// The local queue is full: `push_or_overflow` moves its older half to the global queue,
+    /// on the worker's own stack (the global queue's epoch pin may collect garbage: see
+    /// `switch::on_worker_stack`).
+    #[cold]
+    #[inline(never)]
+    fn overflow(self, entry: Entry) {
+        let m = self.m();
+        crate::switch::on_worker_stack(m, || {
+            self.local().push_or_overflow(entry, &m.shared.injector);
+        });
     }
 }
 

@@ -195,9 +195,14 @@ impl Shared {
         }
     }
 
-    /// Queues a runnable G from outside any worker of this scheduler.
+    /// Queues a runnable G from outside any worker of this scheduler. On a green thread (of
+    /// any scheduler) the push runs on its worker's own stack: it may pin crossbeam-epoch,
+    /// which may collect garbage (`switch::on_worker_stack`).
     pub(crate) fn push_global(&self, g: GRef) {
-        self.injector.push(g.into());
+        match crate::worker::current_worker() {
+            Some(m) => crate::switch::on_worker_stack(m, || self.injector.push(g.into())),
+            None => self.injector.push(g.into()),
+        }
         self.notify_work();
     }
 

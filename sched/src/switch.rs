@@ -348,6 +348,72 @@ extern "C-unwind" fn g_entry(t: Transfer) -> ! {
     abort_with("purloin: a finished green thread was resumed; aborting")
 }
 
+/// Runs `f` on the worker's own stack (g0) when called on a green thread's stack with less
+/// than [`DEEP_PATH_ROOM`] left, and on the caller's stack otherwise (plenty of room, on g0
+/// already, or not on a worker); returns its result. For runtime work whose stack depth the
+/// runtime does not control: a crossbeam-epoch pin (every global-queue operation takes one)
+/// may run a collection of garbage, whose frames alone are kilobytes, on whatever stack it is
+/// on, and a green thread's stack may be small and mostly used by its own frames (Go runs such
+/// work on `systemstack`).
+///
+/// The G does not switch out: `f` is called from the G's frame with the stack pointer moved
+/// below g0's frames ([`Context::call_below`], a few instructions), on the same OS thread, so
+/// a [`NoSwitch`] section is kept. `f` must not switch out itself (it would panic: g0 is taken
+/// out of the worker during the call, which also makes a nested `on_worker_stack` run in
+/// place). A panic in `f` is caught on g0's stack and resumed on the G's. Under loom `f` runs
+/// in place (a loom context has no stack).
+///
+/// `m` must be the current worker (`current_worker`).
+#[inline]
+pub(crate) fn on_worker_stack<R>(m: &M, f: impl FnOnce() -> R) -> R {
+    #[cfg(not(loom))]
+    if let Some(g) = m.current.get() {
+        let probe = 0u8;
+        let sp = core::hint::black_box(&probe) as *const u8 as usize;
+        // SAFETY: `g` runs on this worker (it is current): the worker owns its cells.
+        let limit = unsafe { g.stack.with(|s| (*s).as_ref().map(|s| s.limit() as usize)) };
+        if limit.is_some_and(|limit| sp.saturating_sub(limit) < DEEP_PATH_ROOM)
+            && let Some(g0) = m.g0.take()
+        {
+            return run_on_g0(m, g0, f);
+        }
+    }
+    f()
+}
+
+/// The stack a green thread must have left for [`on_worker_stack`] to run its work in place:
+/// room for an epoch collection under the global queue's frames, with a margin (the
+/// unoptimised frames are several times larger).
+#[cfg(not(loom))]
+const DEEP_PATH_ROOM: usize = if cfg!(debug_assertions) { 64 << 10 } else { 16 << 10 };
+
+#[cfg(not(loom))]
+#[cold]
+#[inline(never)]
+fn run_on_g0<R, F: FnOnce() -> R>(m: &M, g0: Context, f: F) -> R {
+    struct Job<F, R> {
+        f: Option<F>,
+        out: Option<std::thread::Result<R>>,
+    }
+    extern "C" fn run<F: FnOnce() -> R, R>(job: usize) {
+        // SAFETY: `job` is the address of the `Job` in `run_on_g0`'s frame, which waits for
+        // this call and touches the job only after it.
+        let job = unsafe { &mut *(job as *mut Job<F, R>) };
+        let f = job.f.take().expect("a g0 job runs once");
+        job.out = Some(panic::catch_unwind(AssertUnwindSafe(f)));
+    }
+    let mut job = Job { f: Some(f), out: None };
+    // SAFETY: g0 is this worker's scheduling context, suspended in `execute` while this G
+    // runs on the same OS thread; nothing else resumes it or uses its stack until this G
+    // switches out, which it does not do during the call (`f` cannot: g0 is out of `m`).
+    unsafe { g0.call_below(&mut job as *mut Job<F, R> as usize, run::<F, R>) };
+    m.g0.set(Some(g0));
+    match job.out.expect("the g0 job ran") {
+        Ok(r) => r,
+        Err(payload) => panic::resume_unwind(payload),
+    }
+}
+
 pub(crate) fn abort_with(msg: &str) -> ! {
     eprintln!("{msg}");
     std::process::abort()
@@ -480,5 +546,78 @@ fn pin_current(m: &M) {
     let pi = m.p.get();
     if pi != NO_P && g.pin_if_unpinned(pi) {
         m.shared.ps[pi].pinned.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::panic::{self, AssertUnwindSafe};
+
+    use super::on_worker_stack;
+    use crate::worker::current_worker;
+    use crate::{SpawnOptions, StackSize};
+
+    /// The address of a local of the calling frame.
+    #[inline(never)]
+    fn here() -> usize {
+        let x = 0u8;
+        std::hint::black_box(&x) as *const u8 as usize
+    }
+
+    /// Calls `f` below `kib` KiB of frames of its own.
+    #[inline(never)]
+    fn below_frames<R>(kib: usize, f: &mut dyn FnMut() -> R) -> R {
+        if kib == 0 {
+            return f();
+        }
+        let mut frame = [0u8; 1024];
+        std::hint::black_box(&mut frame);
+        let r = below_frames(kib - 1, f);
+        std::hint::black_box(&mut frame);
+        r
+    }
+
+    /// A shallow green thread runs the work in place.
+    #[test]
+    fn with_room_left_a_job_runs_in_place() {
+        let sched = crate::Scheduler::new().unwrap();
+        let normal = SpawnOptions { stack_size: Some(StackSize::Normal), ..Default::default() };
+        let (g, job) = sched
+            .spawn_with(normal, || {
+                let m = current_worker().expect("on a worker");
+                (here(), on_worker_stack(m, here))
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(g.abs_diff(job) < 4 << 10, "{g:#x} {job:#x}");
+    }
+
+    #[test]
+    fn a_job_runs_off_the_green_stack_and_its_panic_reaches_the_green_thread() {
+        let sched = crate::Scheduler::new().unwrap();
+        let small = SpawnOptions { stack_size: Some(StackSize::Small), ..Default::default() };
+        let (g, job, after, panicked) = sched
+            .spawn_with(small, || {
+                // Less room left than `on_worker_stack` runs work in place with.
+                below_frames(16, &mut || {
+                    let m = current_worker().expect("on a worker");
+                    let g = here();
+                    let job = on_worker_stack(m, here);
+                    let after = here();
+                    let panicked = panic::catch_unwind(AssertUnwindSafe(|| {
+                        on_worker_stack(m, || panic!("from g0"));
+                    }))
+                    .expect_err("the job's panic is resumed on the green thread");
+                    (g, job, after, panicked.downcast_ref::<&str>().copied())
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        // Every address of a 32 KiB stack is within 32 KiB of every other.
+        assert!(g.abs_diff(job) > 32 << 10, "the job ran on the green stack: {g:#x} {job:#x}");
+        assert_eq!(g, after, "the green thread goes on on its own stack");
+        assert_eq!(panicked, Some("from g0"));
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use purloin_sched::{Builder, GreenThread, SpawnOptions, StackSize};
+use purloin_sched::{Builder, GreenThread, StackSize};
 
 /// A child run inline by its joiner has no G until it asks for its identity; then it gets one
 /// of its own (not its joiner's), and an unpark through it reaches the child parked inside
@@ -83,12 +83,8 @@ fn handles_asking_for_identities_race_the_workers_starting_them() {
     let sched = Builder::new().workers(2).stack_size(StackSize::Small).build().unwrap();
     let drops = Arc::new(AtomicUsize::new(0));
     let d = drops.clone();
-    // The spawner gets a Normal stack: a burst of spawns that spills into the injector may
-    // run an epoch collection on its stack, more than Small holds in a debug build (see
-    // `Builder::stack_size`); the 20,000 children stay Small.
-    let normal = SpawnOptions { stack_size: Some(StackSize::Normal), ..Default::default() };
     sched
-        .spawn_with(normal, move || {
+        .spawn(move || {
             let mut hs = Vec::with_capacity(N);
             for i in 0..N {
                 let capture = Counted(d.clone());
@@ -113,7 +109,6 @@ fn handles_asking_for_identities_race_the_workers_starting_them() {
                 assert_eq!(h.join().unwrap(), id);
             }
         })
-        .expect("spawn the spawner")
         .join()
         .unwrap();
     assert_eq!(drops.load(Ordering::Relaxed), N, "each capture dropped once");

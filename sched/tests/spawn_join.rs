@@ -160,46 +160,38 @@ fn a_million_green_threads_run_exactly_once() {
     let hits: Arc<Vec<AtomicU8>> = Arc::new((0..N).map(|_| AtomicU8::new(0)).collect());
     let done = Arc::new(AtomicUsize::new(0));
 
-    // Inside: 10 spawner green threads, each spawning N/20 children. The spawners get a
-    // Normal stack: a spawn that spills a full local queue into the injector may run an
-    // epoch collection on the spawner's stack, which needs more than a Small stack in a
-    // debug build (see `Builder::stack_size`); the children stay Small.
+    // Inside: 10 spawner green threads, each spawning N/20 children.
     let mut spawners = Vec::new();
-    let normal = || SpawnOptions { stack_size: Some(StackSize::Normal), ..Default::default() };
     for s in 0..10 {
         let hits = hits.clone();
         let done = done.clone();
-        spawners.push(
-            sched
-                .spawn_with(normal(), move || {
-                    let per = N / 20;
-                    let mut kids = Vec::with_capacity(1024);
-                    for i in 0..per {
-                        let idx = s * per + i;
-                        let hits = hits.clone();
-                        let done = done.clone();
-                        kids.push(
-                            purloin_sched::spawn(move || {
-                                if idx.is_multiple_of(7) {
-                                    purloin_sched::yield_now();
-                                }
-                                hits[idx].fetch_add(1, Ordering::Relaxed);
-                                done.fetch_add(1, Ordering::Relaxed);
-                            })
-                            .unwrap(),
-                        );
-                        if kids.len() == 1024 {
-                            for k in kids.drain(..) {
-                                k.join().unwrap();
-                            }
+        spawners.push(sched.spawn(move || {
+            let per = N / 20;
+            let mut kids = Vec::with_capacity(1024);
+            for i in 0..per {
+                let idx = s * per + i;
+                let hits = hits.clone();
+                let done = done.clone();
+                kids.push(
+                    purloin_sched::spawn(move || {
+                        if idx.is_multiple_of(7) {
+                            purloin_sched::yield_now();
                         }
-                    }
-                    for k in kids {
+                        hits[idx].fetch_add(1, Ordering::Relaxed);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .unwrap(),
+                );
+                if kids.len() == 1024 {
+                    for k in kids.drain(..) {
                         k.join().unwrap();
                     }
-                })
-                .expect("spawn a spawner"),
-        );
+                }
+            }
+            for k in kids {
+                k.join().unwrap();
+            }
+        }));
     }
     // Outside: the other half from this OS thread.
     let mut outside = Vec::with_capacity(4096);

@@ -1,6 +1,7 @@
-//! The machine-specific switch, selected by target. Every backend exposes the same two functions:
-//! `init(stack_top, stack_limit, entry) -> NonNull<u8>` and
-//! `switch(target, data, ontop) -> (from, data, ontop)`.
+//! The machine-specific switch, selected by target. Every backend exposes the same functions:
+//! `init(stack_top, stack_limit, entry) -> NonNull<u8>`,
+//! `switch(target, data, ontop) -> (from, data, ontop)` and `call_on_stack(data, f, sp)`
+//! (the loom backend has no stacks, and no `call_on_stack`).
 //!
 //! Only x86_64 with the System V ABI on ELF platforms is implemented (and tested, on Linux).
 //! Other targets fail to compile with a message naming the target, rather than ship assembly
@@ -10,7 +11,7 @@
 cfg_if::cfg_if! {
     if #[cfg(all(target_arch = "x86_64", unix, not(target_vendor = "apple")))] {
         mod x86_64;
-        pub(crate) use self::x86_64::{SAVED_FRAME_SIZE, init, switch, valgrind_request};
+        pub(crate) use self::x86_64::{SAVED_FRAME_SIZE, call_on_stack, init, switch, valgrind_request};
     } else if #[cfg(target_arch = "aarch64")] {
         compile_error!(
             "purloin-context: aarch64 is not supported yet (planned: AAPCS64 with BTI landing \

@@ -362,6 +362,38 @@ unsafe extern "C" fn start(context: Context, data: usize, ontop: usize, entry: E
     entry(transfer)
 }
 
+/// Calls `f(data)` with the stack pointer at `sp` (16-byte aligned), on the calling thread,
+/// and returns with the caller's stack pointer back (see `Context::call_below`). The frame
+/// keeps the frame-pointer chain and carries CFI, so unwinders and debuggers walk from `f`
+/// up through this frame into the caller's frames on the other stack.
+///
+/// # Safety
+///
+/// `sp` is 16-byte aligned, and the memory below it is a stack nobody else uses during the
+/// call, with room for `f`; `f` may not unwind (an `extern "C"` function aborts instead).
+#[unsafe(naked)]
+pub(crate) unsafe extern "C" fn call_on_stack(data: usize, f: extern "C" fn(usize), sp: usize) {
+    naked_asm!(
+        ".cfi_startproc",
+        "push rbp",
+        ".cfi_adjust_cfa_offset 8",
+        ".cfi_rel_offset rbp, 0",
+        "mov rbp, rsp",
+        // From here the caller's frame is found through rbp, whatever rsp holds.
+        ".cfi_def_cfa_register rbp",
+        "mov rsp, rdx",
+        // rsp is 16-byte aligned at the call (the caller's obligation), as the ABI requires.
+        "call rsi",
+        "mov rsp, rbp",
+        ".cfi_def_cfa_register rsp",
+        "pop rbp",
+        ".cfi_adjust_cfa_offset -8",
+        ".cfi_restore rbp",
+        "ret",
+        ".cfi_endproc",
+    )
+}
+
 /// Issues a valgrind client request (`valgrind.h`'s `VALGRIND_DO_CLIENT_REQUEST_EXPR` for
 /// amd64): returns `default` when the program does not run under valgrind.
 ///
