@@ -378,6 +378,8 @@ pub(crate) fn on_worker_stack<R>(m: &M, f: impl FnOnce() -> R) -> R {
             return run_on_g0(m, g0, f);
         }
     }
+    #[cfg(loom)]
+    let _ = m;
     f()
 }
 
