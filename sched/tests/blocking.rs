@@ -32,19 +32,25 @@ fn blocking_outside_a_green_thread_just_runs() {
     assert_eq!(purloin_sched::blocking(|| 5), 5);
 }
 
+/// Computes for `d` of wall time; with `points`, through a preemption point on every turn.
+fn compute_for(d: Duration, points: bool) {
+    let end = std::time::Instant::now() + d;
+    let mut x = 0u64;
+    while std::time::Instant::now() < end {
+        x = x.wrapping_add(1);
+        std::hint::black_box(x);
+        if points {
+            purloin_sched::preemption_point();
+        }
+    }
+}
+
 #[test]
 fn a_long_runner_is_reported_once() {
     let _w = common::watchdog("long runner", Duration::from_secs(60));
     let sched =
         Builder::new().workers(1).long_run_threshold(Duration::from_millis(20)).build().unwrap();
-    let h = sched.spawn(|| {
-        let end = std::time::Instant::now() + Duration::from_millis(200);
-        let mut x = 0u64;
-        while std::time::Instant::now() < end {
-            x = x.wrapping_add(1);
-            std::hint::black_box(x);
-        }
-    });
+    let h = sched.spawn(|| compute_for(Duration::from_millis(200), false));
     h.join().unwrap();
     assert_eq!(sched.stats().global.long_runners, 1);
 }
@@ -58,15 +64,7 @@ fn a_loop_that_yields_when_asked_is_not_reported() {
     let _w = common::watchdog("preempted loop", Duration::from_secs(60));
     let sched =
         Builder::new().workers(1).long_run_threshold(Duration::from_millis(5)).build().unwrap();
-    let h = sched.spawn(|| {
-        let end = std::time::Instant::now() + Duration::from_millis(200);
-        let mut x = 0u64;
-        while std::time::Instant::now() < end {
-            x = x.wrapping_add(1);
-            std::hint::black_box(x);
-            purloin_sched::preemption_point();
-        }
-    });
+    let h = sched.spawn(|| compute_for(Duration::from_millis(200), true));
     h.join().unwrap();
     let stats = sched.stats();
     assert!(stats.total.yields >= 1, "the monitor never asked the loop to yield: {stats:?}");
@@ -132,12 +130,7 @@ fn a_long_runner_with_many_stretches_is_reported_once() {
         Builder::new().workers(1).long_run_threshold(Duration::from_millis(20)).build().unwrap();
     let h = sched.spawn(|| {
         for _ in 0..4 {
-            let end = std::time::Instant::now() + Duration::from_millis(100);
-            let mut x = 0u64;
-            while std::time::Instant::now() < end {
-                x = x.wrapping_add(1);
-                std::hint::black_box(x);
-            }
+            compute_for(Duration::from_millis(100), false);
             purloin_sched::yield_now();
         }
     });
