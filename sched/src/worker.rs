@@ -60,6 +60,10 @@ const STEAL_HALF_LIMIT: usize = 127;
 /// stays on one core), short against a park.
 const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 
+/// A search polls the poller in its first round and then in every this-many rounds
+/// (`M::find_runnable`).
+const POLL_EVERY_ROUNDS: u32 = 4;
+
 /// "No P" in `M::p`.
 pub(crate) const NO_P: usize = usize::MAX;
 
@@ -89,6 +93,8 @@ pub(crate) struct M {
     pub(crate) runnext_streak: Cell<u32>,
     pub(crate) rng: Cell<u64>,
     pub(crate) searching: Cell<bool>,
+    /// Set by `find_runnable` for a search round that does not poll the poller.
+    skip_poll: Cell<bool>,
     /// A stackless task is being stepped on this worker (wakes it makes use runnext).
     pub(crate) stepping: Cell<bool>,
     /// Set while this worker queues a batch of green threads the poller readied, which it is
@@ -151,6 +157,7 @@ impl M {
                 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             ),
             searching: Cell::new(false),
+            skip_poll: Cell::new(false),
             spare_stack: Cell::new(None),
             retired: Cell::new(false),
             no_switch: Cell::new(None),
@@ -316,7 +323,7 @@ impl M {
         if p.timers.fire_due(self.shared.epoch) > 0 {
             return self.find_local();
         }
-        if crate::poll::poll_nonblocking(self) > 0 {
+        if !self.skip_poll.get() && crate::poll::poll_nonblocking(self) > 0 {
             return self.find_local();
         }
         None
@@ -436,10 +443,21 @@ impl M {
 
     /// The whole search: local sources, then stealing with adaptive spinning, then parking.
     /// Returns `None` when the scheduler stops (or this worker lost its P).
+    ///
+    /// The poller is polled (without blocking) in the first round and every
+    /// [`POLL_EVERY_ROUNDS`]th after it, not in every round: a poll is a system call, and the
+    /// rounds between are a few spins or OS-thread yields apart. Readiness is never missed for
+    /// it: a worker about to park polls again, then blocks in the poller or parks while
+    /// another worker blocks in it.
     pub(crate) fn find_runnable(&self) -> Option<GRef> {
         let mut spin = Spin::searching();
+        let mut round = 0u32;
         loop {
-            if let Some(g) = self.find_local() {
+            self.skip_poll.set(!round.is_multiple_of(POLL_EVERY_ROUNDS));
+            round += 1;
+            let found = self.find_local();
+            self.skip_poll.set(false);
+            if let Some(g) = found {
                 self.found_work();
                 return Some(g);
             }
@@ -464,6 +482,7 @@ impl M {
                 if self.p.get() == NO_P {
                     return None;
                 }
+                round = 0;
             }
         }
     }
