@@ -407,6 +407,32 @@ impl G {
         }
     }
 
+    /// On g0, once the parking G has switched out: stores its suspended context `ctx` in the
+    /// record, then publishes `PARKED` (G1, whose Release hands that store to the unparker and
+    /// on to whoever resumes the G). Returns what [`G::publish_parked`] returns.
+    ///
+    /// # Safety
+    ///
+    /// The caller is g0 of the worker that ran the G, which began parking (`PARKING`): it owns
+    /// the record's cells until `PARKED` is published.
+    pub(crate) unsafe fn save_context_and_park(&self, ctx: Context) -> bool {
+        // SAFETY: the caller owns the record until the publish below (see above).
+        unsafe { self.context.with_mut(|c| *c = Some(ctx)) };
+        self.publish_parked()
+    }
+
+    /// Takes the G's saved context out of the record, to resume it (or, for a dump, to walk
+    /// its stack).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the record's cells: it claimed the G (`RUNNING`, `CLAIMED`) or, for a
+    /// dump, moved it to `INSPECTED`.
+    pub(crate) unsafe fn take_context(&self) -> Option<Context> {
+        // SAFETY: the caller owns the record (see above).
+        unsafe { self.context.with_mut(|c| (*c).take()) }
+    }
+
     /// A dump claims a parked G of `generation` to walk its stack: `PARKED => INSPECTED`
     /// (D1). While INSPECTED, the G's context and stack belong to the dump: an unpark or a
     /// cancel finds a status that is not `PARKED` and only sets `NOTIFIED` (the unchanged

@@ -8,35 +8,62 @@ use crate::sync::{Arc, AtomicUsize};
 
 /// Exactly one party resumes the G: either the parker (token seen before parking, or
 /// `publish_parked` found NOTIFIED) or the unparker (it won `PARKED => RUNNABLE`) — never
-/// both (double run), never neither (lost wake-up). Mutation check: making
-/// `publish_parked` store `PARKED` unconditionally (ignoring NOTIFIED) fails this model
-/// ("resumed 0 times"), and so does setting NOTIFIED with a plain store in `unpark`.
+/// both (double run), never neither (lost wake-up). Whoever resumes a G that parked sees what
+/// the park published: the context g0 saved (`save_context_and_park`, the code the switch
+/// runs; read with `take_context`, as the worker's `execute` does) and a write the G made
+/// before it parked (a cell of its own), both loom cells, so an unordered read is reported.
+/// Mutation checks: making `publish_parked` store `PARKED` unconditionally (ignoring
+/// NOTIFIED) fails this model ("resumed 0 times"), and so does setting NOTIFIED with a plain
+/// store in `unpark`; `publish_parked`'s CAS with Relaxed success (G1) fails it (a causality
+/// violation on the saved context).
 #[test]
 fn unpark_racing_park_resumes_exactly_once() {
     loom::model(|| {
         let g = registry().alloc();
         let generation = g.prepare_spawn(0);
         assert!(g.claim_for_run());
+        // Written by the G before it parks, read by whoever resumes it.
+        let data = Arc::new(UnsafeCell::new(0u32));
         let resumed = Arc::new(AtomicUsize::new(0));
-        let r2 = resumed.clone();
+        let (r2, d2) = (resumed.clone(), data.clone());
         let gp = g;
         let parker = thread::spawn(move || {
-            // The G parks: RUNNING => PARKING, (switch), then on g0: publish.
+            // SAFETY: the running G owns its data until it parks.
+            unsafe { d2.with_mut(|d| *d = 1) };
+            // The G parks: RUNNING => PARKING, (switch), then on g0: save and publish.
             if gp.take_notified() || !gp.begin_park() {
+                // A token: the park returns at once, with no switch (nothing saved).
                 gp.take_notified();
                 r2.fetch_add(1, Ordering::SeqCst);
                 return;
             }
-            if !gp.publish_parked() {
+            // SAFETY: this thread is the parking G's g0 (it began the park above).
+            if !unsafe { gp.save_context_and_park(Context::placeholder()) } {
+                // An unpark raced the park: g0 runs the G again at once.
+                resume_parked(gp, &d2);
                 r2.fetch_add(1, Ordering::SeqCst);
             }
         });
         if g.unpark(generation) == Unparked::Queue {
+            // (The queue hand-off between waker and worker is a Release/Acquire pair of its
+            // own; the waker stands for the worker that claims the G.)
+            resume_parked(g, &data);
             resumed.fetch_add(1, Ordering::SeqCst);
         }
         parker.join().unwrap();
         assert_eq!(resumed.load(Ordering::SeqCst), 1, "resumed exactly once");
     });
+}
+
+/// What a worker does to resume a G that parked: claims it (G2), takes the context the park
+/// saved, and (standing for the resumed G) reads what the G wrote before it parked.
+fn resume_parked(g: GRef, data: &UnsafeCell<u32>) {
+    assert!(g.claim_for_run(), "a G made runnable by its wake-up is claimable");
+    // SAFETY: claimed above: this thread owns the record's cells.
+    let ctx = unsafe { g.take_context() };
+    assert!(ctx.is_some(), "the resumer found no saved context");
+    // SAFETY: the G is resumed; its data is ordered after its park by the claim.
+    assert_eq!(unsafe { data.with(|d| *d) }, 1, "the write made before the park is lost");
 }
 
 /// A wake that lands on an already pending (stale) token must still reach the parker: the
