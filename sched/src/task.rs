@@ -564,13 +564,26 @@ mod loom_cell {
         }
     }
 
+    /// A value whose drop reads a loom cell made with it: loom reports a drop on a thread that
+    /// is not ordered after the value was made (a cell freed without seeing the result). In a
+    /// result, it goes before any field whose drop synchronises (a `Counted`), which would
+    /// hide the race.
+    struct Made(UnsafeCell<u32>);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            // SAFETY: the value is being dropped: nobody else touches it.
+            assert_eq!(unsafe { self.0.with(|v| *v) }, 7);
+        }
+    }
+
     /// The handle is dropped while the G side completes: the cell is freed exactly once (the
-    /// result and the closure's capture are each dropped once, by whichever side frees).
-    /// Mutation checks (each tried, each fails this model): the completer publishing DONE with
-    /// a plain store instead of the CAS (erasing a racing DETACHED) leaks the cell ("the
-    /// capture and the result dropped once" fails); the handle also freeing when it finds
-    /// EMPTY (not only DONE) makes the completer touch a freed cell (loom panics in its object
-    /// store).
+    /// result and the closure's capture are each dropped once, by whichever side frees), and
+    /// a handle that frees sees the result it drops. Mutation checks (each tried, each fails
+    /// this model): the completer publishing DONE with a plain store instead of the CAS
+    /// (erasing a racing DETACHED) leaks the cell ("the capture and the result dropped once"
+    /// fails); the handle also freeing when it finds EMPTY (not only DONE) makes the
+    /// completer touch a freed cell (loom panics in its object store); the handle's
+    /// `fetch_or` without Acquire (T3) drops the result unordered (a causality violation).
     #[test]
     fn detach_racing_completion_frees_once() {
         loom::model(|| {
@@ -579,7 +592,7 @@ mod loom_cell {
             let d2 = drops.clone();
             let (task, handle) = TaskCell::allocate(move || {
                 let _keep = capture;
-                Counted(d2)
+                (Made(UnsafeCell::new(7)), Counted(d2))
             });
             let g_side = thread::spawn(move || task.run(false));
             drop(handle);
