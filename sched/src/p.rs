@@ -309,4 +309,43 @@ mod loom_p {
             }
         });
     }
+
+    /// (d) continued: the monitor retakes the P of a blocked holder and hands it to a new
+    /// holder, which uses the owner-only parts and enters a blocking section of its own; the
+    /// old holder then returns. `SYSCALL` is back, so the old holder's exit CAS may win the P
+    /// (nobody uses a P in `SYSCALL`; Go's `exitsyscallfast` does the same), and it must then
+    /// see the new holder's writes: the exit's Acquire pairs with the new holder's Release
+    /// store of `SYSCALL` (R2). Mutation check: `try_exit_syscall`'s CAS without Acquire fails
+    /// this model (causality violation on the cache).
+    #[test]
+    fn exit_syscall_after_a_handoff_and_a_second_blocking_section() {
+        loom::model(|| {
+            let p = Arc::new(P::new(0));
+            let g = registry().alloc();
+            // The old holder used the cache, then entered a blocking section.
+            // SAFETY: the holder owns the cache until `enter_syscall`.
+            p.free_gs.with_mut(|v| unsafe { (*v).push(g) });
+            p.enter_syscall();
+            let p2 = p.clone();
+            // The old holder returns from its blocking section.
+            let old_holder = thread::spawn(move || {
+                if !p2.try_exit_syscall() {
+                    return None;
+                }
+                // SAFETY: the exit won: the P is ours.
+                Some(p2.free_gs.with_mut(|v| unsafe { (*v).len() }))
+            });
+            let retaken = p.try_retake();
+            if retaken {
+                // The monitor hands the P over; the new holder uses the cache, then blocks.
+                p.take_handed();
+                // SAFETY: the new holder owns the cache until `enter_syscall`.
+                p.free_gs.with_mut(|v| unsafe { (*v).pop() });
+                p.enter_syscall();
+            }
+            if let Some(n) = old_holder.join().unwrap() {
+                assert_eq!(n, usize::from(!retaken), "the old holder sees the cache as left");
+            }
+        });
+    }
 }
