@@ -91,3 +91,43 @@ fn backed_off_monitor_vs_worker_entering_a_blocking_section() {
         worker.join().unwrap();
     });
 }
+
+/// The monitor retakes the P of a holder in a blocking section and hands it to a spare worker
+/// (`Shared::hand_to_spare`, the monitor's hand-off when a spare waits) while the spare waits
+/// (`wait_as_spare`): the spare gets the P and sees the old holder's writes to its owner-only
+/// parts (the free-record cache here), which reach the monitor through the retake (B1) and
+/// the spare through the hand-over (B2); loom reports an unordered access to the cache.
+/// Mutation check: the hand-over's swap without Release, or the spare's without Acquire,
+/// fails this model (causality violation).
+#[test]
+fn retaken_p_handed_to_a_spare() {
+    loom::model(|| {
+        let b = crate::Builder::new().workers(1).monitor(false);
+        let s = Arc::new(Shared::new(b.config_for_tests()));
+        let s2 = s.clone();
+        let spare = lthread::spawn(move || {
+            let m = crate::worker::M::new(s2.clone(), crate::worker::NO_P, 1);
+            assert!(crate::blocking::wait_as_spare(&m), "the spare is handed the P");
+            // SAFETY: the spare holds P 0 now.
+            s2.ps[0].free_gs.with_mut(|v| unsafe { (*v).len() })
+        });
+        let s3 = s.clone();
+        let monitor = lthread::spawn(move || {
+            // The monitor retakes the P once its holder is in the blocking section, and hands
+            // it over once the spare waits.
+            while !s3.ps[0].try_retake() {
+                lthread::yield_now();
+            }
+            while !s3.hand_to_spare(0) {
+                lthread::yield_now();
+            }
+        });
+        // The holder uses the cache, then enters a blocking section and stays in it.
+        let g = crate::registry::registry().alloc();
+        // SAFETY: the holder owns the cache until `enter_syscall`.
+        s.ps[0].free_gs.with_mut(|v| unsafe { (*v).push(g) });
+        s.ps[0].enter_syscall();
+        monitor.join().unwrap();
+        assert_eq!(spare.join().unwrap(), 1, "the spare sees the holder's cache");
+    });
+}
