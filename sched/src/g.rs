@@ -42,7 +42,12 @@
 //!   waker's writes); `park` consumes it with an AcqRel read-modify-write, so writes before
 //!   the unpark happen before the return from `park`.
 //! - (G4) `release` (the last reference) bumps the generation with a Release store; a handle's
-//!   operations are CASes that include the generation, so they fail on a recycled record.
+//!   operations are CASes that include the generation, so they fail on a recycled record. A
+//!   party that reads a record's cells without owning it (a handle's `name`, the registry's
+//!   sweeps) first takes a reference (`try_ref`, Acquire), then checks the generation: a
+//!   spawn stores the new life's first reference with Release, after the recycle, so a
+//!   reference taken on the new life comes with the new generation, and a stale handle
+//!   reads none of the cells written for it.
 
 use core::fmt;
 use core::ptr::NonNull;
@@ -275,7 +280,10 @@ impl G {
         let gen_now = self.generation();
         self.spawned_by.store(spawner, crate::sync::STAT);
         self.stamp();
-        self.refs.store(1, Ordering::Relaxed);
+        // Release (G4): a reference taken on this life (`try_ref`, Acquire) comes after the
+        // recycle that ended the last one, so a stale handle that takes it finds the new
+        // generation and reads none of the cells written for this life.
+        self.refs.store(1, Ordering::Release);
         // Relaxed: the record is published to others through the run queue (Release push).
         self.state.store(word(gen_now, RUNNABLE | FRESH), Ordering::Relaxed);
         gen_now
@@ -288,7 +296,8 @@ impl G {
     pub(crate) fn prepare_running(&self, spawner: u64) -> u32 {
         let gen_now = self.generation();
         self.spawned_by.store(spawner, crate::sync::STAT);
-        self.refs.store(1, Ordering::Relaxed);
+        // Release: as in `prepare_spawn` (G4).
+        self.refs.store(1, Ordering::Release);
         self.state.store(word(gen_now, RUNNING), Ordering::Relaxed);
         gen_now
     }
@@ -300,7 +309,8 @@ impl G {
     pub(crate) fn prepare_claimed(&self, host: GRef, spawner: u64) -> u32 {
         let gen_now = self.generation();
         self.spawned_by.store(spawner, crate::sync::STAT);
-        self.refs.store(1, Ordering::Relaxed);
+        // Release: as in `prepare_spawn` (G4).
+        self.refs.store(1, Ordering::Release);
         self.host.store(host.as_ptr(), Ordering::Relaxed);
         // Relaxed: published with the identity (`lazy`, L1).
         self.state.store(word(gen_now, CLAIMED), Ordering::Relaxed);

@@ -252,3 +252,38 @@ fn inline_claim_vs_worker_claim() {
         assert_eq!(recycled.load(Ordering::SeqCst) + internal, 1, "recycled exactly once");
     });
 }
+
+/// A stale handle reads a record whose green thread ended while the record is recycled and
+/// taken by a spawn for a new green thread (`GreenThread::name`: `try_ref`, the generation
+/// check, then the name): it finds the old name or none, and never reads the record's
+/// cells while the recycle clears them or the spawn writes them (loom reports the race).
+/// Mutation checks: the spawn's store of the first reference (`prepare_spawn`, G4) Relaxed,
+/// or `try_ref`'s CAS without Acquire, fails this model (a causality violation on the name).
+#[test]
+fn stale_handle_vs_recycle_and_respawn() {
+    loom::model(|| {
+        let g = registry().alloc();
+        // SAFETY: a fresh record, not yet published.
+        unsafe { g.name.with_mut(|n| *n = Some("old".into())) };
+        let generation = g.prepare_spawn(0);
+        assert!(g.claim_for_run());
+        let handle = crate::GreenThread { g, generation };
+        let reader = thread::spawn(move || handle.name());
+        // The green thread exits: DONE, then its scheduling reference goes; the last
+        // reference's dropper recycles the record and gives it back.
+        g.finish_run();
+        if g.drop_ref() {
+            g.recycle();
+            registry().give_free([g]);
+        }
+        // A spawn takes a free record: this one, if it is back already.
+        let next = registry().alloc();
+        if next == g {
+            // SAFETY: a FREE record from the free list: the spawner's until it publishes it.
+            unsafe { next.name.with_mut(|n| *n = Some("new".into())) };
+            next.prepare_spawn(0);
+        }
+        let name = reader.join().unwrap();
+        assert!(name.as_deref().is_none_or(|n| n == "old"), "the stale handle read {name:?}");
+    });
+}
