@@ -107,7 +107,10 @@ impl<F, T> StackJob<F, T> {
     /// * The caller observed `DONE` (so the completer wrote the result and no longer touches
     ///   it, F1) and takes the result at most once.
     unsafe fn take_result(&self) -> ThreadResult<T> {
-        debug_assert!(self.is_done());
+        // Relaxed: a check, not the hand-over (the caller's Acquire of DONE is, F1); an
+        // Acquire here would order the result in the debug builds the models run and hide
+        // a caller's missing one.
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), DONE);
         // SAFETY: written before DONE, which the caller observed (F1), and not taken before
         // (this function's contract).
         unsafe { self.result.with_mut(|r| (*r).assume_init_read()) }
@@ -368,10 +371,9 @@ mod loom_job {
     /// `waiter`). The joiner is a G record that stays `RUNNING`, so the wake-up leaves a token
     /// it can check. Mutation checks: the completer's CAS to `DONE` without Release, the
     /// joiner's load of `DONE` without Acquire, `register`'s CAS without Release, and the
-    /// completer's load of `WAITING` (or its failed CAS) without Acquire each fail this model
-    /// (a causality violation). `register`'s Acquire on failure (a job already done) is not
-    /// checked: in the models' build `take_result`'s debug assertion loads `DONE` again with
-    /// Acquire.
+    /// completer's load of `WAITING` (or its failed CAS) without Acquire, and `register`'s
+    /// CAS without Acquire on failure (a job already done, F1) each fail this model (a
+    /// causality violation).
     #[test]
     fn completion_racing_the_joiner() {
         loom::model(|| {

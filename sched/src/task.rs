@@ -524,9 +524,13 @@ impl<T> PacketRef<T> {
             .is_ok()
     }
 
-    /// Takes the result and frees the cell. Must only be called after `is_done` returned true.
+    /// Takes the result and frees the cell. Must only be called after `DONE` was observed
+    /// with Acquire (`is_done` returned true, or `register` failed).
     pub(crate) fn into_result(self) -> ThreadResult<T> {
-        debug_assert!(self.is_done());
+        // Relaxed: a check, not the hand-over (the caller's Acquire of DONE is, T1); an
+        // Acquire here would order the result in the debug builds the models run and hide
+        // a caller's missing one.
+        debug_assert_eq!(self.packet().head.state.load(Ordering::Relaxed) & PHASE, DONE);
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: DONE was observed with Acquire (T1): the completer wrote the result and no
         // longer touches the cell, so the handle is its only user.
@@ -602,9 +606,11 @@ mod loom_cell {
     }
 
     /// A joiner that registered as waiter races the completion: it is woken (or sees DONE),
-    /// takes the result, and the cell is freed once. Mutation check: the plain-store DONE of
+    /// takes the result, and the cell is freed once. Mutation checks: the plain-store DONE of
     /// the first model fails this one too: the waiter registered between the load and the
-    /// store is never woken (loom reports a deadlock).
+    /// store is never woken (loom reports a deadlock); `register`'s CAS without Release (T2),
+    /// or without Acquire on failure (a packet already done, T1), and the completer's load
+    /// and failed CAS without Acquire (T2) each fail it (a causality violation).
     #[test]
     fn waiter_registered_racing_completion() {
         loom::model(|| {
