@@ -251,24 +251,31 @@ mod loom_p {
     use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
-    /// (c) The owner takes runnext while a thief steals it on its last pass: exactly one gets
-    /// it, and the taker sees the record as published by `put_runnext` (loom checks the cell).
+    /// (c) The owner puts a G in runnext and takes it back while a thief steals it on its last
+    /// pass: exactly one gets it, and the taker, on its own thread, sees the record as
+    /// published by `put_runnext` (R1; loom checks the cell). Mutation checks:
+    /// `put_runnext`'s swap Relaxed, or `take_runnext`'s without Acquire, fails this model
+    /// (a causality violation).
     #[test]
     fn runnext_owner_vs_thief() {
+        /// The taker's look at the record it took: the cell written before `put_runnext`.
+        fn took(e: Option<Entry>) -> bool {
+            let Some(g) = e.and_then(Entry::record) else { return false };
+            // SAFETY: the taker owns the record now; the owner's write happens-before (R1).
+            assert_eq!(unsafe { g.locals.with(|l| *l) }, 1 as *mut ());
+            true
+        }
         loom::model(|| {
             let p = Arc::new(P::new(0));
             let g = registry().alloc();
+            let p2 = p.clone();
+            let thief = thread::spawn(move || took(p2.take_runnext()));
             // SAFETY: a fresh record, not yet published.
             unsafe { g.locals.with_mut(|l| *l = 1 as *mut ()) };
             assert!(p.put_runnext(g.into()).is_none());
-            let p2 = p.clone();
-            let thief = thread::spawn(move || p2.take_runnext());
-            let mine = p.take_runnext();
+            let mine = took(p.take_runnext());
             let stolen = thief.join().unwrap();
-            let taken = mine.or(stolen).and_then(Entry::record).expect("somebody took it");
-            assert!(mine.is_none() || stolen.is_none(), "taken twice");
-            // SAFETY: the taker owns the record now; the write above happens-before (R1).
-            assert_eq!(unsafe { taken.locals.with(|l| *l) }, 1 as *mut ());
+            assert!(mine != stolen, "taken exactly once");
         });
     }
 
