@@ -45,8 +45,11 @@ fn worker(shared: Arc<Shared>, p: usize) -> GRef {
 
 /// One worker going idle (searching, the re-check, parking) races an outside submission:
 /// the worker always finds the G (a lost wake-up leaves it parked forever: loom reports
-/// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) or F2
-/// (`Idle::fence_before_recheck`) makes this model fail with a deadlock.
+/// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) makes this
+/// model fail with a deadlock. Removing F2 (`Idle::fence_before_recheck`) does not: the
+/// re-check finds the local queues empty and looks at the injector, which pins
+/// crossbeam-epoch, whose SeqCst fence stands in for F2 (`local_spawn_vs_other_worker_going_idle`
+/// catches it).
 #[test]
 fn outside_submission_vs_one_worker_going_idle() {
     model(|| {
