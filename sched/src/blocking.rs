@@ -422,6 +422,7 @@ enum LongRun {
 /// The monitor thread body (not under loom: the models drive the retake protocol directly).
 #[cfg(not(loom))]
 pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker) {
+    let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
     let cfg = shared.config.clone();
     let now = Instant::now();
     let mut seen = vec![

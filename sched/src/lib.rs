@@ -101,8 +101,9 @@ pub use help::{run_detached_inline, run_detached_inline_while};
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
 pub use outside::{
-    BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, blocking_on_futures, idle_events,
-    note_idle_event, note_outside_event, outside_events, wait_idle_event, wait_outside_event,
+    BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, ThreadMark, blocking_on_futures,
+    helper_thread, helper_threads, idle_events, note_idle_event, note_outside_event,
+    outside_events, wait_idle_event, wait_outside_event,
 };
 pub use poll::Poller;
 pub use purloin_stack::StackSize;

@@ -500,6 +500,58 @@ impl Scheduler {
         crate::outside::count(Arc::as_ptr(&self.shared))
     }
 
+    /// How many OS threads of this process could still wake one of this scheduler's green
+    /// threads from outside it: every thread except this scheduler's workers and monitor, the
+    /// OS threads waiting on it ([`Scheduler::outside_waiters`]), the runtime's helper threads
+    /// ([`helper_thread`](crate::helper_thread)) and the stack scavenger. `None` where the
+    /// process's threads cannot be listed (off Linux).
+    ///
+    /// With [`Scheduler::is_quiescent`], what makes a deadlock certain (Go's `checkdead`
+    /// counts its M's the same way): every green thread is parked with no timer, I/O wait or
+    /// blocking section to wake it, and no thread is left that could. A program's own threads,
+    /// a tokio runtime's, or a signal dispatcher's might send on a channel or unpark a green
+    /// thread at any time, so while one exists nothing is certain.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let before = sched.unknown_threads();
+    /// let other = std::thread::spawn(|| std::thread::park());
+    /// # // The new thread is listed once it has started: wait for the count to move.
+    /// # while cfg!(target_os = "linux") && sched.unknown_threads() == before { std::thread::yield_now(); }
+    /// if let Some(n) = before {
+    ///     // A plain OS thread could wake a green thread: it counts.
+    ///     assert_eq!(sched.unknown_threads(), Some(n + 1));
+    /// }
+    /// other.thread().unpark();
+    /// other.join().unwrap();
+    /// ```
+    pub fn unknown_threads(&self) -> Option<usize> {
+        crate::outside::unknown_threads(Arc::as_ptr(&self.shared))
+    }
+
+    /// Marks the calling OS thread, while the guard lives, as one that waits on this
+    /// scheduler without counting it among [`Scheduler::outside_waiters`] (a `block_on` that
+    /// watches for a deadlock itself): it is not among the
+    /// [`Scheduler::unknown_threads`] that could wake a green thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let before = sched.unknown_threads();
+    /// let mark = sched.mark_waiting_thread();
+    /// if let Some(n) = before {
+    ///     assert_eq!(sched.unknown_threads(), Some(n - 1)); // this thread no longer counts
+    /// }
+    /// assert_eq!(sched.outside_waiters(), 0);
+    /// drop(mark);
+    /// ```
+    pub fn mark_waiting_thread(&self) -> crate::ThreadMark {
+        crate::outside::mark_own_thread(Arc::as_ptr(&self.shared))
+    }
+
     /// Counts the calling OS thread as waiting on a green thread of this scheduler while the
     /// guard lives (for waits the layer above implements, such as a scope's owner).
     ///

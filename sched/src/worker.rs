@@ -628,6 +628,7 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
+    let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
     if shared.ps[p].status.load(Ordering::Acquire) == p::HANDOFF {
         // Started by the monitor for a retaken P (blocking handoff).
         shared.ps[p].take_handed();

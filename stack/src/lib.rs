@@ -113,7 +113,7 @@ mod stats;
 mod sync;
 pub mod valgrind;
 
-pub use global::{configure, guard_backend, lease, page_size, stats, trim};
+pub use global::{configure, guard_backend, lease, page_size, scavenger_thread_id, stats, trim};
 pub use options::Options;
 pub use os::GuardBackend;
 pub use size::StackSize;

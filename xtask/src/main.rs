@@ -253,6 +253,8 @@ fn ci() -> Result<(), String> {
             "tokio_bridge",
             "--test",
             "tokio_hyper",
+            "--test",
+            "deadlock_watch",
         ]),
     )?;
     run(
