@@ -534,7 +534,8 @@ fn a_panicking_message_destructor_propagates_once_and_leaks_the_rest() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "the child died ({:?}), a second destructor panic aborts it:\n{stdout}\n{stderr}",
+        "the child did not exit normally ({:?}): a message dropped twice, or a second panicking \
+         destructor during the unwind:\n{stdout}\n{stderr}",
         out.status
     );
     for (name, _, _) in cases {

@@ -75,9 +75,9 @@
 //! In such a child, the receivers it inherited panic when used (`recv`, `try_recv`,
 //! `recv_timeout`, `recv_deadline`, `receiver`: no signal could ever arrive) and do nothing
 //! when dropped, and [`Signals::new`] fails with `ErrorKind::Unsupported`: handle signals
-//! in the parent, or `exec` a program in the child (after `exec`, the new program starts
-//! with the default dispositions and may use purloin afresh). A child of a process that
-//! never created a receiver is not affected.
+//! in the parent, or `exec` a program in the child (`exec` resets caught signals to the
+//! default, and the new program may use purloin afresh). A child of a process that never
+//! created a receiver is not affected.
 //!
 //! ```
 //! use purloin::signal::{Signal, Signals};
@@ -87,9 +87,12 @@
 //! let pid = unsafe { libc::fork() };
 //! if pid == 0 {
 //!     // The child: SIGTERM terminates it, as if it had never been watched.
-//!     // SAFETY: a null new action only reads the current one.
-//!     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-//!     unsafe { libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut action) };
+//!     // SAFETY: sigaction is plain old data; a null new action only reads the current one.
+//!     let action = unsafe {
+//!         let mut action: libc::sigaction = std::mem::zeroed();
+//!         libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut action);
+//!         action
+//!     };
 //!     // SAFETY: ends the child without running the parent's exit handlers.
 //!     unsafe { libc::_exit((action.sa_sigaction == libc::SIG_DFL) as i32) };
 //! }
