@@ -422,8 +422,17 @@ impl<T> Channel<T> {
     /// disconnected: no send can claim a slot after it). Only the last receiver calls this,
     /// so nobody else moves `head`; a slot claimed by a sender before the mark but not yet
     /// written is waited for (its stamp becomes `head + 1`).
+    ///
+    /// If a message's destructor panics, the panic propagates and the messages after it are
+    /// leaked, never dropped (crossbeam-channel's rule): `head` ends at `tail` either way, so
+    /// the channel's destructor, which may run while that panic unwinds, finds no message
+    /// (dropping them there would drop the panicking one twice, and a second panicking
+    /// destructor during an unwind aborts the process).
     fn discard_all_messages(&self, tail: usize) {
         let tail = tail & !self.mark_bit;
+        // Release (when dropped): the channel's destructor (or a later receive on the
+        // disconnected, empty channel) sees the slots as empty.
+        let _empty = StoreOnDrop { word: &self.head, value: tail };
         let mut backoff = Spin::backoff();
         // Relaxed: only receivers move `head`, and we are the last one.
         let mut head = self.head.load(Ordering::Relaxed);
@@ -443,9 +452,6 @@ impl<T> Channel<T> {
                 backoff.step();
             }
         }
-        // Release: the channel's destructor (or a later receive on the disconnected, empty
-        // channel) sees the slots as empty.
-        self.head.store(head, Ordering::Release);
     }
 
     pub(crate) fn senders(&self) -> &Waiters {
@@ -457,9 +463,25 @@ impl<T> Channel<T> {
     }
 }
 
+/// Stores `value` into `word` (Release) when dropped, also while a panic unwinds: how the
+/// last receiver's discard leaves a channel consistent when a message's destructor panics.
+pub(super) struct StoreOnDrop<'a> {
+    pub(super) word: &'a AtomicUsize,
+    pub(super) value: usize,
+}
+
+impl Drop for StoreOnDrop<'_> {
+    fn drop(&mut self) {
+        self.word.store(self.value, Ordering::Release);
+    }
+}
+
 impl<T> Drop for Channel<T> {
     fn drop(&mut self) {
-        // `&mut self`: no other thread touches the channel any more.
+        // `&mut self`: no other thread touches the channel any more. Only messages a discard
+        // did not reach are left (none: the last receiver discards them all, or leaks the
+        // rest when a destructor panics); a panicking destructor here propagates and leaks
+        // the messages after it.
         let head = self.head.load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Relaxed);
         let hix = head & (self.mark_bit - 1);

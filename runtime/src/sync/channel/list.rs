@@ -38,6 +38,7 @@ use std::time::Instant;
 use purloin_sched::WaitKind;
 use purloin_sched::spin::{Padded, Spin};
 
+use super::array::StoreOnDrop;
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::Token;
 use super::waiters::{Blocked, Waiters, block};
@@ -506,6 +507,12 @@ impl<T> Channel<T> {
     /// Drops every queued message and frees the blocks. Only called by the last receiver
     /// after marking the channel disconnected, so no receiver runs concurrently and no new
     /// send can start; sends that already claimed a slot are waited for.
+    ///
+    /// If a message's destructor panics, the panic propagates and the messages after it are
+    /// leaked with their blocks, never dropped (crossbeam-channel's rule): the head block was
+    /// taken out and `head` ends at `tail` either way, so the channel's destructor, which may
+    /// run while that panic unwinds, finds no message (dropping them there would drop the
+    /// panicking one twice, and a second panicking destructor during an unwind aborts).
     fn discard_all_messages(&self) {
         let mut backoff = Spin::backoff();
         let mut tail = self.tail.index.load(Ordering::Acquire);
@@ -517,6 +524,9 @@ impl<T> Channel<T> {
             backoff.step();
             tail = self.tail.index.load(Ordering::Acquire);
         }
+        // Release (when dropped): a later receive on the disconnected channel, or the
+        // channel's destructor, sees it empty (`tail` is final: see the wait above).
+        let _empty = StoreOnDrop { word: &self.head.index, value: tail & !MARK_BIT };
         let mut head = self.head.index.load(Ordering::Acquire);
         // `swap`: take the block chain out (a concurrent first send may still be installing
         // the first block if `head` and `tail` are both at 0).
@@ -548,8 +558,6 @@ impl<T> Channel<T> {
                 drop(Box::from_raw(block));
             }
         }
-        head &= !MARK_BIT;
-        self.head.index.store(head, Ordering::Release);
     }
 
     pub(crate) fn receivers(&self) -> &Waiters {
