@@ -39,6 +39,25 @@
 //! runs futures that need tokio's reactor or timers. The [`future`] module's docs ("Using async
 //! crates from green threads") show all three and what never to hold across a park.
 //!
+//! # Configuration
+//!
+//! The global runtime (the one [`spawn`] starts from an OS thread) takes its configuration
+//! from the environment, read once when it starts, or from code:
+//! [`runtime::Builder::install_global`] before its first use. Every
+//! [`runtime::Builder::new`] reads the same variables as its defaults, and the builder's
+//! methods override them. A value that does not parse is ignored with a warning naming the
+//! accepted form.
+//!
+//! | variable | what it sets | accepted values | in code |
+//! |---|---|---|---|
+//! | `PURLOIN_WORKERS` | workers (Go's `GOMAXPROCS`); default one per CPU | a number from 1 up | [`runtime::Builder::workers`] |
+//! | `PURLOIN_STACK_SIZE` | default green-thread stack; default `normal` (1 MiB) | `small`, `normal`, `large`, or bytes with an optional `k`/`m`/`g` suffix (`64k`) | [`runtime::Builder::stack_size`] |
+//! | `PURLOIN_DEADLOCK` | the deadlock watch; default on, grace 1 s | `1`, `0`, or the grace in milliseconds | [`runtime::Builder::deadlock_detection`] |
+//! | `PURLOIN_TRACE` | record a trace file from the start | a file path | [`runtime::Builder::trace`], [`trace::start`] |
+//! | `PURLOIN_DUMP_SIGNAL` | dump every green thread's stack to stderr on a signal | a signal name (`SIGQUIT`, `QUIT`) or number | [`debugging::dump_on_signal`] |
+//! | `PURLOIN_SCHEDTRACE` | a line of scheduler state every N ms (Go's `schedtrace`) | milliseconds; `0` or empty: off | [`runtime::Builder::schedtrace`] |
+//! | `PURLOIN_PARK_HISTOGRAM` | the park-duration histogram | `1` or `0` | [`runtime::Builder::park_histogram`] |
+//!
 //! # Cargo features
 //!
 //! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
