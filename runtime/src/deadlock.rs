@@ -127,12 +127,23 @@ pub fn detect() -> Option<DeadlockReport> {
 }
 
 /// Whether nothing can ever wake a green thread of `sched` any more: it is quiescent (every
-/// worker parked, nothing queued, no timer, I/O wait or blocking section) and no OS thread of
-/// the process could wake one ([`Scheduler::unknown_threads`] is zero: every thread is the
+/// worker parked, nothing queued, no timer, I/O wait or blocking section), no signal is
+/// watched, and no OS thread of the process could wake one ([`Scheduler::unknown_threads`] is zero: every thread is the
 /// runtime's own or waits on it). Quiescence is checked on both sides of the thread listing,
 /// so a green thread that a since-ended thread woke is seen running.
 pub(crate) fn is_certain(sched: &Scheduler) -> bool {
-    sched.is_quiescent() && sched.unknown_threads() == Some(0) && sched.is_quiescent()
+    sched.is_quiescent()
+        && no_signal_receivers()
+        && sched.unknown_threads() == Some(0)
+        && sched.is_quiescent()
+}
+
+/// No signal is watched (a signal may come at any time and wake a receiver's green thread).
+fn no_signal_receivers() -> bool {
+    #[cfg(not(loom))]
+    return crate::signal::receivers_that_may_wake() == 0;
+    #[cfg(loom)]
+    return true;
 }
 
 /// When a waiter that has seen `sched` quiet since `since` looks again if nothing happens:

@@ -224,6 +224,7 @@ fn ending(name: &str, place: Place) -> Result<(), String> {
 
 const STUCK: &[&str] = &[
     "recv_forever",
+    "recv_after_signals",
     "park_forever",
     "join_stuck_child",
     "join_after_idle",
@@ -238,6 +239,12 @@ fn stuck(name: &str, place: Place) -> Result<(), String> {
             let r = place.run(move || rx.recv());
             drop(tx);
             r.map(|v| println!("RECEIVED {v:?}"))
+        }
+        "recv_after_signals" => {
+            // A signal watched once: its dispatcher thread lives on, but with no receiver
+            // left, nothing it does can wake a green thread.
+            drop(purloin::signal::Signals::new(&[purloin::signal::Signal::USR1]).unwrap());
+            stuck("recv_forever", place)
         }
         "park_forever" => place.run(|| {
             loop {

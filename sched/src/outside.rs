@@ -100,7 +100,7 @@ pub struct ThreadMark {
 impl ThreadMark {
     /// Marks the calling thread for `owner` (unknown thread ids, off Linux, mark nothing).
     pub(crate) fn new(owner: usize) -> ThreadMark {
-        let tid = crate::os::current_thread();
+        let tid = crate::os::current_thread_cached();
         if tid != 0 {
             marked().push((tid, owner));
         }

@@ -276,6 +276,22 @@ pub struct Signals {
     id: u64,
     mask: u64,
     rx: Receiver<Signal>,
+    /// Held by a helper thread of the runtime that never wakes a green thread
+    /// ([`Signals::for_helper`]).
+    helper: bool,
+}
+
+/// Receivers held by the runtime's helper threads (see [`receivers_that_may_wake`]).
+static HELPER_RECEIVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Receivers alive that a green thread may be waiting on, or whose signal may make a thread
+/// wake one: a deadlock is not certain while any exists (the signal may still come).
+pub(crate) fn receivers_that_may_wake() -> usize {
+    let all = lock(&REGISTRY).watchers.len();
+    // A helper's receiver is counted as a helper's only after it is in the registry, and
+    // uncounted before it leaves it, so reading the helpers after the registry errs towards
+    // "may wake" (Relaxed is enough: the registry's lock orders the rest).
+    all.saturating_sub(HELPER_RECEIVERS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl Signals {
@@ -338,7 +354,7 @@ impl Signals {
         let id = reg.next_id;
         reg.next_id += 1;
         reg.watchers.push(Watcher { id, mask, tx });
-        Ok(Signals { id, mask, rx })
+        Ok(Signals { id, mask, rx, helper: false })
     }
 
     /// Waits for the next signal: parks the green thread (blocks a plain OS thread).
@@ -423,12 +439,28 @@ impl fmt::Debug for Signals {
     }
 }
 
+impl Signals {
+    /// Marks this receiver as held by a helper thread of the runtime that only reports (a
+    /// dump on a signal) and never wakes a green thread, so it does not keep a deadlock
+    /// uncertain.
+    pub(crate) fn for_helper(mut self) -> Signals {
+        // Relaxed: a count read by the deadlock check, which errs towards "may wake".
+        HELPER_RECEIVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.helper = true;
+        self
+    }
+}
+
 impl Drop for Signals {
     fn drop(&mut self) {
         if fork::forked() {
             // Void since the fork: the dispositions were restored then, and the registry's
             // lock may have been held by a thread that does not exist here.
             return;
+        }
+        if self.helper {
+            // Before the receiver goes (see `receivers_that_may_wake`).
+            HELPER_RECEIVERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         let mut reg = lock(&REGISTRY);
         reg.watchers.retain(|w| w.id != self.id);
@@ -526,6 +558,9 @@ fn start_dispatcher() -> io::Result<()> {
 
 /// The dispatcher: wait for a byte, then deliver every flagged signal (S1).
 fn dispatch(read: OwnedFd) {
+    // It wakes green threads only through receivers, which the deadlock check counts
+    // (`receivers_that_may_wake`); with none alive it only waits.
+    let _mark = purloin_sched::helper_thread();
     let mut buf = [0u8; 64];
     let mut seen = Seen::new();
     loop {
