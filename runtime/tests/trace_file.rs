@@ -409,6 +409,50 @@ fn a_runtime_stops_only_its_own_trace() {
     }
 }
 
+/// Memory stays bounded under a trace. A trace makes every spawn take its G record at once
+/// (for the spawn's flow id), so a parent that spawns a wave of children and joins them in
+/// spawn order runs most of them inline after claiming them in the global queue (where they
+/// overflowed), which leaves a stale entry holding each finished record. With one worker,
+/// which runs the parent without a switch, nobody pulled those entries: each wave grew the
+/// global queue and the records by a wave's worth. The joiner now drops them as it goes.
+#[test]
+fn waves_of_spawn_and_join_under_a_trace_keep_memory_bounded() {
+    const WAVE: usize = 20_000;
+    let _w = watchdog(
+        "waves_of_spawn_and_join_under_a_trace_keep_memory_bounded",
+        Duration::from_secs(120),
+    );
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let path =
+        std::env::temp_dir().join(format!("purloin-trace-waves-{}.json", std::process::id()));
+    let rt = purloin::runtime::Builder::new().workers(1).trace(&path).build().unwrap();
+    let after_each: Vec<(usize, usize)> = rt.block_on(|| {
+        (0..4)
+            .map(|_| {
+                let hs: Vec<_> = (0..WAVE).map(|i| purloin::spawn(move || i)).collect();
+                for (i, h) in hs.into_iter().enumerate() {
+                    assert_eq!(h.join().unwrap(), i);
+                }
+                let s = purloin::stats();
+                (s.global_queue_len, s.g_records)
+            })
+            .collect()
+    });
+    drop(rt);
+    std::fs::remove_file(&path).unwrap();
+    for (wave, &(queued, records)) in after_each.iter().enumerate() {
+        assert!(
+            queued < 1_000,
+            "after wave {wave}: {queued} entries in the global queue (stale ones of joined \
+             children piling up); all: {after_each:?}"
+        );
+        assert!(
+            records < 2 * WAVE,
+            "after wave {wave}: {records} G records for waves of {WAVE}; all: {after_each:?}"
+        );
+    }
+}
+
 /// The variable that makes a test of this binary run its child branch (in a child process).
 const CHILD: &str = "PURLOIN_TRACE_TEST_CHILD";
 
