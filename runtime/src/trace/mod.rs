@@ -248,7 +248,9 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
 /// were dropped, a line on stderr says how many (and the file's `otherData` holds the count).
 ///
 /// # Errors
-/// No trace records; writing the file failed (the error names the cause: a full disk, …).
+/// No trace records; writing the file failed (the error names the cause: a full disk, …);
+/// the trace was started by the parent of this forked process (only the parent, which runs
+/// the writer thread, can complete the file; here the trace just stops recording).
 ///
 /// # Examples
 ///
