@@ -275,10 +275,7 @@ impl Builder {
         crate::span_hook::install();
         // Before the workers start, so their first events are in it.
         #[cfg(not(loom))]
-        let owned_trace = match self.trace.or_else(crate::trace::from_env) {
-            Some(path) => Some(crate::trace::OwnedTrace::start(&path)?),
-            None => None,
-        };
+        let owned_trace = crate::trace::OwnedTrace::for_runtime(self.trace.as_deref())?;
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
