@@ -12,6 +12,8 @@
 //!   owner on a green thread stuck on a lock, `main` blocking on a green thread's future,
 //!   `block_on`'s root; with 1 and with 4 workers.
 //!
+//! - *With the runtime's helper threads running* (a trace writer, a schedtrace printer): a
+//!   wait that cannot end is still reported.
 //! - *The watch turned off* (`PURLOIN_DEADLOCK=0`): a wait that cannot end stays silent.
 //!
 //! The parent runs the children a few at a time and kills any that outlives its limit (the
@@ -340,6 +342,23 @@ impl Case {
         )
     }
 
+    /// The runtime's helper threads (a trace writer, a schedtrace printer) for the
+    /// `helpers` kind: they must not make a deadlock uncertain.
+    fn extra_env(&self) -> Vec<(String, String)> {
+        if self.kind != "helpers" {
+            return Vec::new();
+        }
+        let file = std::env::temp_dir().join(format!(
+            "purloin-deadlock-watch-{}-{}.json",
+            std::process::id(),
+            self.workers
+        ));
+        vec![
+            ("PURLOIN_TRACE".into(), file.display().to_string()),
+            ("PURLOIN_SCHEDTRACE".into(), "100".into()),
+        ]
+    }
+
     fn start(&self) -> Child {
         Command::new(std::env::current_exe().unwrap())
             .env(
@@ -349,7 +368,9 @@ impl Case {
             .env("PURLOIN_WORKERS", self.workers.to_string())
             .env("PURLOIN_DEADLOCK", if self.kind == "off" { "0" } else { "1" })
             .env_remove("PURLOIN_TRACE")
+            .env_remove("PURLOIN_SCHEDTRACE")
             .env_remove("PURLOIN_DUMP_SIGNAL")
+            .envs(self.extra_env())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -402,6 +423,11 @@ fn check(case: &Case) -> Result<(), String> {
         line.clear();
     }
     let status = child.wait().unwrap();
+    for (var, file) in case.extra_env() {
+        if var == "PURLOIN_TRACE" {
+            let _ = std::fs::remove_file(file);
+        }
+    }
     done.store(true, Ordering::Release);
     let killed = killer.join().unwrap();
     let err = err_reader.join().unwrap();
@@ -492,6 +518,15 @@ fn main() {
                 cases.push(Case { kind: "stuck", name, place, workers });
             }
         }
+    }
+    // With a trace and a schedtrace running, a deadlock is still certain.
+    for workers in [1, 4] {
+        cases.push(Case {
+            kind: "helpers",
+            name: "recv_forever",
+            place: Place::GlobalJoin,
+            workers,
+        });
     }
     // `PURLOIN_DEADLOCK=0` turns the global runtime's watch off.
     cases.push(Case { kind: "off", name: "recv_forever", place: Place::GlobalJoin, workers: 2 });

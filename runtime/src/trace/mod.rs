@@ -218,8 +218,11 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
     })?;
     let writer = json::Writer::new(file)?;
     let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
-    let writer =
-        std::thread::Builder::new().name("purloin-trace".into()).spawn(move || writer.run(rx))?;
+    let writer = std::thread::Builder::new().name("purloin-trace".into()).spawn(move || {
+        // It writes a file and never wakes a green thread.
+        let _mark = purloin_sched::helper_thread();
+        writer.run(rx)
+    })?;
     stop_at_exit_once();
     let generation = GENERATION.load(Ordering::Relaxed) + 1;
     let pid = std::process::id();
