@@ -244,7 +244,7 @@ impl P {
 }
 
 /// Loom models of the P's own protocols: runnext taken by the owner vs. a last-pass thief
-/// (c), and the blocking handoff's retake vs. the holder's return (d, protocol 5).
+/// (c), and the blocking handoff's retake vs. the holder's return (d).
 #[cfg(all(test, loom))]
 mod loom_p {
     use super::*;

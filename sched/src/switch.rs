@@ -6,7 +6,7 @@
 //! which resumes g0 with the action's word. The finishing work — re-queue the G (yield), mark
 //! it parked (park), release its stack (exit), queue it globally (it lost its P in a blocking
 //! section) — runs on g0 *after* the switch, so a G becomes visible to other workers only once
-//! its registers are saved (protocol 4): Go's `park_m` on g0, brpc's "remained" callback.
+//! its registers are saved (the G state machine's rule, `g.rs`): Go's `park_m` on g0, brpc's "remained" callback.
 //!
 //! # Thread-locals and migration
 //!
