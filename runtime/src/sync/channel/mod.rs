@@ -14,6 +14,9 @@
 //! - `bounded(0)`: a rendezvous: each send waits for a receiver and hands the message over
 //!   directly (Go's `hchan` with waiter queues under one short lock).
 //! - `unbounded()`: a lock-free linked list of blocks of 31 slots; sends never block.
+//! - timer channels ([`crate::time::after`], [`crate::time::at`], [`crate::time::never`]): no
+//!   sender; one message, receivable from a deadline on, with no timer registered until a
+//!   receiver waits.
 //!
 //! # Disconnection
 //!
@@ -47,6 +50,7 @@
 //! ```
 
 mod array;
+mod at;
 mod error;
 mod list;
 mod select;
@@ -71,6 +75,7 @@ enum Flavor<T> {
     Array(array::Channel<T>),
     List(list::Channel<T>),
     Zero(zero::Channel<T>),
+    At(at::Channel<T>),
 }
 
 /// The shared part of a channel: the flavor and the numbers of senders and receivers.
@@ -91,6 +96,17 @@ fn new_channel<T>(flavor: Flavor<T>) -> (Sender<T>, Receiver<T>) {
     let shared =
         Arc::new(Shared { senders: AtomicUsize::new(1), receivers: AtomicUsize::new(1), flavor });
     (Sender { shared: shared.clone() }, Receiver { shared })
+}
+
+/// A timer channel's receiver (it has no sender): its one message, `make(deadline)`, can be
+/// received from `deadline` on (never without one), and then the channel is disconnected.
+pub(crate) fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Receiver<T> {
+    let shared = Arc::new(Shared {
+        senders: AtomicUsize::new(0),
+        receivers: AtomicUsize::new(1),
+        flavor: Flavor::At(at::Channel::new(deadline, make)),
+    });
+    Receiver { shared }
 }
 
 /// A channel with room for `cap` messages; `bounded(0)` is a rendezvous channel (each send
@@ -165,6 +181,7 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.send(msg, None),
             Flavor::List(c) => c.send(msg, None),
             Flavor::Zero(c) => c.send(msg, None),
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         };
         r.map_err(|e| match e {
             SendTimeoutError::Disconnected(m) => SendError(m),
@@ -184,6 +201,7 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.try_send(msg),
             Flavor::List(c) => c.try_send(msg),
             Flavor::Zero(c) => c.try_send(msg),
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -209,6 +227,7 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.send(msg, Some(deadline)),
             Flavor::List(c) => c.send(msg, Some(deadline)),
             Flavor::Zero(c) => c.send(msg, Some(deadline)),
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -250,6 +269,7 @@ impl<T> Sender<T> {
                 Flavor::Array(c) => c.write(token, msg),
                 Flavor::List(c) => c.write(token, msg),
                 Flavor::Zero(c) => c.write(token, msg),
+                Flavor::At(_) => unreachable!("a timer channel has no sender"),
             }
         };
         r.map_err(SendError)
@@ -269,6 +289,7 @@ impl<T> Receiver<T> {
             Flavor::Array(c) => c.recv(None),
             Flavor::List(c) => c.recv(None),
             Flavor::Zero(c) => c.recv(None),
+            Flavor::At(c) => c.recv(None),
         };
         r.map_err(|e| match e {
             RecvTimeoutError::Disconnected => RecvError,
@@ -287,6 +308,7 @@ impl<T> Receiver<T> {
             Flavor::Array(c) => c.try_recv(),
             Flavor::List(c) => c.try_recv(),
             Flavor::Zero(c) => c.try_recv(),
+            Flavor::At(c) => c.try_recv(),
         }
     }
 
@@ -312,6 +334,7 @@ impl<T> Receiver<T> {
             Flavor::Array(c) => c.recv(Some(deadline)),
             Flavor::List(c) => c.recv(Some(deadline)),
             Flavor::Zero(c) => c.recv(Some(deadline)),
+            Flavor::At(c) => c.recv(Some(deadline)),
         }
     }
 
@@ -369,6 +392,7 @@ impl<T> Receiver<T> {
                     Ok(None) => self.recv(),
                     Err(()) => Err(RecvError),
                 },
+                Flavor::At(c) => c.read(token).map_err(|()| RecvError),
             }
         }
     }
@@ -380,6 +404,7 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.is_empty(),
             Flavor::List(c) => c.is_empty(),
             Flavor::Zero(_) => true,
+            Flavor::At(c) => c.len() == 0,
         }
     }
 
@@ -388,6 +413,7 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.is_full(),
             Flavor::List(_) => false,
             Flavor::Zero(_) => true,
+            Flavor::At(c) => c.len() == 1,
         }
     }
 
@@ -396,6 +422,7 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.len(),
             Flavor::List(c) => c.len(),
             Flavor::Zero(_) => 0,
+            Flavor::At(c) => c.len(),
         }
     }
 
@@ -404,6 +431,7 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => Some(c.capacity()),
             Flavor::List(_) => None,
             Flavor::Zero(_) => Some(0),
+            Flavor::At(_) => Some(1),
         }
     }
 }
@@ -439,6 +467,7 @@ impl<T> Drop for Sender<T> {
                 Flavor::Zero(c) => {
                     c.disconnect();
                 }
+                Flavor::At(_) => unreachable!("a timer channel has no sender"),
             }
         }
     }
@@ -458,6 +487,8 @@ impl<T> Drop for Receiver<T> {
                 Flavor::Zero(c) => {
                     c.disconnect();
                 }
+                // Nothing to tell: it has no sender, and no timer unless a receiver waits.
+                Flavor::At(_) => {}
             }
         }
     }
@@ -542,6 +573,7 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::Array(c) => c.start_recv(token),
             Flavor::List(c) => c.start_recv(token),
             Flavor::Zero(c) => c.start_recv(token),
+            Flavor::At(c) => c.start_recv(token),
         }
     }
 
@@ -559,6 +591,8 @@ impl<T> SelectHandle for Receiver<T> {
             }
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.register(node, false, me) },
+            // Nothing to link (nobody sends): the selection wakes by `wake_at`.
+            Flavor::At(c) => c.is_ready(),
         }
     }
 
@@ -567,6 +601,14 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::Array(c) => c.receivers().unregister(node),
             Flavor::List(c) => c.receivers().unregister(node),
             Flavor::Zero(c) => c.unregister(node, false, won),
+            Flavor::At(_) => {}
+        }
+    }
+
+    fn wake_at(&self) -> Option<Instant> {
+        match &self.shared.flavor {
+            Flavor::At(c) => c.wake_at(),
+            _ => None,
         }
     }
 
@@ -577,6 +619,8 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::List(c) => c.start_recv(token),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.accept(token, node, false, claim) },
+            // Never linked, so never claimed; a retry is always correct.
+            Flavor::At(c) => c.start_recv(token),
         }
     }
 
@@ -587,6 +631,7 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::List(c) => c.receivers().notify(),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.abandon(node, false, claim) },
+            Flavor::At(_) => {}
         }
     }
 
@@ -599,6 +644,8 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::List(c) => drop(unsafe { c.read(token) }),
             // SAFETY: as above.
             Flavor::Zero(c) => unsafe { c.abandon_token(token, false) },
+            // The message was taken: it is dropped (the channel is now disconnected).
+            Flavor::At(c) => drop(c.read(token)),
         }
     }
 }
@@ -609,6 +656,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(c) => c.start_send(token),
             Flavor::List(c) => c.start_send(token),
             Flavor::Zero(c) => c.start_send(token),
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -623,6 +671,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(_) => true,
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.register(node, true, me) },
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -631,6 +680,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(c) => c.senders().unregister(node),
             Flavor::List(_) => {}
             Flavor::Zero(c) => c.unregister(node, true, won),
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -640,6 +690,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(c) => c.start_send(token),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.accept(token, node, true, claim) },
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -649,6 +700,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(_) => {}
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.abandon(node, true, claim) },
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -659,6 +711,7 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(_) | Flavor::List(_) => {}
             // SAFETY: `token` holds this sender's uncompleted reservation.
             Flavor::Zero(c) => unsafe { c.abandon_token(token, true) },
+            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 }
