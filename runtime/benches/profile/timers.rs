@@ -11,7 +11,10 @@
 //!   `select! { recv(rx) -> m => ..., recv(after(30 s)) -> _ => ... }`, a fresh `after` per
 //!   message, which is dropped unobserved when its `select!` returns.
 //! * *dropped receivers*: `receivers` `after(1 h)` channels made, held, then dropped; RSS
-//!   and pending timers while held and after the drop.
+//!   and pending timers while held and after the drop, and RSS after `malloc_trim(0)`. Run
+//!   twice: glibc keeps the freed blocks of a worker thread's arena for reuse (`malloc_trim`
+//!   does not shrink a thread arena's top), so the second round shows whether the memory is
+//!   reused (RSS stays put) or leaked (RSS grows again).
 //!
 //! ```text
 //! cargo bench -p purloin --bench profile_timers -- 2000000 1000000 2
@@ -89,10 +92,11 @@ fn dropped_receivers(n: usize) {
     drop(held);
     let dropped = t.elapsed();
     let rss_dropped = status_kib("VmRSS:");
+    let rss_trimmed = trimmed_rss();
     println!(
         "dropped receivers: {n} after(1 h) | made in {:.3} s, dropped in {:.3} s | RSS {:.0} \
          -> {:.0} (held) -> {:.0} MiB (dropped, +{:.0} MiB over the start) | timers pending \
-         {} -> {} (held) -> {} (dropped)",
+         {} -> {} (held) -> {} (dropped) | RSS after malloc_trim {:.0} MiB",
         made.as_secs_f64(),
         dropped.as_secs_f64(),
         mib(rss_before),
@@ -102,7 +106,18 @@ fn dropped_receivers(n: usize) {
         pending_before,
         pending_held,
         pending(),
+        mib(rss_trimmed),
     );
+}
+
+/// RSS after asking the allocator to give its free memory back to the OS.
+fn trimmed_rss() -> usize {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of the allocator's arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    status_kib("VmRSS:")
 }
 
 fn main() {
@@ -114,6 +129,7 @@ fn main() {
     let rt = purloin::runtime::Builder::new().workers(workers).build().unwrap();
     rt.block_on(move || {
         select_loop(messages as u64);
+        dropped_receivers(receivers);
         dropped_receivers(receivers);
     });
     println!("peak RSS (VmHWM) {:.0} MiB", mib(status_kib("VmHWM:")));

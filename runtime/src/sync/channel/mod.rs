@@ -16,7 +16,8 @@
 //! - `unbounded()`: a lock-free linked list of blocks of 31 slots; sends never block.
 //! - timer channels ([`crate::time::after`], [`crate::time::at`], [`crate::time::never`]): no
 //!   sender; one message, receivable from a deadline on, with no timer registered until a
-//!   receiver waits.
+//!   receiver waits. A receiver holds them apart from the other flavors, so a timer channel
+//!   is a small allocation rather than the size of the largest flavor.
 //!
 //! # Disconnection
 //!
@@ -75,7 +76,6 @@ enum Flavor<T> {
     Array(array::Channel<T>),
     List(list::Channel<T>),
     Zero(zero::Channel<T>),
-    At(at::Channel<T>),
 }
 
 /// The shared part of a channel: the flavor and the numbers of senders and receivers.
@@ -95,18 +95,13 @@ unsafe impl<T: Send> Sync for Shared<T> {}
 fn new_channel<T>(flavor: Flavor<T>) -> (Sender<T>, Receiver<T>) {
     let shared =
         Arc::new(Shared { senders: AtomicUsize::new(1), receivers: AtomicUsize::new(1), flavor });
-    (Sender { shared: shared.clone() }, Receiver { shared })
+    (Sender { shared: shared.clone() }, Receiver { inner: Inner::Chan(shared) })
 }
 
 /// A timer channel's receiver (it has no sender): its one message, `make(deadline)`, can be
 /// received from `deadline` on (never without one), and then the channel is disconnected.
 pub(crate) fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Receiver<T> {
-    let shared = Arc::new(Shared {
-        senders: AtomicUsize::new(0),
-        receivers: AtomicUsize::new(1),
-        flavor: Flavor::At(at::Channel::new(deadline, make)),
-    });
-    Receiver { shared }
+    Receiver { inner: Inner::Timer(Arc::new(at::Channel::new(deadline, make))) }
 }
 
 /// A channel with room for `cap` messages; `bounded(0)` is a rendezvous channel (each send
@@ -161,7 +156,15 @@ pub struct Sender<T> {
 /// The receiving end of a channel. Clone it for more consumers (each message goes to one of
 /// them); the channel disconnects for senders when the last clone is dropped.
 pub struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    inner: Inner<T>,
+}
+
+/// What a [`Receiver`] receives from.
+enum Inner<T> {
+    /// A channel with senders (the bounded, rendezvous and unbounded flavors).
+    Chan(Arc<Shared<T>>),
+    /// A timer channel (no sender, no count of receivers: dropping the last one is all).
+    Timer(Arc<at::Channel<T>>),
 }
 
 fn deadline_after(timeout: Duration) -> Option<Instant> {
@@ -181,7 +184,6 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.send(msg, None),
             Flavor::List(c) => c.send(msg, None),
             Flavor::Zero(c) => c.send(msg, None),
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         };
         r.map_err(|e| match e {
             SendTimeoutError::Disconnected(m) => SendError(m),
@@ -201,7 +203,6 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.try_send(msg),
             Flavor::List(c) => c.try_send(msg),
             Flavor::Zero(c) => c.try_send(msg),
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -227,7 +228,6 @@ impl<T> Sender<T> {
             Flavor::Array(c) => c.send(msg, Some(deadline)),
             Flavor::List(c) => c.send(msg, Some(deadline)),
             Flavor::Zero(c) => c.send(msg, Some(deadline)),
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -269,7 +269,6 @@ impl<T> Sender<T> {
                 Flavor::Array(c) => c.write(token, msg),
                 Flavor::List(c) => c.write(token, msg),
                 Flavor::Zero(c) => c.write(token, msg),
-                Flavor::At(_) => unreachable!("a timer channel has no sender"),
             }
         };
         r.map_err(SendError)
@@ -285,11 +284,13 @@ impl<T> Receiver<T> {
     /// before that are received first).
     #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
-        let r = match &self.shared.flavor {
-            Flavor::Array(c) => c.recv(None),
-            Flavor::List(c) => c.recv(None),
-            Flavor::Zero(c) => c.recv(None),
-            Flavor::At(c) => c.recv(None),
+        let r = match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.recv(None),
+                Flavor::List(c) => c.recv(None),
+                Flavor::Zero(c) => c.recv(None),
+            },
+            Inner::Timer(c) => c.recv(None),
         };
         r.map_err(|e| match e {
             RecvTimeoutError::Disconnected => RecvError,
@@ -304,11 +305,13 @@ impl<T> Receiver<T> {
     /// [`TryRecvError::Empty`], or [`TryRecvError::Disconnected`] if empty and every sender
     /// was dropped.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        match &self.shared.flavor {
-            Flavor::Array(c) => c.try_recv(),
-            Flavor::List(c) => c.try_recv(),
-            Flavor::Zero(c) => c.try_recv(),
-            Flavor::At(c) => c.try_recv(),
+        match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.try_recv(),
+                Flavor::List(c) => c.try_recv(),
+                Flavor::Zero(c) => c.try_recv(),
+            },
+            Inner::Timer(c) => c.try_recv(),
         }
     }
 
@@ -330,11 +333,13 @@ impl<T> Receiver<T> {
     ///
     /// [`RecvTimeoutError::Timeout`] or [`RecvTimeoutError::Disconnected`].
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        match &self.shared.flavor {
-            Flavor::Array(c) => c.recv(Some(deadline)),
-            Flavor::List(c) => c.recv(Some(deadline)),
-            Flavor::Zero(c) => c.recv(Some(deadline)),
-            Flavor::At(c) => c.recv(Some(deadline)),
+        match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.recv(Some(deadline)),
+                Flavor::List(c) => c.recv(Some(deadline)),
+                Flavor::Zero(c) => c.recv(Some(deadline)),
+            },
+            Inner::Timer(c) => c.recv(Some(deadline)),
         }
     }
 
@@ -350,28 +355,45 @@ impl<T> Receiver<T> {
 
     /// Whether the channel holds no message (always true for a rendezvous channel).
     pub fn is_empty(&self) -> bool {
-        self.shared.flavor.is_empty()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.is_empty(),
+            Inner::Timer(c) => c.len() == 0,
+        }
     }
 
     /// Whether the channel is full (always true for a rendezvous channel, never for an
-    /// unbounded one).
+    /// unbounded one; a timer channel, of capacity 1, is full while its message waits).
     pub fn is_full(&self) -> bool {
-        self.shared.flavor.is_full()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.is_full(),
+            Inner::Timer(c) => c.len() == 1,
+        }
     }
 
     /// The number of queued messages (a snapshot).
     pub fn len(&self) -> usize {
-        self.shared.flavor.len()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.len(),
+            Inner::Timer(c) => c.len(),
+        }
     }
 
-    /// The capacity: `Some(n)` for `bounded(n)`, `None` for unbounded.
+    /// The capacity: `Some(n)` for `bounded(n)`, `None` for unbounded, `Some(1)` for a timer
+    /// channel.
     pub fn capacity(&self) -> Option<usize> {
-        self.shared.flavor.capacity()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.capacity(),
+            Inner::Timer(_) => Some(1),
+        }
     }
 
     /// Whether `self` and `other` are ends of the same channel.
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
+        match (&self.inner, &other.inner) {
+            (Inner::Chan(a), Inner::Chan(b)) => Arc::ptr_eq(a, b),
+            (Inner::Timer(a), Inner::Timer(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// Completes a receive reserved by a selection.
@@ -380,9 +402,13 @@ impl<T> Receiver<T> {
     ///
     /// - `token` holds a reservation made for this receiver (by `try_select` or `accept`).
     unsafe fn complete(&self, token: &mut Token) -> Result<T, RecvError> {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            Inner::Timer(c) => return c.read(token).map_err(|()| RecvError),
+        };
         // SAFETY: the caller's obligation.
         unsafe {
-            match &self.shared.flavor {
+            match &shared.flavor {
                 Flavor::Array(c) => c.read(token).map_err(|()| RecvError),
                 Flavor::List(c) => c.read(token).map_err(|()| RecvError),
                 Flavor::Zero(c) => match c.read(token) {
@@ -392,7 +418,6 @@ impl<T> Receiver<T> {
                     Ok(None) => self.recv(),
                     Err(()) => Err(RecvError),
                 },
-                Flavor::At(c) => c.read(token).map_err(|()| RecvError),
             }
         }
     }
@@ -404,7 +429,6 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.is_empty(),
             Flavor::List(c) => c.is_empty(),
             Flavor::Zero(_) => true,
-            Flavor::At(c) => c.len() == 0,
         }
     }
 
@@ -413,7 +437,6 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.is_full(),
             Flavor::List(_) => false,
             Flavor::Zero(_) => true,
-            Flavor::At(c) => c.len() == 1,
         }
     }
 
@@ -422,7 +445,6 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => c.len(),
             Flavor::List(c) => c.len(),
             Flavor::Zero(_) => 0,
-            Flavor::At(c) => c.len(),
         }
     }
 
@@ -431,7 +453,6 @@ impl<T> Flavor<T> {
             Flavor::Array(c) => Some(c.capacity()),
             Flavor::List(_) => None,
             Flavor::Zero(_) => Some(0),
-            Flavor::At(_) => Some(1),
         }
     }
 }
@@ -446,9 +467,15 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        // Relaxed: as for `Sender::clone`.
-        self.shared.receivers.fetch_add(1, Ordering::Relaxed);
-        Receiver { shared: self.shared.clone() }
+        let inner = match &self.inner {
+            Inner::Chan(shared) => {
+                // Relaxed: as for `Sender::clone`.
+                shared.receivers.fetch_add(1, Ordering::Relaxed);
+                Inner::Chan(shared.clone())
+            }
+            Inner::Timer(c) => Inner::Timer(c.clone()),
+        };
+        Receiver { inner }
     }
 }
 
@@ -467,7 +494,6 @@ impl<T> Drop for Sender<T> {
                 Flavor::Zero(c) => {
                     c.disconnect();
                 }
-                Flavor::At(_) => unreachable!("a timer channel has no sender"),
             }
         }
     }
@@ -475,9 +501,11 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        // A timer channel has nobody to tell (no sender, no timer unless a receiver waits).
+        let Inner::Chan(shared) = &self.inner else { return };
         // AcqRel: as in `Sender::drop`.
-        if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            match &self.shared.flavor {
+        if shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            match &shared.flavor {
                 Flavor::Array(c) => {
                     c.disconnect_receivers();
                 }
@@ -487,8 +515,6 @@ impl<T> Drop for Receiver<T> {
                 Flavor::Zero(c) => {
                     c.disconnect();
                 }
-                // Nothing to tell: it has no sender, and no timer unless a receiver waits.
-                Flavor::At(_) => {}
             }
         }
     }
@@ -569,16 +595,24 @@ impl<T> IntoIterator for Receiver<T> {
 
 impl<T> SelectHandle for Receiver<T> {
     fn try_select(&self, token: &mut Token) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            Inner::Timer(c) => return c.start_recv(token),
+        };
+        match &shared.flavor {
             Flavor::Array(c) => c.start_recv(token),
             Flavor::List(c) => c.start_recv(token),
             Flavor::Zero(c) => c.start_recv(token),
-            Flavor::At(c) => c.start_recv(token),
         }
     }
 
     unsafe fn register(&self, node: &mut Node, me: *const Waiter) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // Nothing to link (nobody sends): the selection wakes by `wake_at`.
+            Inner::Timer(c) => return c.is_ready(),
+        };
+        match &shared.flavor {
             Flavor::Array(c) => {
                 // SAFETY: forwarded from the caller's obligations.
                 unsafe { c.receivers().register(node) };
@@ -591,52 +625,58 @@ impl<T> SelectHandle for Receiver<T> {
             }
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.register(node, false, me) },
-            // Nothing to link (nobody sends): the selection wakes by `wake_at`.
-            Flavor::At(c) => c.is_ready(),
         }
     }
 
     fn unregister(&self, node: &Node, won: bool) {
-        match &self.shared.flavor {
+        let Inner::Chan(shared) = &self.inner else { return };
+        match &shared.flavor {
             Flavor::Array(c) => c.receivers().unregister(node),
             Flavor::List(c) => c.receivers().unregister(node),
             Flavor::Zero(c) => c.unregister(node, false, won),
-            Flavor::At(_) => {}
         }
     }
 
     fn wake_at(&self) -> Option<Instant> {
-        match &self.shared.flavor {
-            Flavor::At(c) => c.wake_at(),
-            _ => None,
+        match &self.inner {
+            Inner::Chan(_) => None,
+            Inner::Timer(c) => c.wake_at(),
         }
     }
 
     unsafe fn accept(&self, token: &mut Token, node: &Node, claim: u32) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // Never linked, so never claimed; a retry is always correct.
+            Inner::Timer(c) => return c.start_recv(token),
+        };
+        match &shared.flavor {
             // A claim is a hint: try again.
             Flavor::Array(c) => c.start_recv(token),
             Flavor::List(c) => c.start_recv(token),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.accept(token, node, false, claim) },
-            // Never linked, so never claimed; a retry is always correct.
-            Flavor::At(c) => c.start_recv(token),
         }
     }
 
     unsafe fn abandon(&self, node: &Node, claim: u32) {
-        match &self.shared.flavor {
+        let Inner::Chan(shared) = &self.inner else { return };
+        match &shared.flavor {
             // Pass the hint on to another receiver.
             Flavor::Array(c) => c.receivers().notify(),
             Flavor::List(c) => c.receivers().notify(),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.abandon(node, false, claim) },
-            Flavor::At(_) => {}
         }
     }
 
     unsafe fn abandon_token(&self, token: &mut Token) {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // The message was taken: it is dropped (the channel is now disconnected).
+            Inner::Timer(c) => return drop(c.read(token)),
+        };
+        match &shared.flavor {
             // Release the slot: take the message and drop it.
             // SAFETY: `token` holds this receiver's uncompleted reservation.
             Flavor::Array(c) => drop(unsafe { c.read(token) }),
@@ -644,8 +684,6 @@ impl<T> SelectHandle for Receiver<T> {
             Flavor::List(c) => drop(unsafe { c.read(token) }),
             // SAFETY: as above.
             Flavor::Zero(c) => unsafe { c.abandon_token(token, false) },
-            // The message was taken: it is dropped (the channel is now disconnected).
-            Flavor::At(c) => drop(c.read(token)),
         }
     }
 }
@@ -656,7 +694,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(c) => c.start_send(token),
             Flavor::List(c) => c.start_send(token),
             Flavor::Zero(c) => c.start_send(token),
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -671,7 +708,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(_) => true,
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.register(node, true, me) },
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -680,7 +716,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(c) => c.senders().unregister(node),
             Flavor::List(_) => {}
             Flavor::Zero(c) => c.unregister(node, true, won),
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -690,7 +725,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(c) => c.start_send(token),
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.accept(token, node, true, claim) },
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -700,7 +734,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::List(_) => {}
             // SAFETY: forwarded from the caller's obligations.
             Flavor::Zero(c) => unsafe { c.abandon(node, true, claim) },
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 
@@ -711,7 +744,6 @@ impl<T> SelectHandle for Sender<T> {
             Flavor::Array(_) | Flavor::List(_) => {}
             // SAFETY: `token` holds this sender's uncompleted reservation.
             Flavor::Zero(c) => unsafe { c.abandon_token(token, true) },
-            Flavor::At(_) => unreachable!("a timer channel has no sender"),
         }
     }
 }
