@@ -16,8 +16,10 @@
 //!   `select! { recv(rx) -> m => ..., recv(after(30 s)) -> _ => ... }` (Go's timeout idiom,
 //!   a fresh `after` per message, never fired) — purloin green threads vs crossbeam-channel
 //!   between OS threads; `*-quiet` replaces the `after` with a channel that stays empty (the
-//!   cost of the `select!` alone); `*-drop` makes and drops one `after(1 h)`. Time per
-//!   round trip (per `after` for `*-drop`).
+//!   cost of the `select!` alone); `*-drop` makes and drops one `after(1 h)`; `*-ready`, on
+//!   one thread, sends a message and selects it against a quiet channel (a `select!` that
+//!   never parks). Time per round trip (per `after` for `*-drop`, per message for
+//!   `*-ready`).
 #![cfg(not(loom))]
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -385,6 +387,28 @@ fn after_select(c: &mut Criterion) {
             let took = crossbeam_select_pingpong(iters, move || quiet.clone());
             drop(keep);
             took
+        })
+    });
+    g.bench_function(BenchmarkId::new("purloin-ready", "1t"), |b| {
+        let (tx, rx) = bounded::<u64>(1);
+        let (_keep, quiet) = bounded::<Instant>(1);
+        b.iter(|| {
+            tx.send(1).unwrap();
+            purloin::select! {
+                recv(rx) -> m => m.unwrap(),
+                recv(quiet) -> _ => unreachable!(),
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel-ready", "1t"), |b| {
+        let (tx, rx) = crossbeam_channel::bounded::<u64>(1);
+        let (_keep, quiet) = crossbeam_channel::bounded::<Instant>(1);
+        b.iter(|| {
+            tx.send(1).unwrap();
+            crossbeam_channel::select! {
+                recv(rx) -> m => m.unwrap(),
+                recv(quiet) -> _ => unreachable!(),
+            }
         })
     });
     g.bench_function(BenchmarkId::new("purloin-drop", "2w"), |b| {

@@ -13,13 +13,16 @@
 //! threads; the only shared state is `taken`. (T1) Receivers race to set it with a swap:
 //! read-modify-writes of one atomic are totally ordered, so exactly one swap sees `false`
 //! and takes the message (Relaxed suffices). Everyone else sees the channel disconnected.
+//!
+//! A selection reserves nothing: the swap happens when the selected receive completes, and
+//! one that lost the race to another receiver completes as a receive on the disconnected
+//! channel it found (which is what any receive would return at that moment).
 
 use std::time::Instant;
 
 use purloin_sched::WaitKind;
 
 use super::error::{RecvTimeoutError, TryRecvError};
-use super::select::Token;
 use crate::loom::{AtomicBool, Ordering};
 use crate::sync::wait_info;
 use crate::sync::waiter::Waiter;
@@ -51,33 +54,25 @@ impl<T> Channel<T> {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    /// Takes the message if it is due (`token.at` set), or "succeeds" without it if it was
-    /// taken (the read then fails: disconnected); false if it is not due yet.
-    pub(crate) fn start_recv(&self, token: &mut Token) -> bool {
-        if self.is_taken() {
-            token.at = false;
-            return true;
-        }
-        if !self.is_due() {
-            return false;
-        }
-        // Relaxed (T1): one swap wins.
-        token.at = !self.taken.swap(true, Ordering::Relaxed);
-        true
+    /// Whether a receive would complete now: the message is due, or was taken (the receive
+    /// then fails: disconnected).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.is_taken() || self.is_due()
     }
 
-    /// The message claimed by `start_recv`, or `Err` if the channel was found disconnected.
-    pub(crate) fn read(&self, token: &mut Token) -> Result<T, ()> {
-        match (core::mem::take(&mut token.at), self.deadline) {
-            (true, Some(d)) => Ok((self.make)(d)),
+    /// Completes a receive found ready: the message, or `Err` if another receiver took it
+    /// (disconnected).
+    pub(crate) fn read(&self) -> Result<T, ()> {
+        match self.deadline {
+            // Relaxed (T1): one swap wins.
+            Some(d) if !self.taken.swap(true, Ordering::Relaxed) => Ok((self.make)(d)),
             _ => Err(()),
         }
     }
 
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
-        let mut token = Token::default();
-        if self.start_recv(&mut token) {
-            self.read(&mut token).map_err(|()| TryRecvError::Disconnected)
+        if self.is_ready() {
+            self.read().map_err(|()| TryRecvError::Disconnected)
         } else {
             Err(TryRecvError::Empty)
         }
@@ -85,10 +80,9 @@ impl<T> Channel<T> {
 
     /// Receives, sleeping until the deadline (or `timeout`, whichever is first).
     pub(crate) fn recv(&self, timeout: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        let mut token = Token::default();
         loop {
-            if self.start_recv(&mut token) {
-                return self.read(&mut token).map_err(|()| RecvTimeoutError::Disconnected);
+            if self.is_ready() {
+                return self.read().map_err(|()| RecvTimeoutError::Disconnected);
             }
             if timeout.is_some_and(|t| Instant::now() >= t) {
                 return Err(RecvTimeoutError::Timeout);
@@ -102,11 +96,6 @@ impl<T> Channel<T> {
             let info = wait_info(WaitKind::ChannelRecv, self, None);
             let _ = Waiter::new().wait(until, info);
         }
-    }
-
-    /// Whether a receive would not wait (the message is due, or was taken).
-    pub(crate) fn is_ready(&self) -> bool {
-        self.is_taken() || self.is_due()
     }
 
     /// The instant a selection must wake up by to take the message, if any.

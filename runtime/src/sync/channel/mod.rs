@@ -404,7 +404,7 @@ impl<T> Receiver<T> {
     unsafe fn complete(&self, token: &mut Token) -> Result<T, RecvError> {
         let shared = match &self.inner {
             Inner::Chan(shared) => shared,
-            Inner::Timer(c) => return c.read(token).map_err(|()| RecvError),
+            Inner::Timer(c) => return c.read().map_err(|()| RecvError),
         };
         // SAFETY: the caller's obligation.
         unsafe {
@@ -597,7 +597,8 @@ impl<T> SelectHandle for Receiver<T> {
     fn try_select(&self, token: &mut Token) -> bool {
         let shared = match &self.inner {
             Inner::Chan(shared) => shared,
-            Inner::Timer(c) => return c.start_recv(token),
+            // Nothing to reserve: the receive takes the message when it completes.
+            Inner::Timer(c) => return c.is_ready(),
         };
         match &shared.flavor {
             Flavor::Array(c) => c.start_recv(token),
@@ -648,7 +649,7 @@ impl<T> SelectHandle for Receiver<T> {
         let shared = match &self.inner {
             Inner::Chan(shared) => shared,
             // Never linked, so never claimed; a retry is always correct.
-            Inner::Timer(c) => return c.start_recv(token),
+            Inner::Timer(c) => return c.is_ready(),
         };
         match &shared.flavor {
             // A claim is a hint: try again.
@@ -671,11 +672,8 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn abandon_token(&self, token: &mut Token) {
-        let shared = match &self.inner {
-            Inner::Chan(shared) => shared,
-            // The message was taken: it is dropped (the channel is now disconnected).
-            Inner::Timer(c) => return drop(c.read(token)),
-        };
+        // A timer channel reserves nothing.
+        let Inner::Chan(shared) = &self.inner else { return };
         match &shared.flavor {
             // Release the slot: take the message and drop it.
             // SAFETY: `token` holds this receiver's uncompleted reservation.

@@ -38,9 +38,6 @@ pub(crate) struct Token {
     pub(crate) array: ArrayToken,
     pub(crate) list: ListToken,
     pub(crate) zero: ZeroToken,
-    /// A timer channel's message was taken (a timer channel found disconnected leaves it
-    /// `false`).
-    pub(crate) at: bool,
 }
 
 /// One end of a channel, seen by a selection.
