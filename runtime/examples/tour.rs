@@ -352,7 +352,7 @@ fn children_signals_timers() {
         let ticker = purloin::time::Ticker::new(Duration::from_millis(1));
         let t = Instant::now();
         for _ in 0..10 {
-            ticker.recv();
+            ticker.recv().unwrap();
         }
         println!("   ticker: 10 ticks of 1 ms in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     })

@@ -675,6 +675,11 @@ impl Scheduler {
             drain_queues(&shared, false);
             report.unfinished = shared.live().saturating_sub(report.leaked);
         }
+        // Nothing fires timers any more: drop them now (a ticker's channel disconnects even
+        // though its `Timer` handle keeps this scheduler's shared state alive).
+        for p in shared.ps.iter() {
+            p.timers.clear();
+        }
         report
     }
 }
