@@ -385,6 +385,7 @@ impl Runtime {
     /// # Panics
     /// If the runtime is shutting down, or this process is a fork of the one that started
     /// it.
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -595,6 +596,11 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 ///
 /// # Panics
 /// If it cannot be started (the OS refused threads or memory): there is nothing to spawn on.
+/// The global runtime if it was started (never starts it).
+pub(crate) fn global_if_started() -> Option<&'static Runtime> {
+    GLOBAL.get()
+}
+
 pub(crate) fn global() -> &'static Runtime {
     GLOBAL.get_or_init(|| {
         Runtime::new().unwrap_or_else(|e| panic!("purloin: cannot start the global runtime: {e}"))
