@@ -280,7 +280,7 @@ impl fmt::Display for StackTrace {
 ///
 /// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let opts = SpawnOptions { name: Some("idle".into()), ..SpawnOptions::default() };
-/// let h = sched.spawn_with(opts, purloin_sched::park).unwrap();
+/// let (h, line) = (sched.spawn_with(opts, purloin_sched::park).unwrap(), line!());
 /// while sched.parked().is_empty() {
 ///     std::thread::yield_now();
 /// }
@@ -290,7 +290,7 @@ impl fmt::Display for StackTrace {
 /// assert_eq!(t.state, GreenState::Parked);
 /// assert!(t.in_state_for.is_some()); // how long it has been parked
 /// assert_eq!(t.spawned_by, None); // spawned from a plain thread
-/// assert_eq!(t.created_at.unwrap().line(), line!() - 9); // the `spawn_with` above
+/// assert_eq!(t.created_at.unwrap().line(), line); // where `spawn_with` was called
 /// assert!(t.backtrace.as_ref().unwrap().contains("park"));
 /// h.thread().unpark();
 /// h.join().unwrap();
