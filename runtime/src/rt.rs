@@ -422,6 +422,7 @@ impl Runtime {
     /// Called from a green thread of this runtime, it just calls `f`. Called from a green
     /// thread of another runtime, `f` still runs on this one (as its root) while the calling
     /// green thread parks.
+    #[track_caller]
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -460,6 +461,7 @@ impl Runtime {
     ///
     /// # Panics
     /// If the runtime cannot be built (the error is in the message), or if `f` panics.
+    #[track_caller]
     pub fn run<F, T>(f: F) -> T
     where
         F: FnOnce() -> T + Send,

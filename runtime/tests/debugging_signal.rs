@@ -263,14 +263,18 @@ fn a_parked_receive_starts_at_the_receive_and_ends_with_its_creation() {
     assert_eq!(h.join().unwrap(), 1);
 }
 
-/// Spawns from a green thread through the facade (`purloin::spawn`, `Builder::spawn`, a
-/// scope) record the place of the call and the spawning green thread.
+/// Spawns through the facade (`block_on`'s root, and from a green thread `purloin::spawn`,
+/// `Builder::spawn`, a scope) record the place of the call and the spawning green thread.
 #[test]
 fn facade_spawns_record_their_place() {
     let _w = rt_common::watchdog("facade spawn places", Duration::from_secs(120));
     let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    let root_line = line!() + 1;
     rt.block_on(|| {
         let me = purloin::current().unwrap().id();
+        let dump = purloin::debugging::dump();
+        let root = dump.threads.iter().find(|t| t.id == me).unwrap();
+        assert_eq!(root.created_at.map(|at| at.line()), Some(root_line), "{dump}");
         let (a, la) = (purloin::spawn(purloin::park), line!());
         let (b, lb) = (purloin::Builder::new().name("b").spawn(purloin::park).unwrap(), line!());
         purloin::scope(|s| {

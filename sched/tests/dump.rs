@@ -493,3 +493,91 @@ fn dump_all_lists_every_running_scheduler() {
     hb.thread().unpark();
     hb.join().unwrap();
 }
+
+/// Dumps of every scheduler racing schedulers that start and shut down: every shutdown ends
+/// (its parked green threads unwound or woken, each exactly once), and no dump shows a
+/// scheduler after its shutdown returned.
+#[test]
+fn dump_all_races_schedulers_starting_and_stopping() {
+    let _w = common::watchdog("dump_all vs shutdown", Duration::from_secs(300));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let dumper = {
+        let (stop, stopped) = (stop.clone(), stopped.clone());
+        std::thread::spawn(move || {
+            let mut dumps = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                let gone = stopped.lock().unwrap().clone();
+                for d in purloin_sched::dump_all() {
+                    assert!(!gone.contains(&d.scheduler), "#{} after its shutdown", d.scheduler);
+                }
+                dumps += 1;
+            }
+            dumps
+        })
+    };
+    let ends = Arc::new(AtomicU64::new(0));
+    for _ in 0..30 {
+        let sched = Builder::new().workers(1).build().unwrap();
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let ends = ends.clone();
+                sched.spawn(move || {
+                    struct End(Arc<AtomicU64>);
+                    impl Drop for End {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    let _end = End(ends);
+                    purloin_sched::park();
+                })
+            })
+            .collect();
+        while sched.parked().len() < 3 {
+            std::thread::yield_now();
+        }
+        let number = sched.number();
+        let report = sched.shutdown_timeout(Duration::from_millis(10));
+        assert_eq!(report.unfinished, 0, "{report:?}");
+        stopped.lock().unwrap().push(number);
+        for h in handles {
+            // Unwound by the shutdown, or woken by it while a dump held it: either way ended.
+            let _ = h.join();
+        }
+    }
+    stop.store(true, Ordering::Release);
+    let dumps = dumper.join().unwrap();
+    assert_eq!(ends.load(Ordering::Relaxed), 90, "each green thread ended exactly once");
+    eprintln!("{dumps} dumps raced 30 shutdowns");
+}
+
+/// A scheduler leaves `dump_all` as soon as its shutdown begins, while that shutdown still
+/// waits for a green thread: a dump never looks at a stopping scheduler.
+#[test]
+fn a_scheduler_leaves_dump_all_when_its_shutdown_begins() {
+    let _w = common::watchdog("dump_all during shutdown", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let number = sched.number();
+    let (running, release) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (r2, l2) = (running.clone(), release.clone());
+    // Runnable until released: the shutdown waits for it.
+    let h = sched.spawn(move || {
+        r2.store(true, Ordering::Release);
+        while !l2.load(Ordering::Acquire) {
+            purloin_sched::yield_now();
+        }
+    });
+    while !running.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    assert!(purloin_sched::dump_all().iter().any(|d| d.scheduler == number));
+    let stopper = std::thread::spawn(move || sched.shutdown_timeout(Duration::from_secs(60)));
+    while purloin_sched::dump_all().iter().any(|d| d.scheduler == number) {
+        std::thread::yield_now();
+    }
+    assert!(!stopper.is_finished(), "left the list before its shutdown ended");
+    release.store(true, Ordering::Release);
+    assert_eq!(stopper.join().unwrap(), purloin_sched::ShutdownReport::default());
+    h.join().unwrap();
+}
