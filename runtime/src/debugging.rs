@@ -181,6 +181,7 @@ use crate::signal::{Signal, Signals};
 /// h.join().unwrap();
 /// ```
 pub fn dump() -> Dump {
+    note_facade_code();
     purloin_sched::current_dump().unwrap_or_else(|| crate::rt::global().scheduler().dump())
 }
 
@@ -257,6 +258,7 @@ impl fmt::Display for ProcessDump {
 /// h.join().unwrap();
 /// ```
 pub fn dump_all() -> ProcessDump {
+    note_facade_code();
     let global = crate::rt::global_if_started().map(|rt| rt.scheduler().number());
     let runtimes = purloin_sched::dump_all()
         .into_iter()
@@ -295,6 +297,7 @@ pub fn dump_on_signal(signal: Signal) -> io::Result<()> {
 pub(crate) fn start_from_env() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        note_facade_code();
         let Ok(v) = std::env::var("PURLOIN_DUMP_SIGNAL") else { return };
         let result = parse_dump_signal(&v)
             .map_err(|e| e.to_string())
@@ -303,6 +306,12 @@ pub(crate) fn start_from_env() {
             eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: {e}; running without a dump signal");
         }
     });
+}
+
+/// Tells the scheduler's dumps where this crate's code is, so that they count its inlined
+/// frames (which optimized builds describe by bare names and files only) as the runtime's.
+fn note_facade_code() {
+    purloin_sched::note_runtime_code("purloin", note_facade_code as fn() as usize);
 }
 
 /// Signal names and numbers (Linux), without the `SIG` prefix; aliases after their signal.

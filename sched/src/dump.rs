@@ -30,11 +30,15 @@
 //! and ends at its own entry function, followed by where it was created. The frames are
 //! sorted by where their code comes from — the runtime's crates (`purloin*`), the standard
 //! library, or the user's — by the function's path, or, for a function inlined without one
-//! (line tables only, as release builds have), by its source file's crate directory, learned
-//! from the frames of the same dump that have paths. Then:
+//! (line tables only, as release builds have), by its source file's crate directory: the
+//! runtime crates' directories are learned by resolving one known function of each (the
+//! facade registers one: [`note_runtime_code`]), the others from the frames of the same dump
+//! that have paths. Then:
 //!
-//! - the walk's own frames (the `backtrace` crate, this module, the context switch that
-//!   visits the stack) are dropped;
+//! - the walk's own frames (the `backtrace` crate, the walker, the context switch that visits
+//!   the stack) are dropped; the walk tells them without symbols: on a parked green thread's
+//!   stack they are the frames below its saved stack pointer, on the caller's own stack the
+//!   frames up to the walker's, known by the start address of the enclosing function;
 //! - the runtime's frames above the first frame of user code are hidden
 //!   ([`StackTrace::hidden`]) except the outermost of them, the call the user made (for a
 //!   channel receive, `Receiver::recv`; for a bare park, `park`): Go shows `chanrecv` where
@@ -448,16 +452,35 @@ impl fmt::Display for ShortDuration {
 struct Ips {
     ips: [usize; MAX_FRAMES],
     len: usize,
+    /// How many of the first frames belong to the walk itself (the walker, and for a parked
+    /// green thread the visit of its stack), found without symbols: see `walk_here`.
+    own: usize,
+    /// For the walk of a parked green thread: its saved stack pointer. The walk's own frames
+    /// are the ones below it (their canonical frame address is at most it); the green
+    /// thread's frames are above.
+    parked_sp: usize,
+}
+
+/// A walk's instruction pointers and how many of the first ones are the walk's own frames.
+struct Walk {
+    ips: Vec<usize>,
+    own: usize,
 }
 
 impl Ips {
-    fn new() -> Ips {
-        Ips { ips: [0; MAX_FRAMES], len: 0 }
+    fn new(parked_sp: usize) -> Ips {
+        Ips { ips: [0; MAX_FRAMES], len: 0, own: 0, parked_sp }
     }
 
-    /// Walks the current stack into `self` (no allocation, no lock).
+    /// Walks the current stack into `self` (no allocation, no lock), counting the walk's own
+    /// first frames: on a parked green thread's stack, those below its saved stack pointer;
+    /// on the caller's own stack, those up to this function's frame, recognized by the start
+    /// address of the function that encloses it (so neither needs a symbol name, which an
+    /// optimized build may not keep for an inlined frame).
     #[inline(never)]
     fn walk_here(&mut self) {
+        let me = Ips::walk_here as fn(&mut Ips) as usize;
+        let mut found = false;
         // SAFETY: `trace_unsynchronized` requires that no other thread walks with it at the
         // same time *through the same unwinder state*: libgcc's `_Unwind_Backtrace` keeps no
         // global mutable state besides its own locked frame-description caches, so concurrent
@@ -467,11 +490,27 @@ impl Ips {
                 if self.len == MAX_FRAMES {
                     return false;
                 }
+                if !found {
+                    if self.parked_sp != 0 {
+                        if frame.sp() as usize <= self.parked_sp {
+                            self.own = self.len + 1;
+                        } else {
+                            found = true;
+                        }
+                    } else if frame.symbol_address() as usize == me {
+                        self.own = self.len + 1;
+                        found = true;
+                    }
+                }
                 self.ips[self.len] = frame.ip() as usize;
                 self.len += 1;
                 true
             })
         };
+    }
+
+    fn walk(&self) -> Walk {
+        Walk { ips: self.ips[..self.len].to_vec(), own: self.own }
     }
 }
 
@@ -566,17 +605,35 @@ struct Sorter {
 }
 
 impl Sorter {
-    fn learn(frames: &[Vec<Frame>]) -> Sorter {
-        let mut roots: Vec<(std::path::PathBuf, Origin)> = Vec::new();
-        for f in frames.iter().flatten() {
-            let (Some(name), Some(file)) = (&f.function, &f.file) else { continue };
-            let Some(krate) = crate_of(name) else { continue };
-            let Some(root) = source_root(file) else { continue };
-            if !roots.iter().any(|(r, _)| r == root) {
-                roots.push((root.to_path_buf(), Self::origin_of_crate(krate)));
+    fn learn<'a>(walks: impl Iterator<Item = &'a Vec<Vec<Frame>>>) -> Sorter {
+        let mut sorter = Sorter { roots: Vec::new() };
+        // The runtime's own functions first: their crates are known without their names.
+        for (addr, krate) in runtime_code() {
+            // The entry address itself: no return address to step back from.
+            let mut file = None;
+            backtrace::resolve((addr + 1) as *mut core::ffi::c_void, |sym| {
+                file = file.take().or_else(|| sym.filename().map(|p| p.to_path_buf()));
+            });
+            if let Some(file) = file {
+                sorter.note(&file, Self::origin_of_crate(krate));
             }
         }
-        Sorter { roots }
+        for f in walks.flatten().flatten() {
+            let (Some(name), Some(file)) = (&f.function, &f.file) else { continue };
+            let Some(krate) = crate_of(name) else { continue };
+            sorter.note(file, Self::origin_of_crate(krate));
+        }
+        sorter
+    }
+
+    /// Remembers that `file`'s crate source directory holds code of `origin` (the first
+    /// word on a directory stands).
+    fn note(&mut self, file: &std::path::Path, origin: Origin) {
+        if let Some(root) = source_root(file)
+            && !self.roots.iter().any(|(r, _)| r == root)
+        {
+            self.roots.push((root.to_path_buf(), origin));
+        }
     }
 
     fn origin_of_crate(krate: &str) -> Origin {
@@ -609,26 +666,18 @@ impl Sorter {
         }
     }
 
-    /// Cuts one walk's frames (innermost first) as the [module docs](self) say.
-    fn cut(&self, mut frames: Vec<Frame>) -> StackTrace {
-        // The walk's own frames: up to the walker's last function, then the context switch
-        // that visited the stack (and, under it, the parked green thread's own switch into
-        // purloin_context, which is no wait of its).
-        let walker = frames.iter().rposition(|f| {
-            f.function.as_deref().is_some_and(|n| WALKER_FUNCTIONS.iter().any(|w| n.starts_with(w)))
-        });
-        if let Some(w) = walker {
+    /// Cuts one walk's frames (innermost first, the walk's own frames already left out) as
+    /// the [module docs](self) say. With `by_name`, the walk could not tell its own frames
+    /// apart: they are found by the walker's function names.
+    fn cut(&self, mut frames: Vec<Frame>, by_name: bool) -> StackTrace {
+        if by_name
+            && let Some(w) = frames.iter().rposition(|f| {
+                f.function
+                    .as_deref()
+                    .is_some_and(|n| WALKER_FUNCTIONS.iter().any(|w| n.starts_with(w)))
+            })
+        {
             frames.drain(..=w);
-            let context = RUNTIME_CRATES.iter().position(|c| *c == "purloin_context");
-            let n = frames
-                .iter()
-                .take_while(|f| {
-                    let origin = self.origin(f);
-                    origin == Origin::Runtime(context.unwrap_or(usize::MAX))
-                        || f.function.as_deref().is_some_and(|n| n.starts_with("_Unwind"))
-                })
-                .count();
-            frames.drain(..n);
         }
         // The walk ends at the trampoline, or at a zero return address past it.
         while frames.last().is_some_and(|f| f.ip == 0) {
@@ -656,14 +705,14 @@ impl Sorter {
                     .take_while(|(f, o)| matches!(o, Origin::Runtime(_)) && is_switch(f))
                     .count()
                     .min(frames.len().saturating_sub(1));
-                let sched = RUNTIME_CRATES.iter().position(|c| *c == "purloin_sched");
-                let context = RUNTIME_CRATES.iter().position(|c| *c == "purloin_context");
+                let (sched, context) =
+                    (crate_index("purloin_sched"), crate_index("purloin_context"));
                 let entry = origins[start..]
                     .iter()
                     .rev()
                     .take_while(|o| match o {
                         Origin::Std | Origin::Unknown => true,
-                        Origin::Runtime(i) => Some(*i) == sched || Some(*i) == context,
+                        Origin::Runtime(i) => *i == sched || *i == context,
                         Origin::User => false,
                     })
                     .count()
@@ -686,43 +735,111 @@ fn is_switch(f: &Frame) -> bool {
 }
 
 /// Resolves captured instruction pointers to frames (one per inlined function).
-fn resolve(ips: &[usize]) -> Vec<Frame> {
-    let mut frames = Vec::new();
-    for &ip in ips {
-        let mut any = false;
-        backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
-            any = true;
-            frames.push(Frame {
-                ip,
-                function: sym.name().map(|n| format!("{n:#}")),
-                file: sym.filename().map(|p| p.to_path_buf()),
-                line: sym.lineno(),
+/// (One group of frames per instruction pointer: the functions inlined there, innermost
+/// first, then the function the code belongs to.)
+fn resolve(ips: &[usize]) -> Vec<Vec<Frame>> {
+    ips.iter()
+        .map(|&ip| {
+            let mut frames = Vec::new();
+            backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
+                frames.push(Frame {
+                    ip,
+                    function: sym.name().map(|n| format!("{n:#}")),
+                    file: sym.filename().map(|p| p.to_path_buf()),
+                    line: sym.lineno(),
+                });
             });
-        });
-        if !any {
-            frames.push(Frame { ip, function: None, file: None, line: None });
-        }
-    }
-    frames
+            if frames.is_empty() {
+                frames.push(Frame { ip, function: None, file: None, line: None });
+            }
+            frames
+        })
+        .collect()
 }
 
 /// Symbolizes the captured walks of one dump and cuts each into a [`StackTrace`].
-fn symbolize(walks: Vec<Vec<usize>>) -> Vec<StackTrace> {
-    let resolved: Vec<Vec<Frame>> = walks.iter().map(|ips| resolve(ips)).collect();
-    let sorter = Sorter::learn(&resolved);
-    resolved.into_iter().map(|frames| sorter.cut(frames)).collect()
+fn symbolize(walks: &[&Walk]) -> Vec<StackTrace> {
+    let resolved: Vec<Vec<Vec<Frame>>> = walks.iter().map(|w| resolve(&w.ips)).collect();
+    let sorter = Sorter::learn(resolved.iter());
+    resolved
+        .into_iter()
+        .zip(walks)
+        .map(|(mut groups, w)| {
+            // The walk's own frames, then, on a parked green thread's stack, the visit's
+            // function that its switch called on its way back in (code of purloin_context
+            // alone: the green thread's frame has the scheduler's code around it).
+            let mut own = w.own.min(groups.len());
+            if w.own > 0 {
+                let context = Origin::Runtime(crate_index("purloin_context"));
+                own += groups[own..]
+                    .iter()
+                    .take_while(|g| g.iter().all(|f| sorter.origin(f) == context))
+                    .count();
+            }
+            let frames = groups.split_off(own).into_iter().flatten().collect();
+            sorter.cut(frames, w.own == 0)
+        })
+        .collect()
+}
+
+/// The index of `krate` in [`RUNTIME_CRATES`].
+fn crate_index(krate: &str) -> usize {
+    RUNTIME_CRATES.iter().position(|c| *c == krate).expect("one of the runtime's crates")
+}
+
+/// Functions of the runtime's crates above this one (the facade), each with its crate's
+/// name, registered with [`note_runtime_code`].
+static RUNTIME_CODE: std::sync::Mutex<Vec<(usize, &'static str)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Registers the function at `addr` as code of `krate`, a crate of the runtime built on this
+/// one (the `purloin` facade registers itself when it builds a runtime). A dump resolves it
+/// to learn the crate's source directory, so that it can tell that crate's inlined frames,
+/// which optimized builds describe by bare names and files only, from the user's. Unknown
+/// crate names are ignored.
+///
+/// # Examples
+///
+/// ```
+/// fn some_function_of_the_facade() {}
+/// purloin_sched::note_runtime_code("purloin", some_function_of_the_facade as fn() as usize);
+/// ```
+#[doc(hidden)]
+pub fn note_runtime_code(krate: &'static str, addr: usize) {
+    if !RUNTIME_CRATES.contains(&krate) {
+        return;
+    }
+    let mut code = RUNTIME_CODE.lock().unwrap_or_else(|e| e.into_inner());
+    if !code.iter().any(|(_, k)| *k == krate) {
+        code.push((addr, krate));
+    }
+}
+
+/// The functions a dump resolves first to learn the runtime crates' source directories: one
+/// of this crate, one of `purloin_context`, and the registered ones.
+fn runtime_code() -> Vec<(usize, &'static str)> {
+    let mut code = vec![
+        (Ips::walk_here as fn(&mut Ips) as usize, "purloin_sched"),
+        (
+            purloin_context::is_abandon_payload as fn(&(dyn core::any::Any + Send)) -> bool
+                as usize,
+            "purloin_context",
+        ),
+    ];
+    code.extend(RUNTIME_CODE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied());
+    code
 }
 
 /// Captures the stack of the parked green thread `g` of `generation`, or returns `None` if it
 /// is no longer parked (or has no stack to walk). Leaves it parked, or queues it if an unpark
 /// arrived during the walk.
-fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize>> {
+fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
     if !g.begin_inspect(generation) {
         return None;
     }
-    let mut ips = Ips::new();
     // SAFETY: INSPECTED: the dump owns the G's cells (D1), like g0 owns a PARKING G.
     let ctx = unsafe { g.context.with_mut(|c| (*c).take()) };
+    let mut ips = Ips::new(ctx.as_ref().map_or(0, |c| c.stack_pointer()));
     let mut walked = false;
     if let Some(mut ctx) = ctx {
         // SAFETY: as above.
@@ -745,14 +862,14 @@ fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize
         // An unpark arrived meanwhile and left its token: we queue it (D2).
         crate::ready::schedule(g, shared, false);
     }
-    walked.then(|| ips.ips[..ips.len].to_vec())
+    walked.then(|| ips.walk())
 }
 
 /// A dump whose stacks are walked but not yet symbolized.
 struct Captured {
     dump: Dump,
-    /// Instruction pointers of each walked stack, with the index of its thread.
-    walks: Vec<(usize, Vec<usize>)>,
+    /// Each walked stack, with the index of its thread.
+    walks: Vec<(usize, Walk)>,
 }
 
 /// Dumps the green threads of `shared`; with `backtraces`, walks the stacks of the parked ones
@@ -765,9 +882,8 @@ pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
 /// Symbolizes the walks of `captured` (on the caller's stack, after every green thread was
 /// let go), learning the crates' source directories from all of them at once.
 fn finish(captured: Vec<Captured>) -> Vec<Dump> {
-    let walks: Vec<Vec<usize>> =
-        captured.iter().flat_map(|c| c.walks.iter().map(|(_, ips)| ips.clone())).collect();
-    let mut traces = symbolize(walks).into_iter();
+    let walks: Vec<&Walk> = captured.iter().flat_map(|c| c.walks.iter().map(|(_, w)| w)).collect();
+    let mut traces = symbolize(&walks).into_iter();
     captured
         .into_iter()
         .map(|c| {
@@ -789,7 +905,7 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
     // Durations are measured against a precise reading (which also refreshes the clock).
     let now = crate::clock::refresh();
     let mut threads = Vec::new();
-    let mut walks: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut walks: Vec<(usize, Walk)> = Vec::new();
     registry().for_each(|gref| {
         if !gref.try_ref() {
             return;
@@ -815,9 +931,9 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
                 let trace = if !backtraces {
                     None
                 } else if me == Some(gref) {
-                    let mut ips = Ips::new();
+                    let mut ips = Ips::new(0);
                     ips.walk_here();
-                    Some(ips.ips[..ips.len].to_vec())
+                    Some(ips.walk())
                 } else if state == GreenState::Parked {
                     capture_parked(gref, generation, shared)
                 } else {

@@ -86,6 +86,9 @@ union Bound {
     identity: Option<GreenThread>,
 }
 
+// The spawn's facts share the identity's two words: task cells do not grow for them.
+const _: () = assert!(size_of::<Bound>() == size_of::<Option<GreenThread>>());
+
 /// Who spawned a lazily spawned green thread, and where.
 #[derive(Clone, Copy)]
 struct Spawn {

@@ -95,6 +95,7 @@ pub use builder::{Builder, SpawnOptions};
 #[cfg(not(loom))]
 pub use dump::{
     Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    note_runtime_code,
 };
 pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
