@@ -26,36 +26,22 @@
 //!
 //! # What a backtrace shows
 //!
-//! A dump reads like Go's: a parked green thread's stack starts at the wait its code called
-//! and ends at its own entry function, followed by where it was created. The frames are
-//! sorted by where their code comes from — the runtime's crates (`purloin*`), the standard
-//! library, or the user's — by the function's path, or, for a function inlined without one
-//! (line tables only, as release builds have), by its source file's crate directory: the
-//! runtime crates' directories are learned by resolving one known function of each (the
-//! facade registers one: [`note_runtime_code`]), the others from the frames of the same dump
-//! that have paths. Then:
-//!
-//! - the walk's own frames (the `backtrace` crate, the walker, the context switch that visits
-//!   the stack) are dropped; the walk tells them without symbols: on a parked green thread's
-//!   stack they are the frames below its saved stack pointer, on the caller's own stack the
-//!   frames up to the walker's, known by the start address of the enclosing function;
-//! - the runtime's frames above the first frame of user code are hidden
-//!   ([`StackTrace::hidden`]) except the outermost of them, the call the user made (for a
-//!   channel receive, `Receiver::recv`; for a bare park, `park`): Go shows `chanrecv` where
-//!   the scheduler's `gopark` and `mcall` sit above it;
-//! - everything below the last frame of user code (the entry trampoline, the task's call,
-//!   `catch_unwind`, the facade's wrappers) is the runtime's way in
-//!   ([`StackTrace::entry`]), shown as one line.
-//!
-//! A stack with no user frame at all (a green thread running a runtime function directly,
-//! such as `spawn(park)`) hides only the switch machinery above the wait and collapses only
-//! the scheduler's own entry frames.
+//! See [`StackTrace`]: the walk's own frames are dropped, the scheduler's park and switch
+//! frames hidden, its way in collapsed. How the walk tells its own frames without symbols
+//! (an optimized build names inlined frames without their paths): on a parked green thread's
+//! stack they are the frames below its saved stack pointer, then the visit function that
+//! `purloin_context` calls from the green thread's switch on its way in; on the caller's own
+//! stack, the frames up to the walker's, known by the start address of the enclosing
+//! function. Frames are sorted by crate (`Origin`) by their paths, or by their files' crate
+//! source directories, learned by resolving one known function of each runtime crate
+//! ([`note_runtime_code`] for the facade) and from the path-named frames of the same dump.
 //!
 //! # Which schedulers
 //!
 //! Every scheduler of the process is listed, weakly, from its start until its shutdown
-//! begins ([`dump_all`]); a shutdown waits for a dump of every scheduler in progress, so a
-//! dump never holds a green thread of a scheduler that is stopping.
+//! begins ([`dump_all`]). A shutdown that begins while a `dump_all` looks at green threads
+//! waits until it is done looking, so a dump never holds a green thread of a scheduler that
+//! is stopping.
 //!
 //! # Memory ordering
 //!
@@ -199,11 +185,28 @@ pub struct Frame {
     pub line: Option<u32>,
 }
 
-/// A symbolized backtrace of a green thread's own stack, innermost frame first: for a parked
-/// green thread, from the wait its code called (the runtime's park and switch frames above it
-/// are in [`hidden`](Self::hidden)) to the green thread's own entry function (the runtime's
-/// frames below it are in [`entry`](Self::entry)). See the [module docs](self) for how frames
-/// are sorted.
+/// A symbolized backtrace of a green thread's own stack, innermost frame first, cut to read
+/// like Go's traceback: for a parked green thread, from the wait its code called to its own
+/// entry function.
+///
+/// Each frame is sorted by where its code comes from — the runtime's crates (`purloin*`), the
+/// standard library, or the user's (anything else) — by the function's path, or, for a
+/// function inlined without one (line tables only, as release builds have), by its source
+/// file's crate directory. Then:
+///
+/// - the walk's own frames (the `backtrace` crate, the walker, the context switch that visits
+///   the stack) are dropped;
+/// - the runtime's frames above the first frame of user code go to [`hidden`](Self::hidden),
+///   except the outermost of them, the call the user made, which comes first in
+///   [`frames`](Self::frames) (for a channel receive `Receiver::recv`, for a bare park
+///   `park`), as Go shows `chanrecv` and not the `gopark` and `mcall` above it;
+/// - everything below the last frame of user code (the entry trampoline, the task's call,
+///   `catch_unwind`, the facade's wrappers) is the runtime's way in,
+///   [`entry`](Self::entry), which `Display` shows as one line.
+///
+/// A stack with no user frame at all (a green thread running a runtime function directly,
+/// such as `spawn(park)`) hides only the scheduler's switch above the wait and collapses only
+/// the scheduler's own entry frames.
 ///
 /// # Examples
 ///
@@ -667,7 +670,7 @@ impl Sorter {
     }
 
     /// Cuts one walk's frames (innermost first, the walk's own frames already left out) as
-    /// the [module docs](self) say. With `by_name`, the walk could not tell its own frames
+    /// [`StackTrace`] says. With `by_name`, the walk could not tell its own frames
     /// apart: they are found by the walker's function names.
     fn cut(&self, mut frames: Vec<Frame>, by_name: bool) -> StackTrace {
         if by_name

@@ -683,10 +683,12 @@ mod tests {
 
     /// A G record is memory every parked green thread keeps (a million parked threads hold a
     /// million records), so its size is pinned here: a field that grows it fails this test and
-    /// has to earn its bytes (or share a word with another field).
+    /// has to earn its bytes (or share a word with another field). The spawn's place
+    /// (`created_at`, 8 bytes) earns them as Go's `gopc` does: a dump shows where every
+    /// green thread was created.
     #[test]
     fn record_size_is_pinned() {
         assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
-        assert!(size_of::<G>() <= 208, "G record grew to {} bytes", size_of::<G>());
+        assert!(size_of::<G>() <= 216, "G record grew to {} bytes", size_of::<G>());
     }
 }
