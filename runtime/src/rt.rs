@@ -541,6 +541,7 @@ impl Runtime {
     /// # Panics
     /// If the runtime is shutting down, or this process is a fork of the one that started
     /// it.
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -577,6 +578,7 @@ impl Runtime {
     /// Called from a green thread of this runtime, it just calls `f`. Called from a green
     /// thread of another runtime, `f` still runs on this one (as its root) while the calling
     /// green thread parks.
+    #[track_caller]
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -617,6 +619,7 @@ impl Runtime {
     ///
     /// # Panics
     /// If the runtime cannot be built (the error is in the message), or if `f` panics.
+    #[track_caller]
     pub fn run<F, T>(f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -773,8 +776,7 @@ pub(crate) fn global() -> &'static Runtime {
     })
 }
 
-/// The global runtime if it has started.
-#[allow(dead_code)]
+/// The global runtime if it has started (never starts it).
 pub(crate) fn global_if_started() -> Option<&'static Runtime> {
     GLOBAL.get()
 }

@@ -21,6 +21,7 @@ use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
 /// # Panics
 /// If the runtime is shutting down, or the global runtime cannot start (use
 /// [`Builder::spawn`] to get these as errors).
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -48,6 +49,7 @@ where
 ///
 /// # Panics
 /// As [`spawn`].
+#[track_caller]
 pub fn spawn_urgent<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -130,6 +132,7 @@ impl Builder {
     /// message names the cause and the fix); a pinned spawn outside a green thread; a spawn
     /// from outside in a child process forked after the global runtime started (its worker
     /// threads exist only in the parent).
+    #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -166,6 +169,7 @@ impl Builder {
     ///
     /// # Errors
     /// As [`Builder::spawn`].
+    #[track_caller]
     pub fn spawn_scoped<'scope, 'env, F, T>(
         self,
         scope: &'scope crate::Scope<'scope, 'env>,

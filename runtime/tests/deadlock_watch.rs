@@ -12,7 +12,8 @@
 //!   owner on a green thread stuck on a lock, `main` blocking on a green thread's future,
 //!   `block_on`'s root; with 1 and with 4 workers.
 //!
-//! - *With the runtime's helper threads running* (a trace writer, a schedtrace printer): a
+//! - *With the runtime's helper threads running* (a trace writer, a schedtrace printer, a
+//!   dump on a signal): a
 //!   wait that cannot end is still reported.
 //! - *The watch turned off* (`PURLOIN_DEADLOCK=0`): a wait that cannot end stays silent.
 //!
@@ -342,7 +343,8 @@ impl Case {
         )
     }
 
-    /// The runtime's helper threads (a trace writer, a schedtrace printer) for the
+    /// The runtime's helper threads (a trace writer, a schedtrace printer, a dump on a signal
+    /// with its signal dispatcher) for the
     /// `helpers` kind: they must not make a deadlock uncertain.
     fn extra_env(&self) -> Vec<(String, String)> {
         if self.kind != "helpers" {
@@ -356,6 +358,7 @@ impl Case {
         vec![
             ("PURLOIN_TRACE".into(), file.display().to_string()),
             ("PURLOIN_SCHEDTRACE".into(), "100".into()),
+            ("PURLOIN_DUMP_SIGNAL".into(), "SIGUSR2".into()),
         ]
     }
 

@@ -94,7 +94,8 @@ pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
 #[cfg(not(loom))]
 pub use dump::{
-    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
+    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    note_runtime_code,
 };
 pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
@@ -138,6 +139,7 @@ pub use timer::{Timer, call_at, call_every};
 /// });
 /// assert_eq!(h.join().unwrap(), 42);
 /// ```
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
