@@ -61,8 +61,8 @@
 //! Every change of state stamps the G with the coarse clock (`clock`: one load and one store,
 //! no OS clock read on the park, wake and switch paths); a dump subtracts the stamp from a
 //! precise reading. The result is never less than the true time in the state and exceeds it
-//! by at most the clock's lag (10 ms while the monitor runs). The spawner's id and the spawn's
-//! place in the source (the spawn functions are `#[track_caller]`: one pointer to a
+//! by at most the coarse clock's lag (one monitor tick while the monitor runs). The
+//! spawner's id and the spawn's place in the source (the spawn functions are `#[track_caller]`: one pointer to a
 //! `'static` [`Location`]) are written into the G when its record is prepared (for a lazy
 //! spawn, kept in the task cell until then, in the identity's slot, which holds them until
 //! the identity is made).
