@@ -30,7 +30,7 @@ fn main() {
     parked_green_threads();
     panics_reach_join();
     stack_overflow();
-    process_workflow();
+    machine_workflow();
     echo_over_loopback();
     children_signals_timers();
     scheduler_stats();
@@ -265,9 +265,9 @@ fn overflow_child() -> ! {
 
 /// Part 7: Seed 003's state machines (`purloin::machine`) stepped by the same scheduler, no
 /// stack each.
-fn process_workflow() {
+fn machine_workflow() {
     section(
-        "state machines: a crawl workflow of processes with fetch commands answered by handlers",
+        "state machines: a crawl workflow of machines with fetch commands answered by handlers",
     );
     let t = Instant::now();
     let summary = machines::run();

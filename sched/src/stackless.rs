@@ -1,7 +1,7 @@
 //! Stackless tasks: units of work that run on the same processors, queues, stealing and
 //! wake-ups as green threads, but without a stack of their own. A task is *stepped* on the
 //! worker's own stack; between steps it waits (parked, like a green thread) until something
-//! unparks it. This is what purloin's process host (seed 003's state machines) runs on.
+//! unparks it. This is what purloin's state-machine host (`purloin::machine`) runs on.
 
 use core::any::Any;
 use std::io;

@@ -571,7 +571,7 @@ pub enum WaitKind {
     Once,
     /// I/O readiness.
     Io,
-    /// A message (processes).
+    /// A message (the state machines of `purloin::machine`).
     Message,
 }
 
