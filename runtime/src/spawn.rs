@@ -68,7 +68,7 @@ where
 /// use purloin::{Builder, StackSize};
 ///
 /// let h = Builder::new()
-///     .name("worker-1")
+///     .name("worker-1".into())
 ///     .stack_size(StackSize::Large) // deep recursion ahead
 ///     .spawn(|| purloin::current().unwrap().name())
 ///     .unwrap();
@@ -86,8 +86,11 @@ impl Builder {
     }
 
     /// Names the green thread (shown by `current().name()`, overflow and deadlock reports).
-    pub fn name(mut self, name: impl Into<String>) -> Builder {
-        self.opts.name = Some(name.into().into());
+    ///
+    /// Takes a `String`, as [`std::thread::Builder::name`] does, so that code written for
+    /// std threads (`.name("worker".into())`, `.name(format!(..))`) builds unchanged.
+    pub fn name(mut self, name: String) -> Builder {
+        self.opts.name = Some(name.into());
         self
     }
 
@@ -161,7 +164,10 @@ impl Builder {
     /// ```
     /// let mut hits = 0;
     /// purloin::scope(|s| {
-    ///     let h = purloin::Builder::new().name("counter").spawn_scoped(s, || hits += 1).unwrap();
+    ///     let h = purloin::Builder::new()
+    ///         .name("counter".into())
+    ///         .spawn_scoped(s, || hits += 1)
+    ///         .unwrap();
     ///     h.join().unwrap();
     /// });
     /// assert_eq!(hits, 1);

@@ -258,7 +258,7 @@ fn stuck(name: &str, place: Place) -> Result<(), String> {
             let started = Arc::new(AtomicBool::new(false));
             let s2 = started.clone();
             let child = purloin::Builder::new()
-                .name("waits-forever")
+                .name("waits-forever".into())
                 .spawn(move || {
                     s2.store(true, Ordering::SeqCst);
                     loop {
@@ -282,9 +282,10 @@ fn stuck(name: &str, place: Place) -> Result<(), String> {
                 _ => Some(purloin::Runtime::new().unwrap()),
             };
             let h = match &rt {
-                None => {
-                    purloin::Builder::new().name("parked-first").spawn(move || rx.recv()).unwrap()
-                }
+                None => purloin::Builder::new()
+                    .name("parked-first".into())
+                    .spawn(move || rx.recv())
+                    .unwrap(),
                 Some(rt) => rt.spawn(move || rx.recv()),
             };
             let stats = || rt.as_ref().map_or_else(purloin::stats, |rt| rt.stats());

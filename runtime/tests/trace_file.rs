@@ -30,7 +30,7 @@ fn program(rt: &purloin::Runtime) {
         let (tx1, rx1) = purloin::sync::channel::bounded::<u32>(0);
         let (tx2, rx2) = purloin::sync::channel::bounded::<u32>(0);
         let echo = purloin::Builder::new()
-            .name("echo")
+            .name("echo".into())
             .spawn(move || {
                 for v in rx1.iter() {
                     tx2.send(v).unwrap();

@@ -581,8 +581,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // from it for long, poll here so I/O waiters are not starved (Go's sysmon, 10 ms).
         if busy {
             crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
-            // Due timers of workers busy running a green thread (issue 20 item 2; `timers`).
-            crate::timers::fire_for_busy(shared.active(), shared.epoch);
+            // Due timers of workers busy running a green thread (issue 20 item 2; `timer_heap`).
+            crate::timer_heap::fire_for_busy(shared.active(), shared.epoch);
         }
         // Busy workers alone do not keep the 20 µs pace: the monitor would wake ~10^4 times
         // a second in a busy server (each a futex wait and a thread switch) for checks that

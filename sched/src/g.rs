@@ -593,7 +593,7 @@ impl G {
         self.state.store(word(generation, FREE), Ordering::Release);
     }
 
-    /// Whether this G is a stackless task's record (a process step), not a green thread
+    /// Whether this G is a stackless task's record (a state-machine step), not a green thread
     /// (caller holds a reference or knows the G is alive).
     pub(crate) fn is_step(&self) -> bool {
         // SAFETY: the step task is written only at spawn (before the G is published) and

@@ -52,6 +52,7 @@
 
 mod blocking;
 mod builder;
+mod callback_timer;
 mod cells;
 mod clock;
 #[cfg(not(loom))]
@@ -86,12 +87,12 @@ mod switch;
 mod sync;
 mod task;
 mod thread;
-mod timer;
-mod timers;
+mod timer_heap;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
+pub use callback_timer::{Timer, call_at, call_every};
 #[cfg(not(loom))]
 pub use dump::{
     Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
@@ -121,7 +122,6 @@ pub use thread::{
     in_green_thread, park, park_deadline, park_timeout, preemption_point, set_current_locals,
     set_wait_info, sleep, sleep_until, yield_now,
 };
-pub use timer::{Timer, call_at, call_every};
 
 /// Spawns a green thread on the scheduler running the current green thread.
 ///

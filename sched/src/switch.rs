@@ -194,7 +194,7 @@ impl M {
         let p = self.p();
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // While stepping, a task this one wakes goes to runnext (like a green thread's wake-up):
-        // a process ring stays on one core instead of being stolen hop by hop.
+        // a state-machine ring stays on one core instead of being stolen hop by hop.
         self.stepping.set(true);
         let outcome = if g.is_cancelled() {
             panic::catch_unwind(AssertUnwindSafe(|| task.cancel()))

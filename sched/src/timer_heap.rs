@@ -30,7 +30,7 @@
 //! covers the workers that were already asleep when the timer was added.
 //!
 //! Exactly-once: an action is taken out of the map under the lock, by one firer or by
-//! `delete`, never both (model `timers::loom_tests`).
+//! `delete`, never both (model `timer_heap::loom_tests`).
 //!
 //! # Memory ordering
 //!
