@@ -276,7 +276,8 @@ fn facade_spawns_record_their_place() {
         let root = dump.threads.iter().find(|t| t.id == me).unwrap();
         assert_eq!(root.created_at.map(|at| at.line()), Some(root_line), "{dump}");
         let (a, la) = (purloin::spawn(purloin::park), line!());
-        let (b, lb) = (purloin::Builder::new().name("b").spawn(purloin::park).unwrap(), line!());
+        let (b, lb) =
+            (purloin::Builder::new().name("b".into()).spawn(purloin::park).unwrap(), line!());
         purloin::scope(|s| {
             let (c, lc) = (s.spawn(purloin::park), line!());
             while purloin::debugging::dump().count(GreenState::Parked) < 3 {
