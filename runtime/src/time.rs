@@ -86,7 +86,7 @@ pub fn sleep_until(deadline: Instant) {
 /// A channel that receives one message, `duration` from now (Go's `time.After`): the
 /// deadline, `Instant::now() + duration`. Once it is received the channel is disconnected
 /// (further receives fail; of several clones, one receives it). A duration too long to
-/// represent never fires ([`never`]).
+/// represent never fires ([`never()`]).
 ///
 /// # Cost: no timer until someone waits
 ///
@@ -158,7 +158,7 @@ fn never_made<T>(_: Instant) -> T {
 
 /// A channel that receives the time every `period`; dropping the receiver stops it at its
 /// next tick. See [`Ticker`] for one that stops at once and for the delivery rules. A period
-/// too long to represent never ticks (the receiver is a [`never`]), as for [`after`].
+/// too long to represent never ticks (the receiver is a [`never()`]), as for [`after`].
 ///
 /// # Panics
 /// If `period` is zero (a ticker that fires continuously is a busy loop).
