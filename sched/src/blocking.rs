@@ -581,7 +581,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // from it for long, poll here so I/O waiters are not starved (Go's sysmon, 10 ms).
         if busy {
             crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
-            // Due timers of workers busy running a green thread (issue 20 item 2; `timer_heap`).
+            // Due timers of workers busy running a green thread (`timer_heap`).
             crate::timer_heap::fire_for_busy(shared.active(), shared.epoch);
         }
         // Busy workers alone do not keep the 20 µs pace: the monitor would wake ~10^4 times

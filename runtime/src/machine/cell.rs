@@ -2,12 +2,12 @@
 //! the machine — drains its events, calls [`Machine::step`], dispatches the yields — and
 //! then, inline, the machines that step woke (`chain.rs`).
 //!
-//! # States (seed 003)
+//! # States
 //!
-//! The machine's own `state` word holds seed 003's state and **decides who runs the
+//! The machine's own `state` word holds the machine's state and **decides who runs the
 //! machine**; the scheduler's task underneath is only one way to get it run:
 //!
-//! | seed 003 | `state`    | who owns the machine                                        |
+//! | state    | `state`    | who owns the machine                                        |
 //! |----------|------------|-------------------------------------------------------------|
 //! | Ready    | `READY`    | its task, queued in the scheduler (or about to be)          |
 //! | Running  | `RUNNING`  | the worker stepping it (or about to: an inline hand-off)    |
@@ -23,7 +23,7 @@
 //! next step claims it `READY => RUNNING`). A machine handed off inline never touches its
 //! task: the task stays parked in the scheduler.
 //!
-//! **The wakeup flag** of seed 003 ("a handler completes a yield while the worker still owns
+//! **The wakeup flag** ("a handler completes a yield while the worker still owns
 //! the machine") is the `NOTIFY` bit: an event for a machine that is `RUNNING` (or `READY`,
 //! or `BLOCKED` by a message) sets it; the worker, ending a step with Idle or WaitYields,
 //! parks with a CAS from plain `RUNNING`, which fails while `NOTIFY` is set: it clears the
@@ -88,7 +88,7 @@ use super::{
 };
 use crate::loom::{AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell, lock};
 
-/// `state` values (seed 003's states), in the low bits.
+/// `state` values (the machine's states), in the low bits.
 pub(crate) const READY: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;
 pub(crate) const BLOCKED: u32 = 2;

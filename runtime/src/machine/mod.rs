@@ -1,4 +1,4 @@
-//! State machines stepped by the work-stealing scheduler (seed 003): like Erlang processes,
+//! State machines stepped by the work-stealing scheduler: like Erlang processes,
 //! but without a stack. They are not OS processes: child processes are in
 //! [`purloin::process`](crate::process).
 //!
@@ -12,7 +12,7 @@
 //! A [`Host`] runs machines on a purloin runtime. Each machine is a *stackless task* of the
 //! scheduler (`purloin::sched::Task`), so machines and green threads share the same
 //! processors, local run queues (LIFO), global queue (FIFO, taken in batches of up to 16),
-//! steal-half from a random victim, and idle/wake protocol — seed 003's find-work table is the
+//! steal-half from a random victim, and idle/wake protocol — the find-work order is the
 //! scheduler's, not a second one. The host adds:
 //!
 //! - a `MachineId → machine` table (lock-free lookups, sharded locks for writers) that routes

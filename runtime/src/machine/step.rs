@@ -328,7 +328,7 @@ pub struct Command {
 /// What a machine asks for after a step.
 #[derive(Debug)]
 pub enum Status {
-    /// Step me again soon (after other ready work): seed 003's Running → Ready.
+    /// Step me again soon (after other ready work): Running → Ready.
     Continue,
     /// Wake me when **all** my yields in flight have been answered (or on a cancellation);
     /// messages arriving meanwhile wait for that step: Running → Blocked.
@@ -339,7 +339,7 @@ pub enum Status {
     Complete(Result<Payload, Error>),
 }
 
-/// The state of a machine as the host sees it (seed 003's states), from
+/// The state of a machine as the host sees it (its lifecycle states), from
 /// [`status`](super::HostHandle::status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MachineState {
