@@ -76,7 +76,8 @@
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:
-//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`].
+//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`], and [`sync`] (purloin-sync, the
+//! green-aware locks and channels, with [`select!`]).
 #![warn(missing_docs)]
 
 mod deadlock;
@@ -108,7 +109,6 @@ mod span_hook;
 // Under loom only the trace recorder's stop handshake is built (its model).
 mod spawn;
 mod stats;
-pub mod sync;
 pub mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -123,6 +123,7 @@ pub use purloin_deque as deque;
 pub use purloin_parking as parking;
 pub use purloin_sched as sched;
 pub use purloin_stack as stack;
+pub use purloin_sync as sync;
 
 pub use deadlock::{DeadlockReport, detect as detect_deadlock};
 pub use local::{AccessError, LocalKey};
@@ -131,6 +132,7 @@ pub use purloin_sched::{
     blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
     yield_now,
 };
+pub use purloin_sync::select;
 pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
 pub use spawn::{Builder, spawn, spawn_urgent};
 pub use stats::stats;
