@@ -63,7 +63,8 @@
 //!
 //! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
 //!   `time`).
-//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too
+//!   (turns on [`sync`]'s feature of the same name).
 //! - `tracing`: a span entered on a green thread stays entered on whichever worker runs it
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under

@@ -1,5 +1,5 @@
 //! The timer flavor behind [`after`](super::after), [`at`](super::at) and
-//! [`never`](super::never): a channel without senders whose one message (its deadline) becomes
+//! [`never()`](super::never): a channel without senders whose one message (its deadline) becomes
 //! receivable when the deadline passes.
 //!
 //! Nothing is registered anywhere until a receiver waits: a blocking receive (or a

@@ -14,7 +14,7 @@
 //! - `bounded(0)`: a rendezvous: each send waits for a receiver and hands the message over
 //!   directly (Go's `hchan` with waiter queues under one short lock).
 //! - `unbounded()`: a lock-free linked list of blocks of 31 slots; sends never block.
-//! - timer channels ([`after`], [`at`], [`never`]; `purloin::time` re-exports them): no
+//! - timer channels ([`after`], [`at`], [`never()`]; `purloin::time` re-exports them): no
 //!   sender; one message, receivable from a deadline on, with no timer registered until a
 //!   receiver waits. A receiver holds them apart from the other flavors, so a timer channel
 //!   is a small allocation rather than the size of the largest flavor.
