@@ -71,7 +71,8 @@ impl Holder {
 /// as the runtime's (optimized builds describe inlined frames by bare names and files only)
 /// and start a parked green thread's backtrace at the call into this crate. The `purloin`
 /// facade calls it when it builds a runtime; a program that uses this crate with its own
-/// scheduler may call it once.
+/// scheduler may call it once. (Not under loom: dumps are not built there.)
+#[cfg(not(loom))]
 #[doc(hidden)]
 pub fn note_runtime_code() {
     purloin_sched::note_runtime_code("purloin_sync", note_runtime_code as fn() as usize);

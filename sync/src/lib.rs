@@ -151,6 +151,7 @@ mod waitgroup;
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use butex::{Butex, ButexWait};
 pub use condvar::{Condvar, WaitTimeoutResult};
+#[cfg(not(loom))]
 #[doc(hidden)]
 pub use diagnostics::note_runtime_code;
 pub use mutex::{Mutex, MutexGuard};
