@@ -322,6 +322,177 @@ impl Shared {
     }
 }
 
+// -------------------------------------------------------------------------------------------
+// Spare workers for stalled ones
+
+/// A worker's OS thread seen in one kernel wait for this long (no CPU time used in between),
+/// with runnable work waiting that no idle worker can take, gets a spare worker.
+#[cfg_attr(loom, allow(dead_code))]
+const UNMARKED_WAIT: Duration = Duration::from_millis(1);
+
+/// The monitor's pace while it watches a possible stall.
+#[cfg_attr(loom, allow(dead_code))]
+const STALL_PACE: Duration = Duration::from_micros(250);
+
+/// How long spares beyond the stalled workers stay while some worker is idle, before they
+/// retire (a burst of blocking calls reuses them meanwhile).
+#[cfg_attr(loom, allow(dead_code))]
+const SPARE_LINGER: Duration = Duration::from_millis(200);
+
+impl Shared {
+    /// S1: adds a spare processor and starts its worker, which steals the stalled workers'
+    /// queues. Returns false if the cap (`Builder::max_spare_workers`, `max_threads`) is
+    /// reached or the next processor is still retiring.
+    #[cfg(not(loom))]
+    fn add_spare_proc(this: &Arc<Self>) -> io::Result<bool> {
+        if this.threads_alive.load(Ordering::Relaxed) >= this.config.max_threads {
+            return Ok(false);
+        }
+        let Some(p) = this.activate_spare_proc() else { return Ok(false) };
+        if let Err(e) = start_worker(this, p) {
+            this.undo_spare_proc(p);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// The bookkeeping of S1, without the thread: makes the next processor active as a spare
+    /// and returns its index, for a new worker to hold. The processor is reused only once its
+    /// last holder retired (R2: the Acquire load of `RETIRED` pairs with `M::retire`'s
+    /// Release store, after which that holder touches none of its parts); it is counted
+    /// unparked before it is published in `nprocs`, as `set_workers` does.
+    pub(crate) fn activate_spare_proc(&self) -> Option<usize> {
+        let _resize = self.resize.0.try_lock().ok()?;
+        let spares = self.spare_procs.load(Ordering::Relaxed);
+        if spares >= self.config.max_spare_workers || !self.is_running() {
+            return None;
+        }
+        let n = self.nprocs.load(Ordering::Relaxed);
+        let p = self.ps.get(n)?;
+        if p.status.load(Ordering::Acquire) != crate::p::RETIRED {
+            return None;
+        }
+        p.status.store(RUNNING, Ordering::Relaxed);
+        self.idle.add_workers(1);
+        self.spare_procs.store(spares + 1, Ordering::Relaxed);
+        self.nprocs.store(n + 1, Ordering::Release);
+        self.stats.spares_added.fetch_add(1, STAT);
+        Some(n)
+    }
+
+    /// Undoes [`Shared::activate_spare_proc`] when its worker thread could not start (nobody
+    /// holds the processor; thieves found it empty).
+    #[cfg(not(loom))]
+    fn undo_spare_proc(&self, p: usize) {
+        let _resize = lock(&self.resize.0);
+        self.nprocs.store(p, Ordering::Release);
+        self.idle.retire(p, false);
+        self.spare_procs.fetch_sub(1, Ordering::Relaxed);
+        self.ps[p].status.store(crate::p::RETIRED, Ordering::Release);
+    }
+
+    /// S2: retires the last active processor, a spare's worth, if its worker is parked and it
+    /// has no pinned green threads. Returns whether it did.
+    ///
+    /// The worker is taken off the sleepers list and `nprocs` shrinks under the sleepers'
+    /// lock ([`Idle::take_sleeper_then`](crate::idle::Idle::take_sleeper_then)); the worker
+    /// takes that lock when its wait returns (`Idle::unpark_self`), before it looks for work,
+    /// so it sees the shrink and retires (`M::retire`: its timers to P 0, its P `RETIRED`)
+    /// without taking work for a processor nobody steals from any more. A worker that left
+    /// the list first is awake for work and stays. Work submitted meanwhile is not lost: it
+    /// is in a queue the remaining workers see, and the monitor adds a spare again if none
+    /// of them can take it.
+    pub(crate) fn retire_spare_proc(&self) -> bool {
+        let Ok(_resize) = self.resize.0.try_lock() else { return false };
+        let spares = self.spare_procs.load(Ordering::Relaxed);
+        let n = self.nprocs.load(Ordering::Relaxed);
+        if spares == 0 || n <= 1 {
+            return false;
+        }
+        let last = n - 1;
+        if self.ps[last].pinned.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        // S2: the shrink is published under the sleepers' lock.
+        if !self.idle.take_sleeper_then(last, || self.nprocs.store(last, Ordering::Release)) {
+            return false;
+        }
+        self.spare_procs.store(spares - 1, Ordering::Relaxed);
+        self.lots.lot(last).signal(1);
+        self.poller.wake_if_blocked(last);
+        self.stats.spares_retired.fetch_add(1, STAT);
+        true
+    }
+
+    /// Takes from other workers' queues so far (steals and global pulls of every active P):
+    /// a hog's queue is stuck only if this does not move.
+    #[cfg(not(loom))]
+    fn takes(&self) -> u64 {
+        self.active().iter().fold(0u64, |n, p| {
+            n.wrapping_add(p.stats.steals.load(STAT)).wrapping_add(p.stats.global_pulls.load(STAT))
+        })
+    }
+}
+
+/// What the monitor makes of a P in one long stretch of one green thread.
+#[cfg(not(loom))]
+enum Stall {
+    /// Nothing waits behind it that an idle worker could not take.
+    No,
+    /// Work waits and no worker is idle: look again soon.
+    Watch,
+    /// Still so, and its OS thread sat in one kernel wait for `UNMARKED_WAIT`, or it ran
+    /// for the long-run threshold while no worker took anything from anyone: add a spare.
+    Help,
+}
+
+/// Decides whether the P `p`, whose worker has run one green thread without a scheduling
+/// point for `stretch`, needs a spare worker. `idle` is the idle protocol's (searching,
+/// parked) at the start of the round.
+#[cfg(not(loom))]
+fn stall_check(
+    shared: &Shared,
+    p: &crate::p::P,
+    s: &mut Seen,
+    now: Instant,
+    stretch: Duration,
+    (searching, parked): (u32, u32),
+) -> Stall {
+    let waiting = p.has_work() || !shared.injector.is_empty();
+    if !waiting || searching > 0 {
+        return Stall::No;
+    }
+    if parked > 0 {
+        // A worker sleeps while work waits behind a stalled one: a fork's job announced with
+        // a hint (`idle`, I4) may have woken nobody. Waking one is all it takes.
+        shared.notify_work();
+        return Stall::No;
+    }
+    let holder = p.holder.load(Ordering::Relaxed);
+    let cpu = crate::os::thread_cpu_time(holder);
+    let takes = shared.takes();
+    let Some((at, cpu_then, takes_then)) = s.stall else {
+        s.stall = Some((now, cpu, takes));
+        return Stall::Watch;
+    };
+    let watched = now.duration_since(at);
+    if watched < UNMARKED_WAIT {
+        return Stall::Watch;
+    }
+    // One continuous kernel wait: no CPU time since first seen, and waiting now.
+    let blocked =
+        cpu.is_some() && cpu == cpu_then && crate::os::thread_kernel_wait(holder).is_some();
+    // A hog (or a thread the OS does not run): no scheduling point for the long-run threshold,
+    // and no worker took anything from another's queue or the global one meanwhile.
+    let hog = stretch >= shared.config.long_run_threshold && takes == takes_then;
+    if blocked || hog {
+        s.stall = None;
+        Stall::Help
+    } else {
+        Stall::Watch
+    }
+}
+
 /// `MonitorHandle::nap`: the monitor is awake, or sleeps at the 20 µs hand-off pace.
 pub(crate) const NAP_AWAKE: u32 = 0;
 /// The monitor sleeps up to 10 ms: entering a blocking section kicks it.
@@ -405,6 +576,10 @@ struct Seen {
     /// In this tick, when the worker thread was first seen in a kernel wait, and its CPU time
     /// then (a wait is reported once it is still on, with no CPU used, a threshold later).
     waiting_since: Option<(Instant, Option<Duration>)>,
+    /// In this tick, when the monitor first saw runnable work waiting behind this P with no
+    /// worker idle to take it, the worker thread's CPU time then, and the scheduler's steal
+    /// progress then (`stall_check`).
+    stall: Option<(Instant, Option<Duration>, u64)>,
     /// In this tick, when the running green thread was first asked to yield (it passed the
     /// threshold), and its worker thread's CPU time then.
     asked_since: Option<(Instant, Option<Duration>)>,
@@ -434,10 +609,14 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             cpu_at_tick: None,
             reported_tick: u64::MAX,
             waiting_since: None,
+            stall: None,
             asked_since: None,
         };
         shared.ps.len()
     ];
+    // Since when spares beyond the stalled workers have been idle (they retire after
+    // `SPARE_LINGER`).
+    let mut idle_spares_since: Option<Instant> = None;
     let mut delay = Duration::from_micros(20);
     let mut quiet_rounds = 0u32;
     // Green threads already reported (by id): each is reported once, not once per long
@@ -454,7 +633,13 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // or running green threads (the 10 ms long-runner and I/O checks do not).
         let mut blocking = false;
         let mut busy = false;
-        for (i, p) in shared.ps.iter().enumerate() {
+        // Spare workers: a P stalled with work waiting behind it (`wants_help`), a P watched
+        // for that (`suspect`: the monitor keeps a fast pace), P's in one long stretch.
+        let mut wants_help = false;
+        let mut suspect = false;
+        let mut stalled = 0usize;
+        let idle_counts = shared.idle.counts();
+        for (i, p) in shared.active().iter().enumerate() {
             let s = &mut seen[i];
             let status = p.status.load(Ordering::Acquire);
             if status == SYSCALL {
@@ -511,8 +696,25 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     s.schedtick = tick;
                     s.sched_since = now;
                     s.waiting_since = None;
+                    s.stall = None;
                     s.asked_since = None;
-                } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
+                } else {
+                    let stretch = now.duration_since(s.sched_since);
+                    if stretch >= UNMARKED_WAIT {
+                        stalled += 1;
+                    }
+                    match stall_check(&shared, p, s, now, stretch, idle_counts) {
+                        Stall::No => s.stall = None,
+                        Stall::Watch => suspect = true,
+                        Stall::Help => {
+                            suspect = true;
+                            wants_help = true;
+                        }
+                    }
+                }
+                if tick == s.schedtick
+                    && !running.is_null()
+                    && now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
                 {
                     let holder = p.holder.load(Ordering::Relaxed);
@@ -584,12 +786,35 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             // Due timers of workers busy running a green thread (issue 20 item 2; `timers`).
             crate::timers::fire_for_busy(shared.active(), shared.epoch);
         }
+        let spares = shared.spare_procs.load(Ordering::Relaxed);
+        if wants_help {
+            if let Err(e) = Shared::add_spare_proc(&shared) {
+                eprintln!("purloin: could not add a spare worker for a stalled one: {e}");
+            }
+            idle_spares_since = None;
+        } else if spares > stalled && shared.idle.counts().1 > 0 {
+            // More spares than stalled workers, and some worker idle: once that has lasted
+            // `SPARE_LINGER`, the spares beyond the stalled workers retire while their
+            // workers are parked.
+            let since = *idle_spares_since.get_or_insert(now);
+            if now.duration_since(since) >= SPARE_LINGER {
+                while shared.spare_procs.load(Ordering::Relaxed) > stalled
+                    && shared.retire_spare_proc()
+                {}
+            }
+        } else {
+            idle_spares_since = None;
+        }
         // Busy workers alone do not keep the 20 µs pace: the monitor would wake ~10^4 times
         // a second in a busy server (each a futex wait and a thread switch) for checks that
         // only need 10 ms.
         if blocking {
             quiet_rounds = 0;
             delay = Duration::from_micros(20);
+        } else if suspect {
+            // A stall is being watched: the next look comes soon.
+            quiet_rounds = 0;
+            delay = STALL_PACE;
         } else {
             quiet_rounds += 1;
             if quiet_rounds > 50 {
@@ -598,7 +823,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         }
         nap = if blocking || delay <= Duration::from_micros(20) {
             Nap::Pace(delay)
-        } else if !busy && shared.all_parked() {
+        } else if !busy && shared.spare_procs.load(Ordering::Relaxed) == 0 && shared.all_parked() {
+            // (Spares still to retire keep the monitor at its backed-off pace.)
             Nap::Idle
         } else {
             Nap::BackedOff(delay)

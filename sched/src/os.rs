@@ -24,8 +24,8 @@ pub(crate) fn current_thread() -> u64 {
 pub(crate) fn current_thread_cached() -> u64 {
     #[cfg(all(target_os = "linux", not(loom)))]
     {
-        use core::cell::Cell;
         use crate::sync::{AtomicU32, Ordering};
+        use core::cell::Cell;
         static FORKS: AtomicU32 = AtomicU32::new(0);
         extern "C" fn in_child() {
             // Relaxed: the child has one thread when this runs.
