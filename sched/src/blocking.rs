@@ -22,6 +22,37 @@
 //! It also polls the poller for busy workers and fires the due timers of P's whose holder is
 //! busy.
 //!
+//! # Spare workers: blocking calls nobody marked, and hogs
+//!
+//! Most calls that block an OS thread are not wrapped in [`blocking`]: std locks,
+//! `std::thread::sleep`, `std::fs`, DNS resolution, a database driver's socket, foreign
+//! calls. Their worker keeps its P (nothing tells the scheduler the call started or ended,
+//! and taking a P from a thread that may resume user code at any instant would need a
+//! handshake at every scheduling point), but the P's queue does not need its owner to move:
+//! thieves take from a Chase-Lev deque and from `runnext` while the owner is away. So when
+//! the monitor sees a P in one long stretch of one green thread while runnable work waits
+//! (its local queue, its runnext, or the global queue) and no worker is idle to take it, it
+//! adds a *spare*: one more active processor with a new worker thread, which steals that work
+//! (`stall_check`, `Shared::add_spare_proc`). Two kinds of stretch qualify:
+//!
+//! - blocked: the worker's OS thread was seen in one kernel wait `UNMARKED_WAIT` (1 ms)
+//!   apart, with no CPU time used in between (a sleep, a blocking read, a contended lock);
+//! - hog: no scheduling point for the long-run threshold (10 ms by default) while no worker
+//!   took anything from another's queue or from the global one. A long fork-join computation
+//!   is not one: every join is a scheduling point.
+//!
+//! The stalled green thread keeps its worker, its P, its green-locals and spans, and carries
+//! on where it was when its call returns; pinned green threads queued on its P cannot move
+//! and wait for it. A spare is itself an ordinary worker: if the green thread it runs
+//! blocks too, the monitor adds another, up to `Builder::max_spare_workers`. Spares beyond
+//! the P's that are still stalled retire once some worker has been idle for `SPARE_LINGER`
+//! (200 ms): the last active P's worker, if it is parked, leaves with its P (its timers go to
+//! P 0) and its thread ends (`Shared::retire_spare_proc`).
+//!
+//! [`blocking`] stays worth it where the call is known to block: the hand-off starts after
+//! 20 µs instead of 1 ms, and a blocked worker's P moves on at once instead of a new
+//! processor being added.
+//!
 //! # How the monitor sleeps
 //!
 //! | what it saw | sleep | who wakes it early |
@@ -53,6 +84,16 @@
 //!   order, the other side's read after its own fence sees the first side's write: the monitor
 //!   skips the sleep, or the kicker sees the nap and unparks it (the parker keeps the token if
 //!   the monitor has not parked yet). `sched/src/loom_monitor.rs` models it.
+//! - (S1) A spare's P is reused only after its last holder retired: `activate_spare_proc`
+//!   loads `RETIRED` with Acquire, which `M::retire` stores with Release after its last use
+//!   of the P's owner-only parts; the new worker thread's spawn publishes the rest. So no P
+//!   has two holders.
+//! - (S2) The monitor retires a spare only while its worker is parked, by taking it off the
+//!   sleepers list and shrinking `nprocs` under the sleepers' lock; the worker takes that
+//!   lock (`Idle::unpark_self`) when its wait returns, before it looks for work, so it sees
+//!   the shrink and retires without taking work for a P nobody steals from. A submitter that
+//!   woke it first took it off the list: then the monitor does not retire it.
+//!   `sched/src/loom_spare.rs` models both.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -170,6 +211,12 @@ pub(crate) fn resume_blocking(was_open: bool) {
 /// Runs `f`, a call that may block the OS thread, between [`enter_blocking`] and
 /// [`exit_blocking`], so the worker's other green threads move to another OS thread if it
 /// blocks for long. Panics in `f` propagate (after `exit_blocking`).
+///
+/// Unmarked blocking calls do not stop the other green threads either: the monitor adds a
+/// spare worker for a worker stalled in one for 1 ms while work waits
+/// ([`Builder::max_spare_workers`](crate::Builder::max_spare_workers)). Marking still pays
+/// for calls known to block often or long: the hand-off starts after 20 µs instead of 1 ms,
+/// and it moves the blocked worker's processor instead of adding one.
 ///
 /// `f` may also yield, park or wait on `purloin` primitives: while the green thread is switched
 /// out the section is closed (it blocks no OS thread then), and it is re-opened when the green
@@ -361,6 +408,7 @@ impl Shared {
     /// last holder retired (R2: the Acquire load of `RETIRED` pairs with `M::retire`'s
     /// Release store, after which that holder touches none of its parts); it is counted
     /// unparked before it is published in `nprocs`, as `set_workers` does.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // the monitor thread and the models
     pub(crate) fn activate_spare_proc(&self) -> Option<usize> {
         let _resize = self.resize.0.try_lock().ok()?;
         let spares = self.spare_procs.load(Ordering::Relaxed);
@@ -402,6 +450,7 @@ impl Shared {
     /// the list first is awake for work and stays. Work submitted meanwhile is not lost: it
     /// is in a queue the remaining workers see, and the monitor adds a spare again if none
     /// of them can take it.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // the monitor thread and the models
     pub(crate) fn retire_spare_proc(&self) -> bool {
         let Ok(_resize) = self.resize.0.try_lock() else { return false };
         let spares = self.spare_procs.load(Ordering::Relaxed);
@@ -890,8 +939,9 @@ fn report_long_runner(
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
             "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
-             std::thread::sleep or blocking I/O); use purloin::sync / purloin::sleep, or wrap \
-             the call in purloin::blocking() so the worker's other green threads move on (see \
+             std::thread::sleep or blocking I/O); the other green threads move to a spare \
+             worker meanwhile, but purloin::sync / purloin::sleep (which do not block it) or \
+             purloin::blocking() around the call (a hand-off after 20 µs) cost less (see \
              \"Using async crates from green threads\" in the docs of purloin::future)"
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
