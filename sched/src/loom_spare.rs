@@ -52,8 +52,8 @@ fn as_worker<R>(m: &M, f: impl FnOnce(&M) -> R) -> R {
 /// for work, stays, and finds the G (a lost wake-up leaves it parked: loom reports a
 /// deadlock). Mutation check: publishing the shrink after the signal instead of under the
 /// sleepers' lock (`nprocs.store` moved out of `take_sleeper_then`'s closure to after
-/// `signal`) fails this model: the retired spare wakes before the shrink is visible and takes
-/// the G for a processor nobody steals from any more.
+/// `signal`) fails this model ("a retired spare takes no work"): the retired spare wakes
+/// before the shrink is visible and takes the G for a processor nobody steals from any more.
 #[test]
 fn spare_retires_vs_outside_submission() {
     model(|| {
@@ -93,8 +93,8 @@ fn spare_retires_vs_outside_submission() {
 /// global queue, then `RETIRED`) while the monitor adds a spare again on the same processor as
 /// soon as `activate_spare_proc` lets it: the new holder finds the G, and the two holders
 /// never use the processor's owner-only parts at once. Mutation check: storing `RETIRED` in
-/// `M::retire` before the queue is emptied fails this model (the G is lost or taken twice, or
-/// loom reports the two owners' concurrent accesses).
+/// `M::retire` before its queue is emptied fails this model with a deadlock (the new holder
+/// uses the processor while the old one still empties it, and parks without the G).
 #[test]
 fn a_processor_is_reused_only_after_its_last_holder_retired() {
     model(|| {
