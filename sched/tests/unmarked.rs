@@ -70,7 +70,7 @@ fn ping_pong(
         let _ = me.set(purloin_sched::current().unwrap());
         let other = loop {
             if let Some(o) = other.get() {
-                break o.clone();
+                break *o;
             }
             purloin_sched::yield_now();
         };

@@ -69,18 +69,18 @@ fn round_trips(sched: &Scheduler) -> Vec<Duration> {
         b: OnceLock<GreenThread>,
     }
     let pair = Arc::new(Pair { turn: AtomicU64::new(0), a: OnceLock::new(), b: OnceLock::new() });
-    fn peer(pair: &Pair, me: &OnceLock<GreenThread>, other: &OnceLock<GreenThread>) -> GreenThread {
+    fn peer(me: &OnceLock<GreenThread>, other: &OnceLock<GreenThread>) -> GreenThread {
         let _ = me.set(purloin_sched::current().unwrap());
         loop {
             if let Some(o) = other.get() {
-                return o.clone();
+                return *o;
             }
             purloin_sched::yield_now();
         }
     }
     let p = pair.clone();
     let b = sched.spawn(move || {
-        let a = peer(&p, &p.b, &p.a);
+        let a = peer(&p.b, &p.a);
         for i in 0..ROUND_TRIPS {
             while p.turn.load(Ordering::Acquire) != 2 * i + 1 {
                 purloin_sched::park();
@@ -91,7 +91,7 @@ fn round_trips(sched: &Scheduler) -> Vec<Duration> {
     });
     let p = pair;
     let a = sched.spawn(move || {
-        let b = peer(&p, &p.a, &p.b);
+        let b = peer(&p.a, &p.b);
         let mut times = Vec::with_capacity(ROUND_TRIPS as usize);
         for i in 0..ROUND_TRIPS {
             let t = Instant::now();
