@@ -483,6 +483,18 @@ impl Shared {
     }
 }
 
+/// What `stall_check` compares between two looks at a P.
+#[cfg(not(loom))]
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct StallSeen {
+    /// The worker thread's CPU time.
+    cpu: Option<Duration>,
+    /// Every worker's takes from others' queues and the global one (`Shared::takes`).
+    takes: u64,
+    /// The P's queue length (with runnext) and the global queue's.
+    queues: (usize, usize),
+}
+
 /// What the monitor makes of a P in one long stretch of one green thread.
 #[cfg(not(loom))]
 enum Stall {
@@ -518,22 +530,37 @@ fn stall_check(
         return Stall::No;
     }
     let holder = p.holder.load(Ordering::Relaxed);
-    let cpu = crate::os::thread_cpu_time(holder);
-    let takes = shared.takes();
-    let Some((at, cpu_then, takes_then)) = s.stall else {
-        s.stall = Some((now, cpu, takes));
+    let seen = StallSeen {
+        cpu: crate::os::thread_cpu_time(holder),
+        takes: shared.takes(),
+        queues: (p.queue_len(), shared.injector.len()),
+    };
+    let Some((mut frozen_since, mut no_cpu_since, then)) = s.stall else {
+        s.stall = Some((now, now, seen));
         return Stall::Watch;
     };
-    let watched = now.duration_since(at);
-    if watched < UNMARKED_WAIT {
-        return Stall::Watch;
+    if (seen.takes, seen.queues) != (then.takes, then.queues) {
+        frozen_since = now;
     }
-    // One continuous kernel wait: no CPU time since first seen, and waiting now.
-    let blocked =
-        cpu.is_some() && cpu == cpu_then && crate::os::thread_kernel_wait(holder).is_some();
-    // A hog (or a thread the OS does not run): no scheduling point for the long-run threshold,
-    // and no worker took anything from another's queue or the global one meanwhile.
-    let hog = stretch >= shared.config.long_run_threshold && takes == takes_then;
+    if seen.cpu != then.cpu {
+        no_cpu_since = now;
+    }
+    s.stall = Some((frozen_since, no_cpu_since, seen));
+    // One continuous kernel wait: no CPU time used for `UNMARKED_WAIT`, and waiting now.
+    let blocked = seen.cpu.is_some()
+        && now.duration_since(no_cpu_since) >= UNMARKED_WAIT
+        && crate::os::thread_kernel_wait(holder).is_some();
+    // A hog: no scheduling point for the long-run threshold, running on the CPU (a thread
+    // the OS does not run gets no help: another thread would not run either), its queue and
+    // the global one unchanged (a green thread that spawns is feeding them, not holding them
+    // up), and no worker took anything from anyone meanwhile.
+    let on_cpu = match (seen.cpu, then.cpu) {
+        (Some(now), Some(before)) => now > before,
+        _ => true,
+    };
+    let hog = stretch >= shared.config.long_run_threshold
+        && on_cpu
+        && now.duration_since(frozen_since) >= UNMARKED_WAIT;
     if blocked || hog {
         s.stall = None;
         Stall::Help
@@ -625,10 +652,10 @@ struct Seen {
     /// In this tick, when the worker thread was first seen in a kernel wait, and its CPU time
     /// then (a wait is reported once it is still on, with no CPU used, a threshold later).
     waiting_since: Option<(Instant, Option<Duration>)>,
-    /// In this tick, when the monitor first saw runnable work waiting behind this P with no
-    /// worker idle to take it, the worker thread's CPU time then, and the scheduler's steal
-    /// progress then (`stall_check`).
-    stall: Option<(Instant, Option<Duration>, u64)>,
+    /// In this tick, while runnable work waits behind this P with no worker idle to take it:
+    /// since when the queues and takes stood still, since when the worker thread's CPU time
+    /// stood still, and what the monitor saw at its last look (`stall_check`).
+    stall: Option<(Instant, Instant, StallSeen)>,
     /// In this tick, when the running green thread was first asked to yield (it passed the
     /// threshold), and its worker thread's CPU time then.
     asked_since: Option<(Instant, Option<Duration>)>,

@@ -254,7 +254,8 @@ impl ParkBuckets {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Per processor.
+    /// Per active processor, the spares the monitor added for stalled workers included
+    /// ([`Builder::max_spare_workers`](crate::Builder::max_spare_workers)).
     pub procs: Vec<ProcStats>,
     /// Sum over processors.
     pub total: ProcStats,

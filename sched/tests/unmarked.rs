@@ -290,3 +290,81 @@ fn a_hog_does_not_keep_its_queue() {
     assert!(hog.join().unwrap() > 0);
     assert!(sched.stats().global.spares_added >= 1);
 }
+
+/// The green thread stalled in an unmarked call keeps its OS thread (it never leaves its
+/// worker: its thread-locals, green-locals and spans stay as they were), its other green
+/// threads run on a spare meanwhile, and a pinned green thread queued on its worker waits
+/// for it (pinned work never moves).
+#[test]
+fn a_stalled_green_thread_keeps_its_worker_and_its_pinned_work_waits() {
+    let _w = common::watchdog("stalled keeps its worker", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let h = sched.spawn(|| {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let pinned_ran = Arc::new(AtomicBool::new(false));
+        let pr = pinned_ran.clone();
+        let pinned = purloin_sched::spawn_with(
+            purloin_sched::SpawnOptions { pinned: true, ..Default::default() },
+            move || pr.store(true, Ordering::SeqCst),
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let other = purloin_sched::spawn(move || tx.send(5).unwrap()).unwrap();
+        // Blocks this worker's OS thread until `other` ran: on a spare.
+        assert_eq!(rx.recv().unwrap(), 5);
+        assert!(!pinned_ran.load(Ordering::SeqCst), "pinned work ran while its worker blocked");
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::gettid() }, tid, "the stalled green thread changed OS thread");
+        other.join().unwrap();
+        pinned.join().unwrap();
+        pinned_ran.load(Ordering::SeqCst)
+    });
+    assert!(h.join().unwrap());
+}
+
+/// `set_workers` while spares stand in for stalled workers: the spares stay on top of the
+/// asked count, nothing is lost, and once the stall ends the worker threads come back to the
+/// asked count.
+#[test]
+fn resizing_while_spares_stand_in() {
+    let _w = common::watchdog("resize with spares", Duration::from_secs(60));
+    let sched = Builder::new().workers(2).max_workers(4).build().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = Arc::new(Mutex::new(rx));
+    let started = Arc::new(AtomicUsize::new(0));
+    // Two green threads stall both workers in a std channel receive (one at a time holds the
+    // receiver's lock, the other waits for the lock: both OS threads wait in the kernel).
+    let blockers: Vec<_> = (0..2)
+        .map(|_| {
+            let (rx, s) = (rx.clone(), started.clone());
+            sched.spawn(move || {
+                s.fetch_add(1, Ordering::SeqCst);
+                rx.lock().unwrap().recv().unwrap();
+            })
+        })
+        .collect();
+    while started.load(Ordering::SeqCst) < 2 {
+        std::thread::yield_now();
+    }
+    // Work behind the stalled workers brings a spare.
+    let first = sched.spawn(|| 1);
+    assert_eq!(first.join().unwrap(), 1);
+    assert!(sched.stats().global.spares_added >= 1);
+    for n in [3, 1, 4, 2] {
+        sched.set_workers(n).unwrap();
+        assert_eq!(sched.workers(), n);
+        let hs: Vec<_> = (0..100u64).map(|i| sched.spawn(move || i)).collect();
+        assert_eq!(hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 4950);
+    }
+    tx.send(()).unwrap();
+    tx.send(()).unwrap();
+    for b in blockers {
+        b.join().unwrap();
+    }
+    while sched.stats().threads > 2 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(sched.workers(), 2);
+    assert_eq!(sched.stats().procs.len(), 2);
+}
