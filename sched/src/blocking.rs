@@ -37,9 +37,12 @@
 //!
 //! - blocked: the worker's OS thread was seen in one kernel wait `UNMARKED_WAIT` (1 ms)
 //!   apart, with no CPU time used in between (a sleep, a blocking read, a contended lock);
-//! - hog: no scheduling point for the long-run threshold (10 ms by default) while no worker
-//!   took anything from another's queue or from the global one. A long fork-join computation
-//!   is not one: every join is a scheduling point.
+//! - hog: no scheduling point for the long-run threshold (10 ms by default), CPU time used,
+//!   and for `UNMARKED_WAIT` its queue and the global one unchanged and no worker taking
+//!   anything from another's queue or the global one. A long fork-join computation is not
+//!   one (every join is a scheduling point), nor is a green thread spawning a batch (it
+//!   feeds the queues), nor a thread the OS does not run (a new thread would not run
+//!   either).
 //!
 //! The stalled green thread keeps its worker, its P, its green-locals and spans, and carries
 //! on where it was when its call returns; pinned green threads queued on its P cannot move

@@ -267,8 +267,8 @@ impl Builder {
     /// a while: blocked in a call nobody wrapped in [`blocking`](crate::blocking) (a std
     /// lock, `std::thread::sleep`, blocking file or socket I/O, a foreign call), seen as one
     /// continuous kernel wait of its OS thread for 1 ms, or computing for the
-    /// [long-run threshold](Builder::long_run_threshold) while no other worker takes work
-    /// from anyone. If runnable green threads wait (on its processor or in the global queue)
+    /// [long-run threshold](Builder::long_run_threshold) while the queues stand still (no
+    /// worker takes work from anyone, no spawn adds any). If runnable green threads wait (on its processor or in the global queue)
     /// and no worker is idle to take them, the monitor adds a processor with a new worker
     /// thread, which steals them; the stalled green thread keeps its worker and processor
     /// and carries on when its call returns. Spares beyond the stalled workers retire once
