@@ -143,6 +143,7 @@ fn channel_ping_pong() {
 /// so a ping-pong pair keeps running; the spares retire when the sleeps are over.
 fn unmarked_blocking_calls() {
     section("green threads in an unmarked std::thread::sleep on every worker; others keep running");
+    // One per active processor (spares the monitor added earlier, if any, included).
     let workers = purloin::stats().procs.len();
     let started = Arc::new(AtomicUsize::new(0));
     let slept = Arc::new(AtomicBool::new(false));
@@ -186,7 +187,7 @@ fn unmarked_blocking_calls() {
     }
     let s = purloin::stats();
     println!(
-        "   {workers} green threads sleeping in std::thread::sleep(500 ms); meanwhile {n} \
+        "   {workers} green threads (one per processor) in std::thread::sleep(500 ms); meanwhile {n} \
          ping-pong round trips took {:.1} ms (done before the sleeps ended: {still_sleeping}); \
          spare workers added {}\n",
         el.as_secs_f64() * 1e3,
