@@ -964,8 +964,9 @@ fn report_long_runner(
     match why {
         LongRun::Cpu(ran) => eprintln!(
             "purloin: {who} has run for {ran:?} of CPU time without a scheduling point (yield, \
-             park, lock, channel or I/O wait); it delays the other green threads of its worker — \
-             call purloin::yield_now() in long loops"
+             park, lock, channel or I/O wait); it delays the other green threads of its worker \
+             (a spare worker thread takes them if they wait for long) — call \
+             purloin::yield_now() in long loops"
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
             "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
