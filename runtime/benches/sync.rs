@@ -12,6 +12,14 @@
 //!   Time per increment.
 //! * `mpmc_bounded_1024`: 2 producers, 2 consumers on a `bounded(1024)` channel — purloin
 //!   green threads vs crossbeam-channel between OS threads. Time per message.
+//! * `after_select`: a round trip whose echo side waits in
+//!   `select! { recv(rx) -> m => ..., recv(after(30 s)) -> _ => ... }` (Go's timeout idiom,
+//!   a fresh `after` per message, never fired) — purloin green threads vs crossbeam-channel
+//!   between OS threads; `*-quiet` replaces the `after` with a channel that stays empty (the
+//!   cost of the `select!` alone); `*-drop` makes and drops one `after(1 h)`; `*-ready`, on
+//!   one thread, sends a message and selects it against a quiet channel (a `select!` that
+//!   never parks). Time per round trip (per `after` for `*-drop`, per message for
+//!   `*-ready`).
 #![cfg(not(loom))]
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -292,9 +300,137 @@ fn mpmc_bounded_1024(c: &mut Criterion) {
     g.finish();
 }
 
+/// The echo side of `after_select`: waits for each message with a timeout arm (`timeout`
+/// makes the second receiver: a fresh `after`, or a clone of a quiet channel).
+fn purloin_select_pingpong(
+    iters: u64,
+    timeout: impl Fn() -> purloin::sync::channel::Receiver<Instant> + Send + 'static,
+) -> Duration {
+    rt().block_on(|| {
+        let (tx1, rx1) = bounded::<u64>(0);
+        let (tx2, rx2) = bounded::<u64>(0);
+        let echo = purloin::spawn(move || {
+            loop {
+                purloin::select! {
+                    recv(rx1) -> m => match m {
+                        Ok(v) => tx2.send(v).unwrap(),
+                        Err(_) => break,
+                    },
+                    recv(timeout()) -> _ => panic!("no message for 30 s"),
+                }
+            }
+        });
+        let start = Instant::now();
+        for i in 0..iters {
+            tx1.send(i).unwrap();
+            rx2.recv().unwrap();
+        }
+        let took = start.elapsed();
+        drop(tx1);
+        echo.join().unwrap();
+        took
+    })
+}
+
+fn crossbeam_select_pingpong(
+    iters: u64,
+    timeout: impl Fn() -> crossbeam_channel::Receiver<Instant> + Send + 'static,
+) -> Duration {
+    let (tx1, rx1) = crossbeam_channel::bounded::<u64>(0);
+    let (tx2, rx2) = crossbeam_channel::bounded::<u64>(0);
+    let echo = std::thread::spawn(move || {
+        loop {
+            crossbeam_channel::select! {
+                recv(rx1) -> m => match m {
+                    Ok(v) => tx2.send(v).unwrap(),
+                    Err(_) => break,
+                },
+                recv(timeout()) -> _ => panic!("no message for 30 s"),
+            }
+        }
+    });
+    let start = Instant::now();
+    for i in 0..iters {
+        tx1.send(i).unwrap();
+        rx2.recv().unwrap();
+    }
+    let took = start.elapsed();
+    drop(tx1);
+    echo.join().unwrap();
+    took
+}
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn after_select(c: &mut Criterion) {
+    let mut g = c.benchmark_group("after_select");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(BenchmarkId::new("purloin-after", "2w"), |b| {
+        b.iter_custom(|iters| purloin_select_pingpong(iters, || purloin::time::after(TIMEOUT)))
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel-after", "threads"), |b| {
+        b.iter_custom(|iters| {
+            crossbeam_select_pingpong(iters, || crossbeam_channel::after(TIMEOUT))
+        })
+    });
+    g.bench_function(BenchmarkId::new("purloin-quiet", "2w"), |b| {
+        b.iter_custom(|iters| {
+            let (keep, quiet) = bounded::<Instant>(1);
+            let took = purloin_select_pingpong(iters, move || quiet.clone());
+            drop(keep);
+            took
+        })
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel-quiet", "threads"), |b| {
+        b.iter_custom(|iters| {
+            let (keep, quiet) = crossbeam_channel::bounded::<Instant>(1);
+            let took = crossbeam_select_pingpong(iters, move || quiet.clone());
+            drop(keep);
+            took
+        })
+    });
+    g.bench_function(BenchmarkId::new("purloin-ready", "1t"), |b| {
+        let (tx, rx) = bounded::<u64>(1);
+        let (_keep, quiet) = bounded::<Instant>(1);
+        b.iter(|| {
+            tx.send(1).unwrap();
+            purloin::select! {
+                recv(rx) -> m => m.unwrap(),
+                recv(quiet) -> _ => unreachable!(),
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel-ready", "1t"), |b| {
+        let (tx, rx) = crossbeam_channel::bounded::<u64>(1);
+        let (_keep, quiet) = crossbeam_channel::bounded::<Instant>(1);
+        b.iter(|| {
+            tx.send(1).unwrap();
+            crossbeam_channel::select! {
+                recv(rx) -> m => m.unwrap(),
+                recv(quiet) -> _ => unreachable!(),
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("purloin-drop", "2w"), |b| {
+        b.iter_custom(|iters| {
+            rt().block_on(move || {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    drop(std::hint::black_box(purloin::time::after(Duration::from_secs(3600))));
+                }
+                start.elapsed()
+            })
+        })
+    });
+    g.bench_function(BenchmarkId::new("crossbeam-channel-drop", "threads"), |b| {
+        b.iter(|| drop(std::hint::black_box(crossbeam_channel::after(Duration::from_secs(3600)))))
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = chan_pingpong, mutex_contended, mpmc_bounded_1024
+    targets = chan_pingpong, mutex_contended, mpmc_bounded_1024, after_select
 }
 criterion_main!(benches);

@@ -31,7 +31,7 @@ fn main() {
     parked_green_threads();
     panics_reach_join();
     stack_overflow();
-    process_workflow();
+    machine_workflow();
     echo_over_loopback();
     children_signals_timers();
     scheduler_stats();
@@ -279,7 +279,10 @@ fn panics_reach_join() {
     section("a panic inside a green thread is handed to join() as Err");
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let h = Builder::new().name("doomed").spawn(|| -> u32 { panic!("something broke") }).unwrap();
+    let h = Builder::new()
+        .name("doomed".into())
+        .spawn(|| -> u32 { panic!("something broke") })
+        .unwrap();
     let err = h.join().unwrap_err();
     std::panic::set_hook(prev);
     println!(
@@ -313,7 +316,7 @@ fn overflow_child() -> ! {
         recurse(depth + 1) + black_box(buf[0] as u64)
     }
     let h = Builder::new()
-        .name("deep-recursion")
+        .name("deep-recursion".into())
         .stack_size(StackSize::Small)
         .spawn(|| recurse(0))
         .unwrap();
@@ -323,9 +326,9 @@ fn overflow_child() -> ! {
 
 /// Part 7: Seed 003's state machines (`purloin::machine`) stepped by the same scheduler, no
 /// stack each.
-fn process_workflow() {
+fn machine_workflow() {
     section(
-        "state machines: a crawl workflow of processes with fetch commands answered by handlers",
+        "state machines: a crawl workflow of machines with fetch commands answered by handlers",
     );
     let t = Instant::now();
     let summary = machines::run();
@@ -410,7 +413,7 @@ fn children_signals_timers() {
         let ticker = purloin::time::Ticker::new(Duration::from_millis(1));
         let t = Instant::now();
         for _ in 0..10 {
-            ticker.recv();
+            ticker.recv().unwrap();
         }
         println!("   ticker: 10 ticks of 1 ms in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     })

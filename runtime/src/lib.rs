@@ -31,7 +31,8 @@
 //! pipe, a tty, an eventfd), [`process`] (child processes waited on through a pidfd, their
 //! pipes as green I/O), [`signal`] (SIGTERM, SIGINT, … as values on a channel), [`time`]
 //! (sleeping, and [`time::after`] / [`time::Ticker`] channels for [`select!`]) and [`fs`]
-//! (files through [`blocking`]). [`machine`] hosts seed 003's stackless state machines.
+//! (files through [`blocking`]). [`machine`] hosts stackless state machines (many small
+//! actors stepped on the same workers).
 //!
 //! # Async Rust
 //!

@@ -275,10 +275,7 @@ impl Builder {
         crate::span_hook::install();
         // Before the workers start, so their first events are in it.
         #[cfg(not(loom))]
-        let owned_trace = match self.trace.or_else(crate::trace::from_env) {
-            Some(path) => Some(crate::trace::OwnedTrace::start(&path)?),
-            None => None,
-        };
+        let owned_trace = crate::trace::OwnedTrace::for_runtime(self.trace.as_deref())?;
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
@@ -544,6 +541,7 @@ impl Runtime {
     /// # Panics
     /// If the runtime is shutting down, or this process is a fork of the one that started
     /// it.
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -580,6 +578,7 @@ impl Runtime {
     /// Called from a green thread of this runtime, it just calls `f`. Called from a green
     /// thread of another runtime, `f` still runs on this one (as its root) while the calling
     /// green thread parks.
+    #[track_caller]
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -620,6 +619,7 @@ impl Runtime {
     ///
     /// # Panics
     /// If the runtime cannot be built (the error is in the message), or if `f` panics.
+    #[track_caller]
     pub fn run<F, T>(f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -776,8 +776,7 @@ pub(crate) fn global() -> &'static Runtime {
     })
 }
 
-/// The global runtime if it has started.
-#[allow(dead_code)]
+/// The global runtime if it has started (never starts it).
 pub(crate) fn global_if_started() -> Option<&'static Runtime> {
     GLOBAL.get()
 }

@@ -378,6 +378,7 @@ impl<F: FnOnce() + Send> Detached<F> {
 /// # Safety
 /// As for [`spawn_scoped`]; and the caller keeps `state` alive until its count is zero (its
 /// [`WaitAll`] borrows it), since the green thread points to it without owning it.
+#[track_caller]
 pub(crate) unsafe fn spawn_scoped_detached<'a, F>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
@@ -469,6 +470,7 @@ impl<F: Send, T: Send> ResultSlot<T> for Scoped<F, T> {
 /// # Safety
 /// - The caller must not let `'a` end before `state` counts zero running green threads (it
 ///   holds a [`WaitAll`] for `state` in every exit path).
+#[track_caller]
 pub(crate) unsafe fn spawn_scoped<'a, F, T>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
@@ -692,6 +694,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Panics
     /// If the runtime refuses the spawn (it is shutting down); use
     /// [`Builder::spawn_scoped`](crate::Builder::spawn_scoped) to get the error instead.
+    #[track_caller]
     pub fn spawn<F, T>(&'scope self, f: F) -> ScopedJoinHandle<'scope, T>
     where
         F: FnOnce() -> T + Send + 'scope,
@@ -728,6 +731,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// # Panics
     /// If the runtime refuses the spawn (it is shutting down).
+    #[track_caller]
     pub fn spawn_detached<F>(&'scope self, f: F)
     where
         F: FnOnce() + Send + 'scope,
@@ -741,6 +745,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
+    #[track_caller]
     pub(crate) fn spawn_with<F, T>(
         &'scope self,
         opts: SpawnOptions,

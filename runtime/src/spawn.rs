@@ -21,6 +21,7 @@ use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
 /// # Panics
 /// If the runtime is shutting down, or the global runtime cannot start (use
 /// [`Builder::spawn`] to get these as errors).
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -48,6 +49,7 @@ where
 ///
 /// # Panics
 /// As [`spawn`].
+#[track_caller]
 pub fn spawn_urgent<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -66,7 +68,7 @@ where
 /// use purloin::{Builder, StackSize};
 ///
 /// let h = Builder::new()
-///     .name("worker-1")
+///     .name("worker-1".into())
 ///     .stack_size(StackSize::Large) // deep recursion ahead
 ///     .spawn(|| purloin::current().unwrap().name())
 ///     .unwrap();
@@ -84,8 +86,11 @@ impl Builder {
     }
 
     /// Names the green thread (shown by `current().name()`, overflow and deadlock reports).
-    pub fn name(mut self, name: impl Into<String>) -> Builder {
-        self.opts.name = Some(name.into().into());
+    ///
+    /// Takes a `String`, as [`std::thread::Builder::name`] does, so that code written for
+    /// std threads (`.name("worker".into())`, `.name(format!(..))`) builds unchanged.
+    pub fn name(mut self, name: String) -> Builder {
+        self.opts.name = Some(name.into());
         self
     }
 
@@ -130,6 +135,7 @@ impl Builder {
     /// message names the cause and the fix); a pinned spawn outside a green thread; a spawn
     /// from outside in a child process forked after the global runtime started (its worker
     /// threads exist only in the parent).
+    #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -158,7 +164,10 @@ impl Builder {
     /// ```
     /// let mut hits = 0;
     /// purloin::scope(|s| {
-    ///     let h = purloin::Builder::new().name("counter").spawn_scoped(s, || hits += 1).unwrap();
+    ///     let h = purloin::Builder::new()
+    ///         .name("counter".into())
+    ///         .spawn_scoped(s, || hits += 1)
+    ///         .unwrap();
     ///     h.join().unwrap();
     /// });
     /// assert_eq!(hits, 1);
@@ -166,6 +175,7 @@ impl Builder {
     ///
     /// # Errors
     /// As [`Builder::spawn`].
+    #[track_caller]
     pub fn spawn_scoped<'scope, 'env, F, T>(
         self,
         scope: &'scope crate::Scope<'scope, 'env>,

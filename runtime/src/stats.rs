@@ -52,6 +52,8 @@ pub(crate) fn start_schedtrace(sched: &Arc<Scheduler>, every: Duration) -> Sched
     let thread = std::thread::Builder::new()
         .name("purloin-schedtrace".into())
         .spawn(move || {
+            // It prints and never wakes a green thread.
+            let _mark = purloin_sched::helper_thread();
             let start = Instant::now();
             while !st.load(Ordering::Acquire) {
                 std::thread::park_timeout(every);

@@ -204,7 +204,7 @@ fn a_zero_schedtrace_interval_and_a_nul_in_a_thread_name_are_refused() {
     assert!(err.to_string().contains("NUL"), "{err}");
     // A NUL in a green thread's name is harmless (it never reaches the OS).
     let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
-    let h = rt.block_on(|| purloin::Builder::new().name("g\0t").spawn(|| 1).unwrap().join());
+    let h = rt.block_on(|| purloin::Builder::new().name("g\0t".into()).spawn(|| 1).unwrap().join());
     assert_eq!(h.unwrap(), 1);
 }
 

@@ -862,8 +862,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // from it for long, poll here so I/O waiters are not starved (Go's sysmon, 10 ms).
         if busy {
             crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
-            // Due timers of workers busy running a green thread (issue 20 item 2; `timers`).
-            crate::timers::fire_for_busy(shared.active(), shared.epoch);
+            // Due timers of workers busy running a green thread (issue 20 item 2; `timer_heap`).
+            crate::timer_heap::fire_for_busy(shared.active(), shared.epoch);
         }
         let spares = shared.spare_procs.load(Ordering::Relaxed);
         if wants_help {

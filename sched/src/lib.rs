@@ -52,6 +52,7 @@
 
 mod blocking;
 mod builder;
+mod callback_timer;
 mod cells;
 mod clock;
 #[cfg(not(loom))]
@@ -88,15 +89,16 @@ mod switch;
 mod sync;
 mod task;
 mod thread;
-mod timer;
-mod timers;
+mod timer_heap;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
+pub use callback_timer::{Timer, call_at, call_every};
 #[cfg(not(loom))]
 pub use dump::{
-    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
+    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    note_runtime_code,
 };
 pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
@@ -122,7 +124,6 @@ pub use thread::{
     in_green_thread, park, park_deadline, park_timeout, preemption_point, set_current_locals,
     set_wait_info, sleep, sleep_until, yield_now,
 };
-pub use timer::{Timer, call_at, call_every};
 
 /// Spawns a green thread on the scheduler running the current green thread.
 ///
@@ -140,6 +141,7 @@ pub use timer::{Timer, call_at, call_every};
 /// });
 /// assert_eq!(h.join().unwrap(), 42);
 /// ```
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,

@@ -1,12 +1,13 @@
 //! The scheduler handle: starting it, spawning on it, observing it, shutting it down (the
 //! steps are in `shutdown`).
 
+use core::panic::Location;
 use std::io;
 use std::sync::Arc as StdArc;
 use std::time::Duration;
 
 use crate::builder::{Builder, SpawnOptions};
-use crate::g;
+use crate::g::{self, SpawnSite};
 use crate::join::JoinHandle;
 use crate::registry::for_each_parked;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
@@ -39,7 +40,11 @@ impl Scheduler {
             }
         }
         let monitor = if shared.config.monitor { start_monitor(&shared)? } else { None };
-        Ok(Scheduler { shared, monitor })
+        #[cfg(not(loom))]
+        let number = crate::dump::register(&shared);
+        #[cfg(loom)]
+        let number = 0;
+        Ok(Scheduler { shared, monitor, number })
     }
 }
 
@@ -85,11 +90,16 @@ fn start_monitor(_shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHa
 pub struct Scheduler {
     pub(crate) shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
+    /// See [`Scheduler::number`].
+    number: u64,
 }
 
 impl core::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Scheduler").field("workers", &self.shared.active().len()).finish()
+        f.debug_struct("Scheduler")
+            .field("number", &self.number)
+            .field("workers", &self.shared.active().len())
+            .finish()
     }
 }
 
@@ -306,12 +316,13 @@ impl Scheduler {
     /// let bad = SpawnOptions { stack_size: Some(StackSize::Bytes(0)), ..SpawnOptions::default() };
     /// assert!(sched.spawn_with(bad, || ()).is_err());
     /// ```
+    #[track_caller]
     pub fn spawn_with<F, T>(&self, opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        spawn_on(&self.shared, opts, f)
+        spawn_on(&self.shared, opts, f, Location::caller())
     }
 
     /// Spawns a green thread running `f` with default options.
@@ -327,6 +338,7 @@ impl Scheduler {
     /// let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
     /// assert_eq!(sum, 328_350);
     /// ```
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -379,6 +391,7 @@ impl Scheduler {
     /// assert!(rx.recv().is_err()); // every sender dropped: the closure is gone
     /// assert!(flag.load(Ordering::Relaxed));
     /// ```
+    #[track_caller]
     pub unsafe fn spawn_detached_unchecked<F>(
         &self,
         opts: SpawnOptions,
@@ -388,7 +401,8 @@ impl Scheduler {
     where
         F: FnOnce() + Send,
     {
-        spawn_detached_on(current_worker(), &self.shared, opts, DetachedCell::allocate(group, f))
+        let task = DetachedCell::allocate(group, f);
+        spawn_detached_on(current_worker(), &self.shared, opts, task, Location::caller())
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -406,6 +420,22 @@ impl Scheduler {
     /// ```
     pub fn stats(&self) -> Stats {
         stats_of(&self.shared)
+    }
+
+    /// This scheduler's number in the process: 1 for the first one started, 2 for the next,
+    /// and so on (never reused). Dumps carry it ([`Dump::scheduler`](crate::Dump::scheduler)),
+    /// so that a dump of every scheduler ([`dump_all`](crate::dump_all)) tells them apart.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = purloin_sched::Scheduler::new().unwrap();
+    /// let b = purloin_sched::Scheduler::new().unwrap();
+    /// assert!(b.number() > a.number());
+    /// assert_eq!(a.dump().scheduler, a.number());
+    /// ```
+    pub fn number(&self) -> u64 {
+        self.number
     }
 
     /// The green threads of this scheduler that are parked now, with what each waits on (a
@@ -662,6 +692,10 @@ impl Scheduler {
                  threads (it would wait for itself); drop it from the thread that owns it"
             );
         }
+        // Off the process's list first: a dump of every scheduler (`dump_all`) in progress is
+        // let finish, and none starts, while this one stops.
+        #[cfg(not(loom))]
+        crate::dump::unregister(&shared);
         shared.phase.store(PHASE_DRAINING, Ordering::Release);
         shared.wake_all();
         let mut report = ShutdownReport::default();
@@ -691,6 +725,11 @@ impl Scheduler {
             drain_queues(&shared, false);
             report.unfinished = shared.live().saturating_sub(report.leaked);
         }
+        // Nothing fires timers any more: drop them now (a ticker's channel disconnects even
+        // though its `Timer` handle keeps this scheduler's shared state alive).
+        for p in shared.ps.iter() {
+            p.timers.clear();
+        }
         report
     }
 }
@@ -717,11 +756,13 @@ impl Drop for Scheduler {
     }
 }
 
-/// Spawns on `shared` (the body of every spawn function).
+/// Spawns on `shared` (the body of every spawn function); `at` is the spawn's place in the
+/// source, shown by dumps.
 pub(crate) fn spawn_on<F, T>(
     shared: &Arc<Shared>,
     opts: SpawnOptions,
     f: F,
+    at: SpawnSite,
 ) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -736,12 +777,12 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task) {
+    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task, at) {
         Ok(()) => (std::sync::OnceLock::new(), true),
         // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
         // is `packet`, which then frees the cell.
         Err(task) => {
-            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
             (std::sync::OnceLock::from(t), false)
         }
     };
@@ -757,10 +798,11 @@ fn spawn_detached_on(
     shared: &Arc<Shared>,
     opts: SpawnOptions,
     task: crate::task::OwnedTask,
+    at: SpawnSite,
 ) -> io::Result<()> {
-    if let Err(task) = crate::ready::spawn_lazy_from(here, shared, &opts, task) {
+    if let Err(task) = crate::ready::spawn_lazy_from(here, shared, &opts, task, at) {
         // On an error `task` is dropped unrun (its closure with it).
-        crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
+        crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
     }
     Ok(())
 }
@@ -802,6 +844,7 @@ fn spawn_detached_on(
 ///     .is_err());
 /// ```
 #[inline]
+#[track_caller]
 pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
 where
     F: FnOnce() + Send,
@@ -814,7 +857,13 @@ where
              which starts one)",
         ));
     };
-    spawn_detached_on(Some(m), &m.shared, opts, DetachedCell::allocate(group, f))
+    spawn_detached_on(
+        Some(m),
+        &m.shared,
+        opts,
+        DetachedCell::allocate(group, f),
+        Location::caller(),
+    )
 }
 
 /// Spawns on the scheduler running the current green thread.
@@ -837,6 +886,7 @@ where
 /// // Outside a green thread there is no scheduler to spawn on.
 /// assert!(purloin_sched::spawn_with(SpawnOptions::default(), || ()).is_err());
 /// ```
+#[track_caller]
 pub fn spawn_with<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -850,7 +900,7 @@ where
     };
     // No clone of the Arc: a read-modify-write of the scheduler's shared reference count on
     // every spawn would bounce its cache line between the workers.
-    spawn_on(&m.shared, opts, f)
+    spawn_on(&m.shared, opts, f, Location::caller())
 }
 
 /// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running

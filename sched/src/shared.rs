@@ -20,7 +20,7 @@ use crate::sync::{
     Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Padded, STAT, fence, lock,
     thread,
 };
-use crate::timers::Epoch;
+use crate::timer_heap::Epoch;
 use crate::worker::NO_P;
 
 /// Scheduler lifecycle (`Shared::phase`).

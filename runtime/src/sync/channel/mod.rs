@@ -14,6 +14,10 @@
 //! - `bounded(0)`: a rendezvous: each send waits for a receiver and hands the message over
 //!   directly (Go's `hchan` with waiter queues under one short lock).
 //! - `unbounded()`: a lock-free linked list of blocks of 31 slots; sends never block.
+//! - timer channels ([`crate::time::after`], [`crate::time::at`], [`crate::time::never`]): no
+//!   sender; one message, receivable from a deadline on, with no timer registered until a
+//!   receiver waits. A receiver holds them apart from the other flavors, so a timer channel
+//!   is a small allocation rather than the size of the largest flavor.
 //!
 //! # Disconnection
 //!
@@ -47,6 +51,7 @@
 //! ```
 
 mod array;
+mod at;
 mod error;
 mod list;
 mod select;
@@ -90,7 +95,13 @@ unsafe impl<T: Send> Sync for Shared<T> {}
 fn new_channel<T>(flavor: Flavor<T>) -> (Sender<T>, Receiver<T>) {
     let shared =
         Arc::new(Shared { senders: AtomicUsize::new(1), receivers: AtomicUsize::new(1), flavor });
-    (Sender { shared: shared.clone() }, Receiver { shared })
+    (Sender { shared: shared.clone() }, Receiver { inner: Inner::Chan(shared) })
+}
+
+/// A timer channel's receiver (it has no sender): its one message, `make(deadline)`, can be
+/// received from `deadline` on (never without one), and then the channel is disconnected.
+pub(crate) fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Receiver<T> {
+    Receiver { inner: Inner::Timer(Arc::new(at::Channel::new(deadline, make))) }
 }
 
 /// A channel with room for `cap` messages; `bounded(0)` is a rendezvous channel (each send
@@ -145,7 +156,15 @@ pub struct Sender<T> {
 /// The receiving end of a channel. Clone it for more consumers (each message goes to one of
 /// them); the channel disconnects for senders when the last clone is dropped.
 pub struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    inner: Inner<T>,
+}
+
+/// What a [`Receiver`] receives from.
+enum Inner<T> {
+    /// A channel with senders (the bounded, rendezvous and unbounded flavors).
+    Chan(Arc<Shared<T>>),
+    /// A timer channel (no sender, no count of receivers: dropping the last one is all).
+    Timer(Arc<at::Channel<T>>),
 }
 
 fn deadline_after(timeout: Duration) -> Option<Instant> {
@@ -265,10 +284,13 @@ impl<T> Receiver<T> {
     /// before that are received first).
     #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
-        let r = match &self.shared.flavor {
-            Flavor::Array(c) => c.recv(None),
-            Flavor::List(c) => c.recv(None),
-            Flavor::Zero(c) => c.recv(None),
+        let r = match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.recv(None),
+                Flavor::List(c) => c.recv(None),
+                Flavor::Zero(c) => c.recv(None),
+            },
+            Inner::Timer(c) => c.recv(None),
         };
         r.map_err(|e| match e {
             RecvTimeoutError::Disconnected => RecvError,
@@ -283,10 +305,13 @@ impl<T> Receiver<T> {
     /// [`TryRecvError::Empty`], or [`TryRecvError::Disconnected`] if empty and every sender
     /// was dropped.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        match &self.shared.flavor {
-            Flavor::Array(c) => c.try_recv(),
-            Flavor::List(c) => c.try_recv(),
-            Flavor::Zero(c) => c.try_recv(),
+        match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.try_recv(),
+                Flavor::List(c) => c.try_recv(),
+                Flavor::Zero(c) => c.try_recv(),
+            },
+            Inner::Timer(c) => c.try_recv(),
         }
     }
 
@@ -308,10 +333,13 @@ impl<T> Receiver<T> {
     ///
     /// [`RecvTimeoutError::Timeout`] or [`RecvTimeoutError::Disconnected`].
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        match &self.shared.flavor {
-            Flavor::Array(c) => c.recv(Some(deadline)),
-            Flavor::List(c) => c.recv(Some(deadline)),
-            Flavor::Zero(c) => c.recv(Some(deadline)),
+        match &self.inner {
+            Inner::Chan(shared) => match &shared.flavor {
+                Flavor::Array(c) => c.recv(Some(deadline)),
+                Flavor::List(c) => c.recv(Some(deadline)),
+                Flavor::Zero(c) => c.recv(Some(deadline)),
+            },
+            Inner::Timer(c) => c.recv(Some(deadline)),
         }
     }
 
@@ -327,28 +355,45 @@ impl<T> Receiver<T> {
 
     /// Whether the channel holds no message (always true for a rendezvous channel).
     pub fn is_empty(&self) -> bool {
-        self.shared.flavor.is_empty()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.is_empty(),
+            Inner::Timer(c) => c.len() == 0,
+        }
     }
 
     /// Whether the channel is full (always true for a rendezvous channel, never for an
-    /// unbounded one).
+    /// unbounded one; a timer channel, of capacity 1, is full while its message waits).
     pub fn is_full(&self) -> bool {
-        self.shared.flavor.is_full()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.is_full(),
+            Inner::Timer(c) => c.len() == 1,
+        }
     }
 
     /// The number of queued messages (a snapshot).
     pub fn len(&self) -> usize {
-        self.shared.flavor.len()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.len(),
+            Inner::Timer(c) => c.len(),
+        }
     }
 
-    /// The capacity: `Some(n)` for `bounded(n)`, `None` for unbounded.
+    /// The capacity: `Some(n)` for `bounded(n)`, `None` for unbounded, `Some(1)` for a timer
+    /// channel.
     pub fn capacity(&self) -> Option<usize> {
-        self.shared.flavor.capacity()
+        match &self.inner {
+            Inner::Chan(shared) => shared.flavor.capacity(),
+            Inner::Timer(_) => Some(1),
+        }
     }
 
     /// Whether `self` and `other` are ends of the same channel.
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
+        match (&self.inner, &other.inner) {
+            (Inner::Chan(a), Inner::Chan(b)) => Arc::ptr_eq(a, b),
+            (Inner::Timer(a), Inner::Timer(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// Completes a receive reserved by a selection.
@@ -357,9 +402,13 @@ impl<T> Receiver<T> {
     ///
     /// - `token` holds a reservation made for this receiver (by `try_select` or `accept`).
     unsafe fn complete(&self, token: &mut Token) -> Result<T, RecvError> {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            Inner::Timer(c) => return c.read().map_err(|()| RecvError),
+        };
         // SAFETY: the caller's obligation.
         unsafe {
-            match &self.shared.flavor {
+            match &shared.flavor {
                 Flavor::Array(c) => c.read(token).map_err(|()| RecvError),
                 Flavor::List(c) => c.read(token).map_err(|()| RecvError),
                 Flavor::Zero(c) => match c.read(token) {
@@ -418,9 +467,15 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        // Relaxed: as for `Sender::clone`.
-        self.shared.receivers.fetch_add(1, Ordering::Relaxed);
-        Receiver { shared: self.shared.clone() }
+        let inner = match &self.inner {
+            Inner::Chan(shared) => {
+                // Relaxed: as for `Sender::clone`.
+                shared.receivers.fetch_add(1, Ordering::Relaxed);
+                Inner::Chan(shared.clone())
+            }
+            Inner::Timer(c) => Inner::Timer(c.clone()),
+        };
+        Receiver { inner }
     }
 }
 
@@ -446,9 +501,11 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        // A timer channel has nobody to tell (no sender, no timer unless a receiver waits).
+        let Inner::Chan(shared) = &self.inner else { return };
         // AcqRel: as in `Sender::drop`.
-        if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            match &self.shared.flavor {
+        if shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            match &shared.flavor {
                 Flavor::Array(c) => {
                     c.disconnect_receivers();
                 }
@@ -538,7 +595,12 @@ impl<T> IntoIterator for Receiver<T> {
 
 impl<T> SelectHandle for Receiver<T> {
     fn try_select(&self, token: &mut Token) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // Nothing to reserve: the receive takes the message when it completes.
+            Inner::Timer(c) => return c.is_ready(),
+        };
+        match &shared.flavor {
             Flavor::Array(c) => c.start_recv(token),
             Flavor::List(c) => c.start_recv(token),
             Flavor::Zero(c) => c.start_recv(token),
@@ -546,7 +608,12 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn register(&self, node: &mut Node, me: *const Waiter) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // Nothing to link (nobody sends): the selection wakes by `wake_at`.
+            Inner::Timer(c) => return c.is_ready(),
+        };
+        match &shared.flavor {
             Flavor::Array(c) => {
                 // SAFETY: forwarded from the caller's obligations.
                 unsafe { c.receivers().register(node) };
@@ -563,15 +630,28 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     fn unregister(&self, node: &Node, won: bool) {
-        match &self.shared.flavor {
+        let Inner::Chan(shared) = &self.inner else { return };
+        match &shared.flavor {
             Flavor::Array(c) => c.receivers().unregister(node),
             Flavor::List(c) => c.receivers().unregister(node),
             Flavor::Zero(c) => c.unregister(node, false, won),
         }
     }
 
+    fn wake_at(&self) -> Option<Instant> {
+        match &self.inner {
+            Inner::Chan(_) => None,
+            Inner::Timer(c) => c.wake_at(),
+        }
+    }
+
     unsafe fn accept(&self, token: &mut Token, node: &Node, claim: u32) -> bool {
-        match &self.shared.flavor {
+        let shared = match &self.inner {
+            Inner::Chan(shared) => shared,
+            // Never linked, so never claimed; a retry is always correct.
+            Inner::Timer(c) => return c.is_ready(),
+        };
+        match &shared.flavor {
             // A claim is a hint: try again.
             Flavor::Array(c) => c.start_recv(token),
             Flavor::List(c) => c.start_recv(token),
@@ -581,7 +661,8 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn abandon(&self, node: &Node, claim: u32) {
-        match &self.shared.flavor {
+        let Inner::Chan(shared) = &self.inner else { return };
+        match &shared.flavor {
             // Pass the hint on to another receiver.
             Flavor::Array(c) => c.receivers().notify(),
             Flavor::List(c) => c.receivers().notify(),
@@ -591,7 +672,9 @@ impl<T> SelectHandle for Receiver<T> {
     }
 
     unsafe fn abandon_token(&self, token: &mut Token) {
-        match &self.shared.flavor {
+        // A timer channel reserves nothing.
+        let Inner::Chan(shared) = &self.inner else { return };
+        match &shared.flavor {
             // Release the slot: take the message and drop it.
             // SAFETY: `token` holds this receiver's uncompleted reservation.
             Flavor::Array(c) => drop(unsafe { c.read(token) }),

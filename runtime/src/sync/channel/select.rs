@@ -7,7 +7,9 @@
 //! proceed claims the waiter through its node (waiter protocol: one CAS, so only one
 //! operation wins); the select then unregisters the other nodes and completes the winner. For
 //! the lock-free flavors a claim is a hint ("try me again now"); for the rendezvous flavor it
-//! is the hand-off itself.
+//! is the hand-off itself. A timer channel ([`crate::time::after`]) has nobody to claim the
+//! waiter: the selection parks no later than the earliest timer deadline among its
+//! operations and looks again then (that timed park is the only timer an `after` ever costs).
 //!
 //! A selected operation is *reserved* (a slot claimed, a waiting counterpart claimed) and is
 //! completed by [`SelectedOperation::send`] / [`SelectedOperation::recv`], which never block
@@ -71,6 +73,11 @@ pub(crate) trait SelectHandle {
     ///
     /// - `token` holds a reservation of this handle's operation that was not completed.
     unsafe fn abandon_token(&self, token: &mut Token);
+    /// When a waiting selection must wake up to find this operation ready without anyone
+    /// claiming it (a timer channel's deadline); `None` if a claim will come.
+    fn wake_at(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// How long a selection may wait.
@@ -145,7 +152,7 @@ pub(crate) fn run_select<'a>(
         }
     }
     loop {
-        let deadline = match timeout {
+        let own = match timeout {
             Timeout::Now => return None,
             Timeout::Never => None,
             Timeout::At(d) => {
@@ -154,6 +161,14 @@ pub(crate) fn run_select<'a>(
                 }
                 Some(d)
             }
+        };
+        // A timer channel is never claimed: the wait ends by its deadline instead, when that
+        // comes before the selection's own.
+        let timers = entries.iter().filter_map(|e| e.0.wake_at()).min();
+        let (deadline, own_deadline) = match (own, timers) {
+            (Some(d), Some(t)) if t < d => (Some(t), false),
+            (Some(d), _) => (Some(d), true),
+            (None, t) => (t, false),
         };
         let waiter = Waiter::new();
         let (claim, timed_out) = if entries.len() <= INLINE {
@@ -174,7 +189,7 @@ pub(crate) fn run_select<'a>(
                 return Some((token, i, p, h));
             }
         }
-        if timed_out {
+        if timed_out && own_deadline {
             return None;
         }
     }

@@ -1,11 +1,11 @@
 //! Callback timers: a closure the scheduler runs at a deadline, once or every period, kept as
-//! one entry in a P's timer heap ([`crate::timers`]) rather than a green thread.
+//! one entry in a P's timer heap ([`crate::timer_heap`]) rather than a green thread.
 
 use std::time::{Duration, Instant};
 
 use crate::shared::Shared;
 use crate::sync::{Arc, AtomicBool};
-use crate::timers::{Action, Periodic};
+use crate::timer_heap::{Action, Periodic};
 
 /// A cancellable callback timer: a closure the scheduler runs at a deadline (once, or every
 /// period), made by [`Scheduler::call_at`](crate::Scheduler::call_at),

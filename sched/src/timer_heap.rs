@@ -30,7 +30,7 @@
 //! covers the workers that were already asleep when the timer was added.
 //!
 //! Exactly-once: an action is taken out of the map under the lock, by one firer or by
-//! `delete`, never both (model `timers::loom_tests`).
+//! `delete`, never both (model `timer_heap::loom_tests`).
 //!
 //! # Memory ordering
 //!
@@ -135,22 +135,26 @@ impl Action {
                     return None;
                 }
                 let go_on = contained(|| (p.f)(now)).unwrap_or(false);
-                go_on.then(|| (next_tick(at, p.period, Instant::now()), Action::Every(p)))
+                if !go_on {
+                    return None;
+                }
+                next_tick(at, p.period, Instant::now()).map(|next| (next, Action::Every(p)))
             }
         }
     }
 }
 
 /// The first tick time after `now` on the grid `last + k * period` (skips missed periods
-/// instead of firing a burst to catch up).
-pub(crate) fn next_tick(last: Instant, period: Duration, now: Instant) -> Instant {
-    let next = last + period;
+/// instead of firing a burst to catch up); `None` if that is beyond what `Instant` can
+/// represent (the timer never fires again).
+pub(crate) fn next_tick(last: Instant, period: Duration, now: Instant) -> Option<Instant> {
+    let next = last.checked_add(period)?;
     if next > now {
-        return next;
+        return Some(next);
     }
     let behind = now - last;
     let periods = behind.as_nanos() / period.as_nanos() + 1;
-    last + period * u32::try_from(periods).unwrap_or(u32::MAX)
+    last.checked_add(period.checked_mul(u32::try_from(periods).ok()?)?)
 }
 
 /// A heap entry: ordered by deadline (earliest first), then by sequence.
@@ -387,6 +391,21 @@ impl Timers {
         n
     }
 
+    /// Drops every timer without running it (the scheduler has stopped: nothing would fire
+    /// them), so what their actions hold (a callback's channel sender) is released now
+    /// rather than when the last handle to the scheduler goes. The actions are dropped after
+    /// the lock is released.
+    pub(crate) fn clear(&self) {
+        let (heap, live) = {
+            let mut h = lock(&self.heap);
+            // Relaxed: a hint written under the lock.
+            self.next.store(NONE, Ordering::Relaxed);
+            (core::mem::take(&mut h.heap), core::mem::take(&mut h.live))
+        };
+        drop(heap);
+        drop(live);
+    }
+
     /// Moves every live timer to `to` (the P is being removed). The moved timers get new
     /// sequences there, so a [`Timers::delete`] with an old one finds nothing (a wake-up then
     /// fires spuriously, which parks tolerate; a callback runs).
@@ -431,9 +450,39 @@ mod tests {
     fn next_tick_skips_missed_periods() {
         let t0 = Instant::now();
         let p = Duration::from_millis(10);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(3)), t0 + p);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(10)), t0 + 2 * p);
-        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(47)), t0 + 5 * p);
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(3)), Some(t0 + p));
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(10)), Some(t0 + 2 * p));
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_millis(47)), Some(t0 + 5 * p));
+    }
+
+    /// A period whose next tick `Instant` cannot represent ends the timer instead of
+    /// panicking on the timer path ("overflow when adding duration to instant").
+    #[test]
+    fn next_tick_beyond_instant_is_none() {
+        let t0 = Instant::now();
+        let half = Duration::from_secs(u64::MAX / 2);
+        assert_eq!(next_tick(t0, Duration::MAX, t0), None);
+        assert_eq!(next_tick(t0, half, t0), None);
+        let p = Duration::from_secs(3600);
+        assert_eq!(next_tick(t0, p, t0 + Duration::from_secs(10 * 3600)), Some(t0 + 11 * p));
+    }
+
+    /// A cleared heap is empty with a NONE hint, and dropped its actions (unrun).
+    #[test]
+    fn clear_drops_every_action_unrun() {
+        let epoch = Epoch::now();
+        let t = Timers::new();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let now = Instant::now();
+        t.add(epoch, now, counting(&fired));
+        t.add(epoch, now + Duration::from_secs(3600), counting(&fired));
+        assert_eq!(Arc::strong_count(&fired), 3);
+        t.clear();
+        assert_eq!(t.entries(), (0, 0));
+        assert_eq!(t.next_nanos(), NONE);
+        assert_eq!(Arc::strong_count(&fired), 1, "the actions were not dropped");
+        assert_eq!(t.fire_due(epoch), 0);
+        assert_eq!(fired.load(core::sync::atomic::Ordering::Relaxed), 0);
     }
 
     /// Issue 20 item 3: deleted timers under a live one are compacted away, so the heap holds
