@@ -18,9 +18,11 @@
 //! A green thread may stop on one OS thread and continue on another. Do not hold a
 //! `thread_local!` reference across a scheduling point (a yield, park, join, lock, channel or
 //! I/O wait); use [`green_local!`] for per-green-thread state, and [`Builder::pinned`] when a
-//! library needs to stay on one OS thread. Never block the OS thread in a green thread with
-//! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
-//! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
+//! library needs to stay on one OS thread. A green thread that blocks its OS thread
+//! (`std::sync::Mutex`, `std::thread::sleep`, blocking I/O, a foreign call) does not stop the
+//! others: after 1 ms the runtime starts a spare worker thread that takes over the queued
+//! green threads. It still costs that thread: prefer [`sync`] and [`sleep`], which block only
+//! the green thread, and wrap calls known to block in [`blocking`] (a hand-off after 20 µs).
 //!
 //! # I/O
 //!

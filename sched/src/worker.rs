@@ -482,6 +482,11 @@ impl M {
                 if self.p.get() == NO_P {
                     return None;
                 }
+                if self.p.get() >= self.shared.nprocs.load(Ordering::Acquire) {
+                    // Retired while parked (a spare the monitor removed, S2 in `blocking`, or
+                    // `set_workers`): take no work for a P nobody steals from any more.
+                    return None;
+                }
                 round = 0;
             }
         }
@@ -615,7 +620,11 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
     let spawn = thread::Builder::new().name(name).spawn(move || worker_main(shared2, p, id));
     match spawn {
         Ok(h) => {
-            lock(&shared.threads).push(h);
+            let mut threads = lock(&shared.threads);
+            // Threads of retired workers (spares come and go) have ended: drop their handles.
+            #[cfg(not(loom))]
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
             Ok(())
         }
         Err(e) => {
