@@ -74,7 +74,7 @@ fn spawn_and_join() {
     );
 }
 
-/// Part 2: Seed 004's fork-join walk-through: fib(30) with `purloin::join`.
+/// Part 2: the fork-join walk-through: fib(30) with `purloin::join`.
 fn fork_join_fib() {
     section("fork-join: fib(30) with purloin::join (join-helping runs unstolen halves inline)");
     fn fib(n: u64) -> u64 {
@@ -324,7 +324,7 @@ fn overflow_child() -> ! {
     std::process::exit(0)
 }
 
-/// Part 7: Seed 003's state machines (`purloin::machine`) stepped by the same scheduler, no
+/// Part 7: state machines (`purloin::machine`) stepped by the same scheduler, no
 /// stack each.
 fn machine_workflow() {
     section(

@@ -1,4 +1,4 @@
-//! Blocking handoff (protocol 5) and the monitor thread (Go's sysmon).
+//! Blocking handoff and the monitor thread (Go's sysmon).
 //!
 //! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
 //! stores, a fence and a CAS). The monitor wakes every 20 µs while some worker is in a blocking

@@ -1,4 +1,4 @@
-//! Who is searching, who is parked, and whom to wake (protocol 2: Go's "delicate dance").
+//! Who is searching, who is parked, and whom to wake (Go's "delicate dance").
 //!
 //! Workers are *running* (executing green threads), *searching* (spinning: looking for work to
 //! steal) or *parked* (asleep on their P's parking lot). One word counts searching and unparked

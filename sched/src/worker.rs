@@ -520,7 +520,7 @@ impl M {
         let p = &shared.ps[pi];
         // Every P's earliest timer, not only this one's: a timer of a P whose holder is busy
         // running a green thread is fired by a worker that wakes for it and steals it (the
-        // last steal pass), Go's `stealWork` timer stealing (issue 20 item 2).
+        // last steal pass), Go's `stealWork` timer stealing.
         let due = crate::timer_heap::earliest(shared.active(), shared.epoch);
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
