@@ -8,7 +8,7 @@
 //! nothing happened; if it loses, the P now belongs to someone else, so the green thread goes
 //! to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
-//! The monitor also watches green threads (and process steps) that run for longer than 10 ms
+//! The monitor also watches green threads (and the steps of stackless tasks) that run for longer than 10 ms
 //! without a scheduling point. It asks such a green thread to yield at its next preemption
 //! point (`preemption_point`; a socket operation that did not wait is one), and reports it,
 //! once per green thread: as a CPU hog if it runs on for a quarter of the threshold more of
@@ -937,22 +937,22 @@ fn report_long_runner(
     let name = name.as_deref().unwrap_or("<unnamed>");
     let id = g.id_with(generation);
     if step {
-        // A stackless task (a `purloin::machine` process): one step runs on the worker's own
+        // A stackless task (a `purloin::machine` machine, for one): one step runs on the worker's own
         // stack, so the advice for green threads (yield, `blocking()`) does not apply.
         match why {
             LongRun::Cpu(ran) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has run for {ran:?} of CPU time; \
-                 it delays the other processes and green threads of its worker — do less per \
+                "purloin: a task step (stackless task {id} '{name}') has run for {ran:?} of CPU time; \
+                 it delays the other tasks and green threads of its worker — do less per \
                  step (return and continue in the next one)"
             ),
             LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has blocked its worker's OS \
+                "purloin: a task step (stackless task {id} '{name}') has blocked its worker's OS \
                  thread for {for_:?} (a std lock, std::thread::sleep or blocking I/O); a step \
                  must not block: yield a command whose handler (on a green thread) does the \
                  blocking work (see purloin::machine)"
             ),
             LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has kept its worker's OS thread \
+                "purloin: a task step (stackless task {id} '{name}') has kept its worker's OS thread \
                  in an uninterruptible kernel wait for {for_:?} (page faults on fresh or \
                  swapped memory, or disk I/O: usually memory pressure); if it is file I/O, \
                  yield a command whose handler does it"
