@@ -1,5 +1,8 @@
 //! Blocking handoff and the monitor thread (Go's sysmon).
 //!
+//! This file also holds `impl Shared`'s part for these (the monitor's kicks, the hand-off,
+//! spare workers); `Shared` itself is in `shared.rs`.
+//!
 //! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
 //! stores, a fence and a CAS). The monitor wakes every 20 µs while some worker is in a blocking
 //! section; a P that has stayed in the same blocking section for longer than the threshold is

@@ -3,7 +3,8 @@
 //! submit-side operations every party uses (notify and wake, global and pinned pushes).
 //!
 //! The worker loop that consumes this state is in `worker`; what makes a G runnable is in
-//! `ready`.
+//! `ready`. `impl Shared` has a second part in `blocking.rs`: the monitor's kicks, the
+//! blocking hand-off and the spare workers.
 
 use std::time::{Duration, Instant};
 

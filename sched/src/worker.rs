@@ -1,5 +1,11 @@
 //! M: the worker threads and their scheduling loop: finding work, stealing, spinning, parking.
 //!
+//! `impl M` is split by concern over four files: here the loop and finding work (`run`,
+//! `find_runnable`, `steal_work`, `park`, `retire`); `held.rs` the proof of holding a P and
+//! the record cache (`M::held`, `alloc_g`, `recycle`); `entry.rs` turning a dequeued entry
+//! into a G (`M::accept`, `adopt_job`, `adopt_task`); `switch.rs` running a G and finishing
+//! its switch on g0 (`M::execute`, `step`, `finish`).
+//!
 //! Each worker (an OS thread, Go's M) holds one P and runs a loop on its own stack (Go's g0):
 //! find a runnable G, switch to it (`switch`), and when the G switches back, finish what it
 //! asked for (also `switch`). Where runnable G's are queued is `ready`.
