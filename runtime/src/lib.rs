@@ -81,6 +81,7 @@
 //! [`deque`], [`parking`], [`stack`], [`context`], [`sched`].
 #![warn(missing_docs)]
 
+mod current;
 mod deadlock;
 #[cfg(not(loom))]
 pub mod debugging;
@@ -88,6 +89,8 @@ pub mod fs;
 pub mod future;
 #[cfg(not(loom))]
 mod hook;
+#[cfg(not(loom))]
+mod hook_dispatch;
 pub mod io;
 mod local;
 mod loom;
@@ -97,6 +100,7 @@ pub mod metrics;
 pub mod net;
 pub mod process;
 mod rt;
+mod schedtrace;
 mod scope;
 #[cfg(not(loom))]
 pub mod signal;
@@ -126,15 +130,16 @@ pub use purloin_parking as parking;
 pub use purloin_sched as sched;
 pub use purloin_stack as stack;
 
-pub use deadlock::{DeadlockReport, detect as detect_deadlock};
+pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
     blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
     yield_now,
 };
-pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
-pub use spawn::{Builder, spawn, spawn_urgent};
+pub use rt::detect_deadlock;
+pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
+pub use spawn::{Builder, join, scope, spawn, spawn_urgent};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};
 
