@@ -60,6 +60,7 @@
 //! | `PURLOIN_DUMP_SIGNAL` | dump every green thread's stack to stderr on a signal | a signal name (`SIGQUIT`, `QUIT`) or number | [`debugging::dump_on_signal`] |
 //! | `PURLOIN_SCHEDTRACE` | a line of scheduler state every N ms (Go's `schedtrace`) | milliseconds; `0` or empty: off | [`runtime::Builder::schedtrace`] |
 //! | `PURLOIN_PARK_HISTOGRAM` | the park-duration histogram | `1` or `0` | [`runtime::Builder::park_histogram`] |
+//! | `PURLOIN_SPARE_WORKERS` | the most spare workers added for workers stalled in unmarked blocking calls or long computations; default 32 | a number; `0`: none | [`runtime::Builder::max_spare_workers`] |
 //!
 //! # Cargo features
 //!

@@ -65,6 +65,9 @@ impl Builder {
         if let Some(size) = env.stack_size {
             sched = sched.stack_size(size);
         }
+        if let Some(n) = env.spare_workers {
+            sched = sched.max_spare_workers(n);
+        }
         let (deadlock_detection, deadlock_grace) =
             env.deadlock.unwrap_or((true, DEFAULT_DEADLOCK_GRACE));
         Builder {
@@ -113,6 +116,31 @@ impl Builder {
     /// Long-runner report threshold (default 10 ms).
     pub fn long_run_threshold(mut self, d: Duration) -> Builder {
         self.sched = self.sched.long_run_threshold(d);
+        self
+    }
+
+    /// The most spare worker threads the runtime may add while workers are stalled in
+    /// blocking calls nobody wrapped in [`blocking`](crate::blocking) (`std::thread::sleep`,
+    /// a std lock, blocking I/O) or in long computations, so that the green threads queued
+    /// behind them run meanwhile (default 32; 0 turns them off; `PURLOIN_SPARE_WORKERS`).
+    /// Spares retire once idle for 200 ms. See
+    /// [`purloin_sched::Builder::max_spare_workers`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = purloin::runtime::Builder::new().workers(1).max_spare_workers(4).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// // Blocks its worker's OS thread in a std receive (not wrapped in `blocking`) ...
+    /// let waiter = rt.spawn(move || rx.recv_timeout(Duration::from_secs(60)).unwrap());
+    /// // ... and the only green thread that can answer still runs, on a spare worker.
+    /// rt.spawn(move || tx.send(7).unwrap()).join().unwrap();
+    /// assert_eq!(waiter.join().unwrap(), 7);
+    /// ```
+    pub fn max_spare_workers(mut self, n: usize) -> Builder {
+        self.sched = self.sched.max_spare_workers(n);
         self
     }
 
@@ -318,6 +346,7 @@ struct Env {
     deadlock: Option<(bool, Duration)>,
     schedtrace: Option<Option<Duration>>,
     park_histogram: Option<bool>,
+    spare_workers: Option<usize>,
 }
 
 impl Env {
@@ -342,6 +371,11 @@ impl Env {
                  PURLOIN_SCHEDTRACE=1000 (0 or empty: off)",
             ),
             park_histogram: env_value("PURLOIN_PARK_HISTOGRAM", parse_switch, "1 (on) or 0 (off)"),
+            spare_workers: env_value(
+                "PURLOIN_SPARE_WORKERS",
+                |v| v.trim().parse().ok(),
+                "the most spare workers for stalled ones, such as 32 (0: none)",
+            ),
         }
     }
 }
