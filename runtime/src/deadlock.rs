@@ -76,7 +76,7 @@ pub(crate) fn report(sched: &Scheduler, root: Option<GreenThread>) -> DeadlockRe
     report_of(sched.parked(), root)
 }
 
-fn report_of(parked: Vec<ParkedThread>, root: Option<GreenThread>) -> DeadlockReport {
+pub(crate) fn report_of(parked: Vec<ParkedThread>, root: Option<GreenThread>) -> DeadlockReport {
     let cycles = cycles(&parked);
     DeadlockReport { parked, cycles, root }
 }
@@ -113,17 +113,6 @@ fn cycles(parked: &[ParkedThread]) -> Vec<Vec<GreenId>> {
         }
     }
     out
-}
-
-/// Reports the wait-for cycles among the parked green threads of the runtime running the
-/// current green thread (or of the global runtime), even while other green threads still run
-/// (a partial deadlock). `None` if there is none.
-pub fn detect() -> Option<DeadlockReport> {
-    let report = match purloin_sched::current_parked() {
-        Some(parked) => report_of(parked, None),
-        None => report(crate::rt::global().scheduler(), None),
-    };
-    (!report.cycles.is_empty()).then_some(report)
 }
 
 /// Whether nothing can ever wake a green thread of `sched` any more: it is quiescent (every

@@ -159,13 +159,13 @@
 use std::fmt;
 use std::io;
 
-use purloin_sched::Dump;
+use purloin_sched::{Dump, Scheduler};
 
 use crate::signal::{Signal, Signals};
 
 /// Every green thread of the runtime running the current green thread (of the global runtime,
-/// from a plain thread, which starts it if it was not running), with backtraces of the parked
-/// ones. See the [module docs](self); [`dump_all`] covers every runtime of the process.
+/// from a plain thread; empty if it has not started, for a dump never starts a runtime), with
+/// backtraces of the parked ones. See the [module docs](self); [`dump_all`] covers every runtime of the process.
 ///
 /// # Examples
 ///
@@ -182,7 +182,9 @@ use crate::signal::{Signal, Signals};
 /// ```
 pub fn dump() -> Dump {
     note_facade_code();
-    purloin_sched::current_dump().unwrap_or_else(|| crate::rt::global().scheduler().dump())
+    purloin_sched::current_dump().unwrap_or_else(|| {
+        crate::current::global_scheduler().map(Scheduler::dump).unwrap_or_default()
+    })
 }
 
 /// Every runtime of the process at one moment, each with the [`Dump`] of its green threads:
@@ -259,7 +261,7 @@ impl fmt::Display for ProcessDump {
 /// ```
 pub fn dump_all() -> ProcessDump {
     note_facade_code();
-    let global = crate::rt::global_if_started().map(|rt| rt.scheduler().number());
+    let global = crate::current::global_scheduler().map(Scheduler::number);
     let runtimes = purloin_sched::dump_all()
         .into_iter()
         .map(|dump| RuntimeDump { global: Some(dump.scheduler) == global, dump })

@@ -18,9 +18,11 @@
 //! A green thread may stop on one OS thread and continue on another. Do not hold a
 //! `thread_local!` reference across a scheduling point (a yield, park, join, lock, channel or
 //! I/O wait); use [`green_local!`] for per-green-thread state, and [`Builder::pinned`] when a
-//! library needs to stay on one OS thread. Never block the OS thread in a green thread with
-//! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
-//! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
+//! library needs to stay on one OS thread. A green thread that blocks its OS thread
+//! (`std::sync::Mutex`, `std::thread::sleep`, blocking I/O, a foreign call) does not stop the
+//! others: after 1 ms the runtime starts a spare worker thread that takes over the queued
+//! green threads. It still costs that thread: prefer [`sync`] and [`sleep`], which block only
+//! the green thread, and wrap calls known to block in [`blocking`] (a hand-off after 20 µs).
 //!
 //! # I/O
 //!
@@ -58,6 +60,7 @@
 //! | `PURLOIN_DUMP_SIGNAL` | dump every green thread's stack to stderr on a signal | a signal name (`SIGQUIT`, `QUIT`) or number | [`debugging::dump_on_signal`] |
 //! | `PURLOIN_SCHEDTRACE` | a line of scheduler state every N ms (Go's `schedtrace`) | milliseconds; `0` or empty: off | [`runtime::Builder::schedtrace`] |
 //! | `PURLOIN_PARK_HISTOGRAM` | the park-duration histogram | `1` or `0` | [`runtime::Builder::park_histogram`] |
+//! | `PURLOIN_SPARE_WORKERS` | the most spare workers added for workers stalled in unmarked blocking calls or long computations; default 32 | a number; `0`: none | [`runtime::Builder::max_spare_workers`] |
 //!
 //! # Cargo features
 //!
@@ -81,6 +84,7 @@
 //! green-aware locks and channels, with [`select!`]).
 #![warn(missing_docs)]
 
+mod current;
 mod deadlock;
 #[cfg(not(loom))]
 pub mod debugging;
@@ -88,6 +92,8 @@ pub mod fs;
 pub mod future;
 #[cfg(not(loom))]
 mod hook;
+#[cfg(not(loom))]
+mod hook_dispatch;
 pub mod io;
 mod local;
 mod loom;
@@ -97,6 +103,7 @@ pub mod metrics;
 pub mod net;
 pub mod process;
 mod rt;
+mod schedtrace;
 mod scope;
 #[cfg(not(loom))]
 pub mod signal;
@@ -126,7 +133,7 @@ pub use purloin_sched as sched;
 pub use purloin_stack as stack;
 pub use purloin_sync as sync;
 
-pub use deadlock::{DeadlockReport, detect as detect_deadlock};
+pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
@@ -134,8 +141,9 @@ pub use purloin_sched::{
     yield_now,
 };
 pub use purloin_sync::select;
-pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
-pub use spawn::{Builder, spawn, spawn_urgent};
+pub use rt::detect_deadlock;
+pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
+pub use spawn::{Builder, join, scope, spawn, spawn_urgent};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};
 

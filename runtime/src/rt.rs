@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::{Scheduler, ShutdownReport, StackSize};
 
+use crate::current::{RuntimeData, with_current};
 use crate::{JoinHandle, Stats};
 
 /// Configures a [`Runtime`].
@@ -64,6 +65,9 @@ impl Builder {
         if let Some(size) = env.stack_size {
             sched = sched.stack_size(size);
         }
+        if let Some(n) = env.spare_workers {
+            sched = sched.max_spare_workers(n);
+        }
         let (deadlock_detection, deadlock_grace) =
             env.deadlock.unwrap_or((true, DEFAULT_DEADLOCK_GRACE));
         Builder {
@@ -112,6 +116,31 @@ impl Builder {
     /// Long-runner report threshold (default 10 ms).
     pub fn long_run_threshold(mut self, d: Duration) -> Builder {
         self.sched = self.sched.long_run_threshold(d);
+        self
+    }
+
+    /// The most spare worker threads the runtime may add while workers are stalled in
+    /// blocking calls nobody wrapped in [`blocking`](crate::blocking) (`std::thread::sleep`,
+    /// a std lock, blocking I/O) or in long computations, so that the green threads queued
+    /// behind them run meanwhile (default 32; 0 turns them off; `PURLOIN_SPARE_WORKERS`).
+    /// Spares retire once idle for 200 ms. See
+    /// [`purloin_sched::Builder::max_spare_workers`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = purloin::runtime::Builder::new().workers(1).max_spare_workers(4).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// // Blocks its worker's OS thread in a std receive (not wrapped in `blocking`) ...
+    /// let waiter = rt.spawn(move || rx.recv_timeout(Duration::from_secs(60)).unwrap());
+    /// // ... and the only green thread that can answer still runs, on a spare worker.
+    /// rt.spawn(move || tx.send(7).unwrap()).join().unwrap();
+    /// assert_eq!(waiter.join().unwrap(), 7);
+    /// ```
+    pub fn max_spare_workers(mut self, n: usize) -> Builder {
+        self.sched = self.sched.max_spare_workers(n);
         self
     }
 
@@ -253,7 +282,10 @@ impl Builder {
         let rt = self.build()?;
         // Only another thread's first use can have won since the check: it started the
         // default runtime, and this one shuts down again.
-        GLOBAL.set(rt).map_err(|_| started())
+        let sched = rt.sched.clone();
+        GLOBAL.set(rt).map_err(|_| started())?;
+        crate::current::set_global(sched.expect("a runtime just built has its scheduler"));
+        Ok(())
     }
 
     /// Starts the runtime.
@@ -282,11 +314,11 @@ impl Builder {
             deadlock_detection: self.deadlock_detection,
             deadlock_grace: self.deadlock_grace,
             net,
-            fork_generation: fork::generation(),
+            fork_generation: crate::current::fork::generation(),
         });
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
-        let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
+        let trace = self.schedtrace.map(|every| crate::schedtrace::start(&sched, every));
         let watch = self
             .deadlock_detection
             .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
@@ -314,6 +346,7 @@ struct Env {
     deadlock: Option<(bool, Duration)>,
     schedtrace: Option<Option<Duration>>,
     park_histogram: Option<bool>,
+    spare_workers: Option<usize>,
 }
 
 impl Env {
@@ -338,6 +371,11 @@ impl Env {
                  PURLOIN_SCHEDTRACE=1000 (0 or empty: off)",
             ),
             park_histogram: env_value("PURLOIN_PARK_HISTOGRAM", parse_switch, "1 (on) or 0 (off)"),
+            spare_workers: env_value(
+                "PURLOIN_SPARE_WORKERS",
+                |v| v.trim().parse().ok(),
+                "the most spare workers for stalled ones, such as 32 (0: none)",
+            ),
         }
     }
 }
@@ -420,61 +458,6 @@ fn parse_switch(v: &str) -> Option<bool> {
     }
 }
 
-/// Per-runtime state the facade keeps next to the scheduler (reachable from green threads
-/// through the scheduler's user data).
-pub(crate) struct RuntimeData {
-    pub(crate) deadlock_detection: bool,
-    pub(crate) deadlock_grace: Duration,
-    /// The netpoller (sockets used by this runtime's green threads register with it).
-    pub(crate) net: Arc<crate::net::Driver>,
-    /// The process's fork generation when this runtime started (see `fork`).
-    fork_generation: u32,
-}
-
-impl RuntimeData {
-    /// Refuses to spawn on a runtime that was started before this process was forked: its
-    /// worker threads exist only in the parent, so nothing would ever run.
-    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
-        if self.fork_generation == fork::generation() {
-            return Ok(());
-        }
-        Err(io::Error::other(
-            "purloin: this process is a fork of the one that started the runtime, whose worker \
-             threads exist only in the parent, so a green thread spawned here would never run; \
-             in the child, exec a program, or build a new runtime (purloin::runtime::Builder) \
-             and spawn on it",
-        ))
-    }
-}
-
-/// Fork detection: a `pthread_atfork` child handler counts forks, so a runtime can tell it is
-/// being used in a child process that does not have its threads.
-mod fork {
-    use std::sync::Once;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    static GENERATION: AtomicU32 = AtomicU32::new(0);
-
-    extern "C" fn in_child() {
-        // Relaxed: the child has one thread at this point.
-        GENERATION.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The number of forks between the first runtime's start and now, as seen by this
-    /// process (0 in the process that started it).
-    pub(super) fn generation() -> u32 {
-        static INSTALL: Once = Once::new();
-        INSTALL.call_once(|| {
-            // SAFETY: registers a handler that only increments an atomic (async-signal-safe,
-            // as a fork child handler must be); no other arguments.
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-            debug_assert_eq!(rc, 0, "pthread_atfork failed");
-        });
-        // Relaxed: a fork happens-before everything in the child.
-        GENERATION.load(Ordering::Relaxed)
-    }
-}
-
 /// A purloin runtime: workers running green threads.
 ///
 /// # Shutdown
@@ -505,7 +488,7 @@ mod fork {
 pub struct Runtime {
     sched: Option<Arc<Scheduler>>,
     data: Arc<RuntimeData>,
-    trace: Option<crate::stats::Schedtrace>,
+    trace: Option<crate::schedtrace::Schedtrace>,
     watch: Option<crate::deadlock::Watch>,
     grace: Duration,
     /// The trace this runtime started (`Builder::trace`, `PURLOIN_TRACE`), stopped once its
@@ -772,16 +755,22 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// what cannot be built): there is nothing to spawn on.
 pub(crate) fn global() -> &'static Runtime {
     GLOBAL.get_or_init(|| {
-        Runtime::new().unwrap_or_else(|e| panic!("purloin: cannot start the global runtime: {e}"))
+        let rt = Runtime::new()
+            .unwrap_or_else(|e| panic!("purloin: cannot start the global runtime: {e}"));
+        crate::current::set_global(
+            rt.sched.clone().expect("a runtime just built has its scheduler"),
+        );
+        rt
     })
 }
 
-/// The global runtime if it has started (never starts it).
-pub(crate) fn global_if_started() -> Option<&'static Runtime> {
-    GLOBAL.get()
-}
-
-/// Calls `f` with the runtime data of the runtime running the current green thread.
-pub(crate) fn with_current<R>(f: impl FnOnce(Option<&RuntimeData>) -> R) -> R {
-    purloin_sched::with_user_data(|d| f(d.and_then(|d| d.downcast_ref::<RuntimeData>())))
+/// Reports the wait-for cycles among the parked green threads of the runtime running the
+/// current green thread (or of the global runtime), even while other green threads still run
+/// (a partial deadlock). `None` if there is none.
+pub fn detect_deadlock() -> Option<crate::deadlock::DeadlockReport> {
+    let report = match purloin_sched::current_parked() {
+        Some(parked) => crate::deadlock::report_of(parked, None),
+        None => crate::deadlock::report(global().scheduler(), None),
+    };
+    (!report.cycles.is_empty()).then_some(report)
 }

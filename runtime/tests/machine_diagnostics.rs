@@ -1,5 +1,5 @@
 //! What the monitor says about machines: nothing false at a big host's shutdown, and a step
-//! that blocks its worker is called a process step, not a green thread. Each runs in a child
+//! that blocks its worker is called a task step, not a green thread. Each runs in a child
 //! process whose stderr is checked.
 #![cfg(not(loom))]
 
@@ -89,9 +89,9 @@ fn shutting_down_a_big_host_reports_no_blocked_worker() {
 }
 
 /// A machine step that blocks its worker (`std::thread::sleep`) is reported once, as a
-/// process step with advice for steps, not as a green thread.
+/// task step with advice for steps, not as a green thread.
 #[test]
-fn a_blocking_step_is_reported_as_a_process_step() {
+fn a_blocking_step_is_reported_as_a_task_step() {
     if std::env::var_os(CHILD).is_some() {
         let host = host(2);
         let id = host.spawn_machine(Sleeper, "s", Payload::empty()).unwrap();
@@ -100,10 +100,10 @@ fn a_blocking_step_is_reported_as_a_process_step() {
         return;
     }
     let _w = watchdog("blocking step", Duration::from_secs(120));
-    let (_, stderr) = run_child("a_blocking_step_is_reported_as_a_process_step");
+    let (_, stderr) = run_child("a_blocking_step_is_reported_as_a_task_step");
     let lines: Vec<_> = stderr.lines().filter(|l| l.starts_with("purloin:")).collect();
     assert_eq!(lines.len(), 1, "one report:\n{stderr}");
-    assert!(lines[0].contains("a process step (stackless task "), "{}", lines[0]);
+    assert!(lines[0].contains("a task step (stackless task "), "{}", lines[0]);
     assert!(lines[0].contains("has blocked its worker's OS thread"), "{}", lines[0]);
     assert!(lines[0].contains("yield a command whose handler"), "{}", lines[0]);
     assert!(!lines[0].contains("green thread "), "{}", lines[0]);

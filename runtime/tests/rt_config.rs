@@ -14,7 +14,9 @@ use std::time::Duration;
 fn run_child(name: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", name, "--nocapture"]).env("PURLOIN_TEST_CONFIG_CHILD", "1");
-    for var in ["PURLOIN_WORKERS", "PURLOIN_STACK_SIZE", "PURLOIN_DEADLOCK"] {
+    for var in
+        ["PURLOIN_WORKERS", "PURLOIN_STACK_SIZE", "PURLOIN_DEADLOCK", "PURLOIN_SPARE_WORKERS"]
+    {
         cmd.env_remove(var);
     }
     for (k, v) in envs {
@@ -135,4 +137,44 @@ fn bad_values_are_ignored_with_a_warning_naming_the_accepted_form() {
         assert_eq!(err.matches(&format!("ignoring {var}=")).count(), 1, "{var}: {err}");
         assert!(err.contains(accepted), "{var}: {err}");
     }
+}
+
+/// `PURLOIN_SPARE_WORKERS` sets the global runtime's spare workers: with one worker, a green
+/// thread blocked in an unmarked std receive is answered by another green thread only if a
+/// spare worker may run it (with none, its receive times out).
+#[test]
+fn the_environment_sets_the_spare_workers() {
+    if is_child() {
+        let wait: u64 = std::env::var("PURLOIN_TEST_WAIT_MS").unwrap().parse().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let waiter = purloin::spawn(move || rx.recv_timeout(Duration::from_millis(wait)).is_ok());
+        let sender = purloin::spawn(move || {
+            let _ = tx.send(1);
+        });
+        let answered = waiter.join().unwrap();
+        sender.join().unwrap();
+        println!("ANSWERED {answered} SPARES {}", purloin::stats().global.spares_added);
+        return;
+    }
+    let _w = common::watchdog("spare workers child", Duration::from_secs(120));
+    let (code, out, err) = run_child(
+        "the_environment_sets_the_spare_workers",
+        &[
+            ("PURLOIN_WORKERS", "1"),
+            ("PURLOIN_SPARE_WORKERS", "0"),
+            ("PURLOIN_TEST_WAIT_MS", "300"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("ANSWERED false SPARES 0"), "{out}\n{err}");
+    let (code, out, err) = run_child(
+        "the_environment_sets_the_spare_workers",
+        &[
+            ("PURLOIN_WORKERS", "1"),
+            ("PURLOIN_SPARE_WORKERS", "2"),
+            ("PURLOIN_TEST_WAIT_MS", "60000"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("ANSWERED true SPARES ") && !out.contains("SPARES 0"), "{out}\n{err}");
 }

@@ -1,4 +1,4 @@
-//! G: the green-thread record and its state machine (protocol 4 of the design).
+//! G: the green-thread record and its state machine.
 //!
 //! A G is a small record: its state word, the entry it will run, and — once it has run — its
 //! saved [`Context`] and its [`Stack`]. Records are never freed while the scheduler lives

@@ -71,6 +71,8 @@ mod lazy;
 mod loom_idle;
 #[cfg(all(test, loom))]
 mod loom_monitor;
+#[cfg(all(test, loom))]
+mod loom_spare;
 mod os;
 mod outside;
 mod p;

@@ -1,4 +1,4 @@
-//! Loom models of protocol 2 (submit vs. going idle) on the real worker code: `find_runnable`
+//! Loom models of the idle protocol (submit vs. going idle) on the real worker code: `find_runnable`
 //! (search, give up, the dance, park on the lot) against `Shared::push_global` +
 //! `notify_work`, without context switches (the models stop at "a worker found the G").
 

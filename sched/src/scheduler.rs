@@ -195,7 +195,9 @@ impl Scheduler {
     /// assert_eq!(sched.workers(), 2);
     /// ```
     pub fn workers(&self) -> usize {
-        self.shared.active().len()
+        // The monitor's spare processors (`Builder::max_spare_workers`) are not counted.
+        let spares = self.shared.spare_procs.load(Ordering::Relaxed);
+        self.shared.active().len().saturating_sub(spares).max(1)
     }
 
     /// Changes the number of processors while the scheduler runs (Go's `procresize`, what
@@ -224,13 +226,13 @@ impl Scheduler {
     pub fn set_workers(&self, n: usize) -> io::Result<()> {
         let s = &self.shared;
         let _resize = lock(&s.resize.0);
-        if n == 0 || n > s.ps.len() {
+        let max = s.ps.len() - s.config.max_spare_workers;
+        if n == 0 || n > max {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "purloin-sched: set_workers({n}): use between 1 and max_workers ({}); raise \
-                     Builder::max_workers to grow further",
-                    s.ps.len()
+                    "purloin-sched: set_workers({n}): use between 1 and max_workers ({max}); \
+                     raise Builder::max_workers to grow further"
                 ),
             ));
         }
@@ -240,7 +242,21 @@ impl Scheduler {
             ));
         }
         let old = s.nprocs.load(Ordering::Acquire);
+        // The monitor's spare processors (changed only under this lock) stay on top of `n`.
+        let asked = n;
+        let n = n + s.spare_procs.load(Ordering::Relaxed);
         if n > old {
+            // A spare the monitor just removed may still be retiring: its P is reused only
+            // once its worker let go of it (R2: the Acquire pairs with `retire`'s Release).
+            let mut guard = _resize;
+            while s.ps[old..n].iter().any(|p| p.status.load(Ordering::Acquire) != crate::p::RETIRED)
+            {
+                guard = match s.resize.1.wait_timeout(guard, Duration::from_millis(1)) {
+                    Ok((g, _)) => g,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            let _resize = guard;
             for p in &s.ps[old..n] {
                 p.status.store(crate::p::RUNNING, Ordering::Release);
             }
@@ -255,7 +271,7 @@ impl Scheduler {
         }
         if let Some(i) = (n..old).find(|&i| s.ps[i].pinned.load(Ordering::Acquire) > 0) {
             return Err(io::Error::other(format!(
-                "purloin-sched: set_workers({n}): worker {i} has pinned green threads, which may \
+                "purloin-sched: set_workers({asked}): worker {i} has pinned green threads, which may \
                  not move to another OS thread; let them finish first"
             )));
         }

@@ -1,6 +1,9 @@
 //! The g0 switch protocol: switching a claimed G in, and finishing on g0 what it asked for
 //! when it switches back out.
 //!
+//! This file holds `impl M`'s part that runs a G (`M::execute`, `step`, `finish`); the rest
+//! of `impl M` is in `worker.rs` (its first lines say where).
+//!
 //! A worker runs its loop on its own stack (Go's g0). To run a G it resumes the G's context,
 //! passing a pointer to its `M`; the G runs until it calls [`switch_out`] with an [`Action`],
 //! which resumes g0 with the action's word. The finishing work — re-queue the G (yield), mark

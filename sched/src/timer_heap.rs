@@ -485,7 +485,7 @@ mod tests {
         assert_eq!(fired.load(core::sync::atomic::Ordering::Relaxed), 0);
     }
 
-    /// Issue 20 item 3: deleted timers under a live one are compacted away, so the heap holds
+    /// Deleted timers under a live one are compacted away, so the heap holds
     /// at most `live + live / 4 + SLACK` entries, and a deleted timer never fires.
     #[test]
     fn deleted_timers_are_compacted_and_never_fire() {
@@ -522,7 +522,7 @@ mod tests {
         assert_eq!(t.entries(), (1, 1));
     }
 
-    /// Issue 20 item 3 end to end: 20,000 timed parks ended early (by an unpark) leave the
+    /// End to end: 20,000 timed parks ended early (by an unpark) leave the
     /// heaps bounded by the live timers (0 here). Before the deletion every one of them stayed
     /// until its deadline, an hour later (checked by removing the `delete` in
     /// `park_deadline`: this test then sees 20,000 entries).
@@ -545,8 +545,8 @@ mod tests {
     }
 }
 
-/// Loom models of the timer hand-over (issue 20 item 2: the holder, a thief and the monitor
-/// all fire with `try_lock`) and of deletion vs firing (item 3). Callbacks count the firings.
+/// Loom models of the timer hand-over (the holder, a thief and the monitor all fire
+/// with `try_lock`) and of deletion vs firing. Callbacks count the firings.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;

@@ -228,7 +228,7 @@ pub(crate) struct Exit {
 /// machines touches each machine once per lap, so every line a hop touches is a miss).
 #[repr(C)]
 pub(crate) struct MachineCell {
-    /// Seed 003's state (`READY`..`COMPLETE`) and the wakeup flag: see the module docs.
+    /// The machine's state (`READY`..`COMPLETE`) and the wakeup flag: see the module docs.
     state: AtomicU32,
     /// `UNSET` / `SET` / `PENDING` (H1).
     handle_state: AtomicU32,

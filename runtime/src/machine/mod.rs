@@ -96,7 +96,7 @@
 //! ```
 //!
 //! Each machine's `state` word holds these states and decides who runs the machine; the
-//! scheduler's task underneath is one way to get it run. Seed 003's **wakeup flag** — an
+//! scheduler's task underneath is one way to get it run. The **wakeup flag** — an
 //! event arriving while the worker still holds the machine — is a bit of that word: the
 //! worker parks the machine with a CAS that fails while the flag is set, and steps it again
 //! instead. The memory-ordering argument is in the source of `cell.rs`.
