@@ -32,8 +32,8 @@
 //!     let dump = purloin::debugging::dump();
 //!     println!("{dump}");
 //!     // green thread 4294967298 [parked: a channel receive 0x..., for 1.3ms]:
-//!     //     0: purloin::sync::channel::Receiver<T>::recv
-//!     //            at src/sync/channel/mod.rs:269
+//!     //     0: purloin_sync::channel::Receiver<T>::recv
+//!     //            at src/channel/mod.rs:366
 //!     //     1: rust_out::main::{{closure}}::{{closure}}
 //!     //            at src/main.rs:7
 //!     //        ... runtime entry frames (21)
@@ -313,10 +313,12 @@ pub(crate) fn start_from_env() {
     });
 }
 
-/// Tells the scheduler's dumps where this crate's code is, so that they count its inlined
-/// frames (which optimized builds describe by bare names and files only) as the runtime's.
+/// Tells the scheduler's dumps where this crate's and purloin-sync's code is, so that they
+/// count their inlined frames (which optimized builds describe by bare names and files only)
+/// as the runtime's.
 fn note_facade_code() {
     purloin_sched::note_runtime_code("purloin", note_facade_code as fn() as usize);
+    purloin_sync::note_runtime_code();
 }
 
 /// Signal names and numbers (Linux), without the `SIG` prefix; aliases after their signal.

@@ -66,7 +66,8 @@
 //!
 //! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
 //!   `time`).
-//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too
+//!   (turns on [`sync`]'s feature of the same name).
 //! - `tracing`: a span entered on a green thread stays entered on whichever worker runs it
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
@@ -79,7 +80,8 @@
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:
-//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`].
+//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`], and [`sync`] (purloin-sync, the
+//! green-aware locks and channels, with [`select!`]).
 #![warn(missing_docs)]
 
 mod current;
@@ -115,7 +117,6 @@ mod span_hook;
 // Under loom only the trace recorder's stop handshake is built (its model).
 mod spawn;
 mod stats;
-pub mod sync;
 pub mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -130,6 +131,7 @@ pub use purloin_deque as deque;
 pub use purloin_parking as parking;
 pub use purloin_sched as sched;
 pub use purloin_stack as stack;
+pub use purloin_sync as sync;
 
 pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
@@ -138,6 +140,7 @@ pub use purloin_sched::{
     blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
     yield_now,
 };
+pub use purloin_sync::select;
 pub use rt::detect_deadlock;
 pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
 pub use spawn::{Builder, join, scope, spawn, spawn_urgent};

@@ -47,6 +47,9 @@ use std::time::{Duration, Instant};
 use crate::loom::{Arc, AtomicBool, Ordering};
 use crate::sync::channel::{self, Receiver, RecvError, TrySendError};
 
+// The one-shot timer channels are purloin-sync's (they need no runtime).
+pub use purloin_sync::channel::{after, at, never};
+
 /// Sleeps for `duration`.
 ///
 /// # Examples
@@ -81,79 +84,6 @@ pub fn sleep(duration: Duration) {
 /// ```
 pub fn sleep_until(deadline: Instant) {
     purloin_sched::sleep_until(deadline);
-}
-
-/// A channel that receives one message, `duration` from now (Go's `time.After`): the
-/// deadline, `Instant::now() + duration`. Once it is received the channel is disconnected
-/// (further receives fail; of several clones, one receives it). A duration too long to
-/// represent never fires ([`never()`]).
-///
-/// # Cost: no timer until someone waits
-///
-/// The channel holds only its deadline. Nothing is registered with the scheduler until a
-/// receiver waits: a `recv` (or a [`select!`](crate::select) that has to park) sleeps until
-/// the deadline with a timed park, whose timer is deleted as soon as the wait ends early (a
-/// `select!` woken by another channel); `try_recv` and a `select!` that does not park only
-/// compare the deadline with the clock. So an `after` that nobody is waiting on costs one
-/// small allocation, freed when its last receiver is dropped, and Go's timeout idiom,
-/// `loop { select! { recv(rx) -> m => ..., recv(after(d)) -> _ => ... } }`, leaves no timers
-/// behind however many messages it handles (Go 1.23's rule: a timer nobody can observe is
-/// garbage at once).
-///
-/// Why lazy rather than a timer deleted when the receiver drops: deleting would put and take
-/// an entry in a processor's timer heap (its lock, maybe another processor's) for every
-/// `after`, including the many that never fire, and nothing observable would be gained; a
-/// wait that sleeps already needs a timer of its own. For the same reason an `after` does not
-/// belong to a runtime: it fires at its deadline for any thread waiting on it, also after the
-/// runtime it was made on shut down.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let start = Instant::now();
-/// let at = purloin::time::after(Duration::from_millis(5)).recv().unwrap();
-/// assert!(at >= start + Duration::from_millis(5));
-/// ```
-pub fn after(duration: Duration) -> Receiver<Instant> {
-    match Instant::now().checked_add(duration) {
-        Some(deadline) => at(deadline),
-        // Beyond what `Instant` can represent: never fires.
-        None => never(),
-    }
-}
-
-/// A channel that receives `deadline` once, from `deadline` on (at once if it has passed);
-/// [`after`] describes the rules and what a pending one costs (nothing but its memory).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let deadline = Instant::now() + Duration::from_millis(5);
-/// assert!(purloin::time::at(deadline).recv().unwrap() >= deadline);
-/// ```
-pub fn at(deadline: Instant) -> Receiver<Instant> {
-    channel::timer(Some(deadline), core::convert::identity)
-}
-
-/// A receiver that never receives (and is never disconnected): the arm of a `select!` that
-/// must not fire, e.g. a disabled timeout.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// let never = purloin::time::never::<()>();
-/// assert!(never.recv_timeout(Duration::from_millis(1)).is_err());
-/// ```
-pub fn never<T>() -> Receiver<T> {
-    channel::timer(None, never_made::<T>)
-}
-
-/// The message maker of a timer channel without a deadline (never called).
-fn never_made<T>(_: Instant) -> T {
-    unreachable!("purloin::time: a channel without a deadline never makes its message")
 }
 
 /// A channel that receives the time every `period`; dropping the receiver stops it at its

@@ -34,7 +34,8 @@
 //! stack, the frames up to the walker's, known by the start address of the enclosing
 //! function. Frames are sorted by crate (`Origin`) by their paths, or by their files' crate
 //! source directories, learned by resolving one known function of each runtime crate
-//! ([`note_runtime_code`] for the facade) and from the path-named frames of the same dump.
+//! ([`note_runtime_code`] for the facade and purloin-sync) and from the path-named frames of
+//! the same dump.
 //!
 //! # Which schedulers
 //!
@@ -526,9 +527,11 @@ fn walk_visited(data: usize) {
     ips.walk_here();
 }
 
-/// The crates whose frames are the runtime's: this one, the facade and the crates below.
-const RUNTIME_CRATES: [&str; 6] = [
+/// The crates whose frames are the runtime's: this one, the ones built on it (the facade and
+/// purloin-sync) and the crates below.
+const RUNTIME_CRATES: [&str; 7] = [
     "purloin",
+    "purloin_sync",
     "purloin_sched",
     "purloin_context",
     "purloin_stack",
@@ -796,10 +799,10 @@ static RUNTIME_CODE: std::sync::Mutex<Vec<(usize, &'static str)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Registers the function at `addr` as code of `krate`, a crate of the runtime built on this
-/// one (the `purloin` facade registers itself when it builds a runtime). A dump resolves it
-/// to learn the crate's source directory, so that it can tell that crate's inlined frames,
-/// which optimized builds describe by bare names and files only, from the user's. Unknown
-/// crate names are ignored.
+/// one (the `purloin` facade registers itself and purloin-sync when it builds a runtime). A
+/// dump resolves it to learn the crate's source directory, so that it can tell that crate's
+/// inlined frames, which optimized builds describe by bare names and files only, from the
+/// user's. Unknown crate names are ignored.
 ///
 /// # Examples
 ///

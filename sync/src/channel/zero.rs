@@ -32,10 +32,10 @@ use purloin_sched::spin::Spin;
 
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::{DISCONNECTED, Token};
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicBool, Ordering, UnsafeCell};
-use crate::sync::raw_lock::Locked;
-use crate::sync::wait_info;
-use crate::sync::waiter::{Claimed, List, Node, Waiter};
+use crate::raw_lock::Locked;
+use crate::waiter::{Claimed, List, Node, Waiter};
 
 /// A message slot shared by a waiting node's owner and its claimer.
 pub(crate) struct Packet<T> {

@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::WaitKind;
 
-use super::butex::{Butex, ButexWait};
-use super::mutex::{Mutex, MutexGuard};
-use super::poison;
-use super::wait_info;
+use crate::butex::{Butex, ButexWait};
+use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
+use crate::mutex::{Mutex, MutexGuard};
+use crate::poison;
 
 /// Whether a timed wait on a [`Condvar`] ended because its time ran out.
 #[derive(Debug, PartialEq, Eq, Copy, Clone)]
@@ -51,11 +51,12 @@ impl WaitTimeoutResult {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use purloin::sync::{Condvar, Mutex};
+/// use purloin_sync::{Condvar, Mutex};
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let pair = Arc::new((Mutex::new(false), Condvar::new()));
 /// let p = pair.clone();
-/// purloin::spawn(move || {
+/// sched.spawn(move || {
 ///     let (lock, cvar) = &*p;
 ///     *lock.lock().unwrap() = true;
 ///     cvar.notify_one();
@@ -120,7 +121,7 @@ impl Condvar {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use purloin::sync::{Condvar, Mutex};
+    /// use purloin_sync::{Condvar, Mutex};
     ///
     /// let m = Mutex::new(());
     /// let c = Condvar::new();

@@ -1,9 +1,9 @@
-//! Loom models of `purloin::sync`, running its real code: every atomic, the waiter lists' locks
-//! and the futex emulation of OS-thread waits are loom's; green threads run on purloin's real
-//! scheduler on loom (workers are loom threads, green threads loom threads of purloin-context's
-//! loom backend).
+//! Loom models of purloin-sync, running its real code: every atomic, the waiter lists' locks
+//! and the futex emulation of OS-thread waits are loom's; green threads run on purloin-sched's
+//! real scheduler on loom (workers are loom threads, green threads loom threads of
+//! purloin-context's loom backend).
 //!
-//! Run with `cargo xtask loom -p purloin` (preemption bound 2). A lost wake-up shows up as a
+//! Run with `cargo xtask loom -p purloin-sync` (preemption bound 2). A lost wake-up shows up as a
 //! loom deadlock ("all threads blocked"); a use of a wait node or a message packet without the
 //! right happens-before shows up as a causality violation on its loom `UnsafeCell`.
 //!
@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use purloin::sync::channel::{
+use purloin_sync::channel::{
     RecvError, RecvTimeoutError, SendError, TryRecvError, bounded, unbounded,
 };
-use purloin::sync::{Butex, ButexWait, Condvar, Mutex, OnceLock, RwLock, Semaphore, WaitGroup};
+use purloin_sync::{Butex, ButexWait, Condvar, Mutex, OnceLock, RwLock, Semaphore, WaitGroup};
 
 /// Counts its drops (a message dropped exactly once).
 struct D(Arc<AtomicUsize>);
@@ -108,7 +108,7 @@ fn model_with_scheduler(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn butex_green_waiter_os_waker() {
     model_with_scheduler(|| {
-        let sched = purloin::sched::Builder::new().workers(1).monitor(false).build().unwrap();
+        let sched = purloin_sched::Builder::new().workers(1).monitor(false).build().unwrap();
         let b = Arc::new(Butex::new(0));
         let b2 = b.clone();
         let h = sched.spawn(move || {
@@ -132,7 +132,7 @@ fn butex_green_waiter_os_waker() {
 #[test]
 fn butex_os_waiter_green_waker() {
     model_with_scheduler(|| {
-        let sched = purloin::sched::Builder::new().workers(1).monitor(false).build().unwrap();
+        let sched = purloin_sched::Builder::new().workers(1).monitor(false).build().unwrap();
         let b = Arc::new(Butex::new(0));
         let b2 = b.clone();
         let h = sched.spawn(move || {
@@ -345,7 +345,7 @@ fn select_two_senders() {
         let (tx2, rx2) = bounded::<u32>(0);
         let t1 = thread::spawn(move || tx1.send(1).unwrap());
         let t2 = thread::spawn(move || tx2.send(2).unwrap());
-        let first = purloin::select! {
+        let first = purloin_sync::select! {
             recv(rx1) -> m => m.unwrap(),
             recv(rx2) -> m => m.unwrap(),
         };

@@ -34,8 +34,8 @@ use purloin_sched::spin::{Padded, Spin};
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::Token;
 use super::waiters::{Blocked, Waiters, block};
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence};
-use crate::sync::wait_info;
 
 /// The claim a token carries for this flavor: the slot and the stamp to store when done (a
 /// null slot means the channel is disconnected).
@@ -89,14 +89,14 @@ impl<T> Channel<T> {
             .filter(|m| m.checked_mul(4).is_some())
             .unwrap_or_else(|| {
                 panic!(
-                    "purloin::sync::channel::bounded({cap}): capacity too large; use a capacity \
+                    "purloin_sync::channel::bounded({cap}): capacity too large; use a capacity \
                      below usize::MAX / 8, or unbounded()"
                 )
             });
         let mut buffer = Vec::new();
         if let Err(e) = buffer.try_reserve_exact(cap) {
             panic!(
-                "purloin::sync::channel::bounded({cap}): capacity overflow: the ring of {cap} \
+                "purloin_sync::channel::bounded({cap}): capacity overflow: the ring of {cap} \
                  slots of {} bytes cannot be allocated ({e}); use a smaller capacity, or \
                  unbounded()",
                 size_of::<Slot<T>>()

@@ -1,6 +1,7 @@
-//! `purloin::sync` against its peers, 2 workers everywhere, in the same criterion groups with
-//! the same parameters so `cargo xtask bench -p purloin sync` prints ratios. Our function ids
-//! start with `purloin`; peers' do not.
+//! purloin-sync against its peers, 2 workers everywhere, in the same criterion groups with the
+//! same parameters so `cargo xtask bench -p purloin-sync` prints ratios. Our function ids start
+//! with `purloin`; peers' do not. Green threads run on a purloin-sched scheduler (what the
+//! `purloin` runtime runs them on).
 //!
 //! Groups (the performance table):
 //! * `chan_pingpong`: one round trip (2 sends + 2 receives) between two green threads over two
@@ -28,8 +29,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use purloin::sync::Mutex;
-use purloin::sync::channel::{bounded, unbounded};
+use purloin_sync::Mutex;
+use purloin_sync::channel::{Receiver, Sender, after, bounded, unbounded};
 
 fn config() -> Criterion {
     Criterion::default()
@@ -38,11 +39,21 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(2))
 }
 
-/// One purloin runtime (2 workers) for the whole run. It is leaked at exit: dropping it would
-/// only add a shutdown to the last sample.
-fn rt() -> &'static purloin::Runtime {
-    static RT: OnceLock<purloin::Runtime> = OnceLock::new();
-    RT.get_or_init(|| purloin::runtime::Builder::new().workers(2).build().unwrap())
+/// One purloin-sched scheduler (2 workers) for the whole run. It is leaked at exit: dropping
+/// it would only add a shutdown to the last sample.
+fn sched() -> &'static purloin_sched::Scheduler {
+    static SCHED: OnceLock<purloin_sched::Scheduler> = OnceLock::new();
+    SCHED.get_or_init(|| purloin_sched::Builder::new().workers(2).build().unwrap())
+}
+
+/// Runs `f` on a green thread of [`sched`] and waits for it.
+fn on_green<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    sched().spawn(f).join().unwrap()
+}
+
+/// Spawns a green thread from a green thread.
+fn go<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> purloin_sched::JoinHandle<T> {
+    purloin_sched::spawn(f).unwrap()
 }
 
 fn tokio_rt() -> &'static tokio::runtime::Runtime {
@@ -60,19 +71,16 @@ fn may_init() {
 }
 
 /// `iters` round trips between two purloin green threads over channels made by `make`.
-fn purloin_pingpong(
-    iters: u64,
-    make: fn() -> (purloin::sync::channel::Sender<u64>, purloin::sync::channel::Receiver<u64>),
-) -> Duration {
-    rt().block_on(|| {
+fn purloin_pingpong(iters: u64, make: fn() -> (Sender<u64>, Receiver<u64>)) -> Duration {
+    on_green(move || {
         let (tx1, rx1) = make();
         let (tx2, rx2) = make();
-        let echo = purloin::spawn(move || {
+        let echo = go(move || {
             for v in rx1.iter() {
                 tx2.send(v).unwrap();
             }
         });
-        let driver = purloin::spawn(move || {
+        let driver = go(move || {
             let start = Instant::now();
             for i in 0..iters {
                 tx1.send(i).unwrap();
@@ -155,14 +163,14 @@ fn mutex_contended(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function(BenchmarkId::new("purloin", "4x2w"), |b| {
         b.iter_custom(|iters| {
-            rt().block_on(|| {
+            on_green(move || {
                 let m = Arc::new(Mutex::new(0u64));
                 let per = iters.div_ceil(LOCKERS);
                 let start = Instant::now();
                 let hs: Vec<_> = (0..LOCKERS)
                     .map(|_| {
                         let m = m.clone();
-                        purloin::spawn(move || {
+                        go(move || {
                             for _ in 0..per {
                                 *m.lock().unwrap() += 1;
                             }
@@ -235,14 +243,14 @@ fn mpmc_bounded_1024(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function(BenchmarkId::new("purloin", "2p2c"), |b| {
         b.iter_custom(|iters| {
-            rt().block_on(|| {
+            on_green(move || {
                 let (tx, rx) = bounded::<u64>(1024);
                 let per = iters.div_ceil(2);
                 let start = Instant::now();
                 let ps: Vec<_> = (0..2)
                     .map(|_| {
                         let tx = tx.clone();
-                        purloin::spawn(move || {
+                        go(move || {
                             for i in 0..per {
                                 tx.send(i).unwrap();
                             }
@@ -253,7 +261,7 @@ fn mpmc_bounded_1024(c: &mut Criterion) {
                 let cs: Vec<_> = (0..2)
                     .map(|_| {
                         let rx = rx.clone();
-                        purloin::spawn(move || rx.iter().count() as u64)
+                        go(move || rx.iter().count() as u64)
                     })
                     .collect();
                 for p in ps {
@@ -304,14 +312,14 @@ fn mpmc_bounded_1024(c: &mut Criterion) {
 /// makes the second receiver: a fresh `after`, or a clone of a quiet channel).
 fn purloin_select_pingpong(
     iters: u64,
-    timeout: impl Fn() -> purloin::sync::channel::Receiver<Instant> + Send + 'static,
+    timeout: impl Fn() -> Receiver<Instant> + Send + 'static,
 ) -> Duration {
-    rt().block_on(|| {
+    on_green(move || {
         let (tx1, rx1) = bounded::<u64>(0);
         let (tx2, rx2) = bounded::<u64>(0);
-        let echo = purloin::spawn(move || {
+        let echo = go(move || {
             loop {
-                purloin::select! {
+                purloin_sync::select! {
                     recv(rx1) -> m => match m {
                         Ok(v) => tx2.send(v).unwrap(),
                         Err(_) => break,
@@ -366,7 +374,7 @@ fn after_select(c: &mut Criterion) {
     let mut g = c.benchmark_group("after_select");
     g.throughput(Throughput::Elements(1));
     g.bench_function(BenchmarkId::new("purloin-after", "2w"), |b| {
-        b.iter_custom(|iters| purloin_select_pingpong(iters, || purloin::time::after(TIMEOUT)))
+        b.iter_custom(|iters| purloin_select_pingpong(iters, || after(TIMEOUT)))
     });
     g.bench_function(BenchmarkId::new("crossbeam-channel-after", "threads"), |b| {
         b.iter_custom(|iters| {
@@ -394,7 +402,7 @@ fn after_select(c: &mut Criterion) {
         let (_keep, quiet) = bounded::<Instant>(1);
         b.iter(|| {
             tx.send(1).unwrap();
-            purloin::select! {
+            purloin_sync::select! {
                 recv(rx) -> m => m.unwrap(),
                 recv(quiet) -> _ => unreachable!(),
             }
@@ -413,10 +421,10 @@ fn after_select(c: &mut Criterion) {
     });
     g.bench_function(BenchmarkId::new("purloin-drop", "2w"), |b| {
         b.iter_custom(|iters| {
-            rt().block_on(move || {
+            on_green(move || {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    drop(std::hint::black_box(purloin::time::after(Duration::from_secs(3600))));
+                    drop(std::hint::black_box(after(Duration::from_secs(3600))));
                 }
                 start.elapsed()
             })

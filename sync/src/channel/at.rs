@@ -1,5 +1,6 @@
-//! The timer flavor behind `purloin::time::{after, at, never}`: a channel without senders
-//! whose one message (its deadline) becomes receivable when the deadline passes.
+//! The timer flavor behind [`after`](super::after), [`at`](super::at) and
+//! [`never()`](super::never): a channel without senders whose one message (its deadline) becomes
+//! receivable when the deadline passes.
 //!
 //! Nothing is registered anywhere until a receiver waits: a blocking receive (or a
 //! selection that parks) sleeps until the deadline with a timed park, whose scheduler timer
@@ -23,9 +24,9 @@ use std::time::Instant;
 use purloin_sched::WaitKind;
 
 use super::error::{RecvTimeoutError, TryRecvError};
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicBool, Ordering};
-use crate::sync::wait_info;
-use crate::sync::waiter::Waiter;
+use crate::waiter::Waiter;
 
 /// A timer channel's state.
 pub(crate) struct Channel<T> {

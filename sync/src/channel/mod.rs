@@ -4,7 +4,7 @@
 //! disconnection, and [`Select`] / [`select!`](crate::select).
 //!
 //! Blocking parks the calling green thread (its worker runs other green threads) or, outside
-//! the runtime, sleeps the OS thread; both kinds can share a channel. A send that makes a
+//! a green thread, sleeps the OS thread; both kinds can share a channel. A send that makes a
 //! parked green receiver runnable puts it in the sender's `runnext`, so two green threads
 //! passing messages back and forth run as a unit on one worker (Go's rule).
 //!
@@ -14,7 +14,7 @@
 //! - `bounded(0)`: a rendezvous: each send waits for a receiver and hands the message over
 //!   directly (Go's `hchan` with waiter queues under one short lock).
 //! - `unbounded()`: a lock-free linked list of blocks of 31 slots; sends never block.
-//! - timer channels ([`crate::time::after`], [`crate::time::at`], [`crate::time::never`]): no
+//! - timer channels ([`after`], [`at`], [`never()`]; `purloin::time` re-exports them): no
 //!   sender; one message, receivable from a deadline on, with no timer registered until a
 //!   receiver waits. A receiver holds them apart from the other flavors, so a timer channel
 //!   is a small allocation rather than the size of the largest flavor.
@@ -29,13 +29,14 @@
 //! # Examples
 //!
 //! ```
-//! use purloin::sync::channel::bounded;
+//! use purloin_sync::channel::bounded;
 //!
+//! let sched = purloin_sched::Scheduler::new().unwrap();
 //! let (tx, rx) = bounded(4);
 //! let producers: Vec<_> = (0..4u64)
 //!     .map(|p| {
 //!         let tx = tx.clone();
-//!         purloin::spawn(move || {
+//!         sched.spawn(move || {
 //!             for i in 0..100 {
 //!                 tx.send(p * 1000 + i).unwrap();
 //!             }
@@ -69,7 +70,7 @@ pub use error::{
 pub use select::{Select, SelectedOperation};
 
 use crate::loom::{Arc, AtomicUsize, Ordering};
-use crate::sync::waiter::{Node, Waiter};
+use crate::waiter::{Node, Waiter};
 use select::{SelectHandle, Token};
 
 enum Flavor<T> {
@@ -100,7 +101,7 @@ fn new_channel<T>(flavor: Flavor<T>) -> (Sender<T>, Receiver<T>) {
 
 /// A timer channel's receiver (it has no sender): its one message, `make(deadline)`, can be
 /// received from `deadline` on (never without one), and then the channel is disconnected.
-pub(crate) fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Receiver<T> {
+fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Receiver<T> {
     Receiver { inner: Inner::Timer(Arc::new(at::Channel::new(deadline, make))) }
 }
 
@@ -114,7 +115,7 @@ pub(crate) fn timer<T>(deadline: Option<Instant>, make: fn(Instant) -> T) -> Rec
 /// # Examples
 ///
 /// ```
-/// use purloin::sync::channel::{bounded, TrySendError};
+/// use purloin_sync::channel::{bounded, TrySendError};
 ///
 /// let (tx, rx) = bounded(1);
 /// tx.send(1).unwrap();
@@ -134,7 +135,7 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// # Examples
 ///
 /// ```
-/// use purloin::sync::channel::unbounded;
+/// use purloin_sync::channel::unbounded;
 ///
 /// let (tx, rx) = unbounded();
 /// for i in 0..1000 {
@@ -145,6 +146,85 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// ```
 pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
     new_channel(Flavor::List(list::Channel::new()))
+}
+
+/// A channel that receives one message, `duration` from now (Go's `time.After`): the
+/// deadline, `Instant::now() + duration`. Once it is received the channel is disconnected
+/// (further receives fail; of several clones, one receives it). A duration too long to
+/// represent never fires ([`never()`]).
+///
+/// # Cost: no timer until someone waits
+///
+/// The channel holds only its deadline. Nothing is registered with the scheduler until a
+/// receiver waits: a `recv` (or a [`select!`](crate::select) that has to park) sleeps until
+/// the deadline with a timed park, whose timer is deleted as soon as the wait ends early (a
+/// `select!` woken by another channel); `try_recv` and a `select!` that does not park only
+/// compare the deadline with the clock. So an `after` that nobody is waiting on costs one
+/// small allocation, freed when its last receiver is dropped, and Go's timeout idiom,
+/// `loop { select! { recv(rx) -> m => ..., recv(after(d)) -> _ => ... } }`, leaves no timers
+/// behind however many messages it handles (Go 1.23's rule: a timer nobody can observe is
+/// garbage at once).
+///
+/// Why lazy rather than a timer deleted when the receiver drops: deleting would put and take
+/// an entry in a processor's timer heap (its lock, maybe another processor's) for every
+/// `after`, including the many that never fire, and nothing observable would be gained; a
+/// wait that sleeps already needs a timer of its own. For the same reason an `after` does not
+/// belong to a scheduler: it fires at its deadline for any thread waiting on it, also after
+/// the scheduler it was made on shut down, and it works from plain OS threads.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use purloin_sync::channel::after;
+///
+/// let start = Instant::now();
+/// let at = after(Duration::from_millis(5)).recv().unwrap();
+/// assert!(at >= start + Duration::from_millis(5));
+/// ```
+pub fn after(duration: Duration) -> Receiver<Instant> {
+    match Instant::now().checked_add(duration) {
+        Some(deadline) => at(deadline),
+        // Beyond what `Instant` can represent: never fires.
+        None => never(),
+    }
+}
+
+/// A channel that receives `deadline` once, from `deadline` on (at once if it has passed);
+/// [`after`] describes the rules and what a pending one costs (nothing but its memory).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use purloin_sync::channel::at;
+///
+/// let deadline = Instant::now() + Duration::from_millis(5);
+/// assert!(at(deadline).recv().unwrap() >= deadline);
+/// ```
+pub fn at(deadline: Instant) -> Receiver<Instant> {
+    timer(Some(deadline), core::convert::identity)
+}
+
+/// A receiver that never receives (and is never disconnected): the arm of a `select!` that
+/// must not fire, e.g. a disabled timeout.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin_sync::channel::never;
+///
+/// let never = never::<()>();
+/// assert!(never.recv_timeout(Duration::from_millis(1)).is_err());
+/// ```
+pub fn never<T>() -> Receiver<T> {
+    timer(None, never_made::<T>)
+}
+
+/// The message maker of a timer channel without a deadline (never called).
+fn never_made<T>(_: Instant) -> T {
+    unreachable!("purloin_sync::channel: a channel without a deadline never makes its message")
 }
 
 /// The sending end of a channel. Clone it for more producers; the channel disconnects for
@@ -414,7 +494,7 @@ impl<T> Receiver<T> {
                 Flavor::Zero(c) => match c.read(token) {
                     Ok(Some(m)) => Ok(m),
                     // The selected counterpart was unwound before handing over its message
-                    // (runtime shutdown): receive normally instead.
+                    // (scheduler shutdown): receive normally instead.
                     Ok(None) => self.recv(),
                     Err(()) => Err(RecvError),
                 },

@@ -25,8 +25,8 @@ use core::mem::MaybeUninit;
 
 use purloin_sched::WaitKind;
 
-use super::butex::Butex;
-use super::{Holder, wait_info};
+use crate::butex::Butex;
+use crate::diagnostics::{Holder, wait_info};
 use crate::loom::Ordering;
 
 const INCOMPLETE: u32 = 0;
@@ -44,13 +44,14 @@ const QUEUED: u32 = 4;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use purloin::sync::Once;
+/// use purloin_sync::Once;
 ///
 /// static INIT: Once = Once::new();
 /// static RUNS: AtomicUsize = AtomicUsize::new(0);
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let hs: Vec<_> = (0..4)
-///     .map(|_| purloin::spawn(|| INIT.call_once(|| { RUNS.fetch_add(1, Ordering::SeqCst); })))
+///     .map(|_| sched.spawn(|| INIT.call_once(|| { RUNS.fetch_add(1, Ordering::SeqCst); })))
 ///     .collect();
 /// for h in hs {
 ///     h.join().unwrap();
@@ -221,7 +222,7 @@ impl Drop for Publish<'_> {
 #[cold]
 fn poisoned_panic() -> ! {
     panic!(
-        "purloin::sync::Once: an earlier initialisation panicked (the Once is poisoned); use \
+        "purloin_sync::Once: an earlier initialisation panicked (the Once is poisoned); use \
          call_once_force to initialise anyway"
     )
 }
@@ -244,11 +245,12 @@ impl fmt::Debug for Once {
 /// # Examples
 ///
 /// ```
-/// use purloin::sync::OnceLock;
+/// use purloin_sync::OnceLock;
 ///
 /// static CONFIG: OnceLock<String> = OnceLock::new();
 ///
-/// let h = purloin::spawn(|| CONFIG.get_or_init(|| "from a green thread".to_string()).len());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| CONFIG.get_or_init(|| "from a green thread".to_string()).len());
 /// let len = h.join().unwrap();
 /// assert_eq!(CONFIG.get().unwrap().len(), len);
 /// assert_eq!(CONFIG.set("too late".to_string()), Err("too late".to_string()));

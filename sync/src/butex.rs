@@ -1,5 +1,5 @@
 //! [`Butex`]: brpc's butex — a 32-bit word that green threads and OS threads can both wait
-//! on — and the [`WaitQueue`] under it, which the other primitives of `purloin::sync` also use
+//! on — and the [`WaitQueue`] under it, which the other primitives of this crate also use
 //! directly.
 //!
 //! # Memory ordering
@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::{WaitInfo, WaitKind};
 
-use super::raw_lock::{Locked, LockedGuard};
-use super::waiter::{Claimed, List, Node, Waiter};
 use crate::loom::{AtomicU32, AtomicUsize, Ordering, fence};
+use crate::raw_lock::{Locked, LockedGuard};
+use crate::waiter::{Claimed, List, Node, Waiter};
 
 /// A list of waiting threads with a lock-free "anyone waiting?" hint (see the module docs).
 pub(crate) struct WaitQueue {
@@ -57,7 +57,7 @@ impl WaitQueue {
     /// waker claims the node or `deadline` passes.
     ///
     /// `validate` must not take this queue's lock. If the waiter is unwound (a forced unwind at
-    /// runtime shutdown) while it waits, `on_unwind` runs during the unwind after the node is
+    /// scheduler shutdown) while it waits, `on_unwind` runs during the unwind after the node is
     /// unlinked, with the token if a waker had claimed it, so the caller can pass the claim on
     /// (wake someone else, release a handed-off lock).
     pub(crate) fn wait(
@@ -216,7 +216,7 @@ impl QueueGuard<'_> {
     }
 }
 
-/// Unlinks a waiter's node if its wait unwinds (forced unwind at runtime shutdown), passing on
+/// Unlinks a waiter's node if its wait unwinds (forced unwind at scheduler shutdown), passing on
 /// a claim it can no longer use.
 struct UnlinkOnUnwind<'a, F: FnOnce(Option<u32>)> {
     queue: &'a WaitQueue,
@@ -262,7 +262,7 @@ pub enum ButexWait {
 /// the same FIFO queue. [`wake_one`](Butex::wake_one), [`wake`](Butex::wake) and
 /// [`wake_all`](Butex::wake_all) wake them; a wake issued by a green thread puts the woken green
 /// thread in the waker's `runnext`, so a pair that hands work back and forth runs as a unit.
-/// Every other primitive of [`purloin::sync`](crate::sync) is built on this queue.
+/// Every other primitive of [this crate](crate) is built on this queue.
 ///
 /// The contract is the futex's: the check "does the word hold `expected`?" and the enqueueing
 /// happen atomically with respect to wakes, so a change of the word followed by a wake is never
@@ -275,11 +275,12 @@ pub enum ButexWait {
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::Ordering;
-/// use purloin::sync::Butex;
+/// use purloin_sync::Butex;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let event = Arc::new(Butex::new(0));
 /// let e = event.clone();
-/// let waiter = purloin::spawn(move || {
+/// let waiter = sched.spawn(move || {
 ///     while e.value().load(Ordering::Acquire) == 0 {
 ///         e.wait(0, None); // parks this green thread
 ///     }
@@ -319,7 +320,7 @@ impl Butex {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use purloin::sync::{Butex, ButexWait};
+    /// use purloin_sync::{Butex, ButexWait};
     ///
     /// let b = Butex::new(7);
     /// assert_eq!(b.wait(0, None), ButexWait::ValueChanged);
@@ -342,12 +343,17 @@ impl Butex {
         deadline: Option<Instant>,
         kind: WaitKind,
     ) -> ButexWait {
-        self.wait_with(expected, deadline, super::wait_info(kind, self, None), |claimed| {
-            if claimed.is_some() {
-                // Unwound after a wake chose us: give the wake to the next waiter.
-                self.wake_one();
-            }
-        })
+        self.wait_with(
+            expected,
+            deadline,
+            crate::diagnostics::wait_info(kind, self, None),
+            |claimed| {
+                if claimed.is_some() {
+                    // Unwound after a wake chose us: give the wake to the next waiter.
+                    self.wake_one();
+                }
+            },
+        )
     }
 
     /// `wait` with explicit deadlock info and what to do when unwound while waiting (see

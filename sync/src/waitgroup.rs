@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::WaitKind;
 
-use super::butex::{Butex, ButexWait};
-use super::wait_info;
+use crate::butex::{Butex, ButexWait};
+use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
 
 /// Waits for a collection of tasks to finish, like Go's `sync.WaitGroup`: [`add`] before
@@ -35,14 +35,15 @@ use crate::loom::Ordering;
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use purloin::sync::WaitGroup;
+/// use purloin_sync::WaitGroup;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let wg = Arc::new(WaitGroup::new());
 /// let sum = Arc::new(AtomicUsize::new(0));
 /// for i in 0..10 {
 ///     wg.add(1);
 ///     let (wg, sum) = (wg.clone(), sum.clone());
-///     purloin::spawn(move || {
+///     sched.spawn(move || {
 ///         sum.fetch_add(i, Ordering::Relaxed);
 ///         wg.done();
 ///     });
@@ -77,7 +78,7 @@ impl WaitGroup {
         });
         if r.is_none() {
             panic!(
-                "purloin::sync::WaitGroup::add: the count would exceed u32::MAX; split the work \
+                "purloin_sync::WaitGroup::add: the count would exceed u32::MAX; split the work \
                  into several groups"
             );
         }
@@ -102,7 +103,7 @@ impl WaitGroup {
             }
             Ok(_) => {}
             Err(_) => panic!(
-                "purloin::sync::WaitGroup::done: the count is already zero (more done() calls \
+                "purloin_sync::WaitGroup::done: the count is already zero (more done() calls \
                  than add()ed); call add(n) before starting the work"
             ),
         }

@@ -15,8 +15,8 @@ use core::fmt;
 
 use purloin_sched::WaitKind;
 
-use super::butex::Butex;
-use super::wait_info;
+use crate::butex::Butex;
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering};
 
 /// A rendezvous point for a fixed number of threads, like [`std::sync::Barrier`]: each
@@ -27,13 +27,14 @@ use crate::loom::{AtomicUsize, Ordering};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use purloin::sync::Barrier;
+/// use purloin_sync::Barrier;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let barrier = Arc::new(Barrier::new(4));
 /// let hs: Vec<_> = (0..4)
 ///     .map(|_| {
 ///         let b = barrier.clone();
-///         purloin::spawn(move || b.wait().is_leader())
+///         sched.spawn(move || b.wait().is_leader())
 ///     })
 ///     .collect();
 /// let leaders = hs.into_iter().map(|h| h.join().unwrap()).filter(|leader| *leader).count();

@@ -23,8 +23,8 @@ use std::time::Instant;
 use purloin_sched::WaitInfo;
 
 use crate::loom::{AtomicBool, Ordering, fence};
-use crate::sync::raw_lock::Locked;
-use crate::sync::waiter::{Claimed, List, Node, Waiter};
+use crate::raw_lock::Locked;
+use crate::waiter::{Claimed, List, Node, Waiter};
 
 /// Threads waiting for a channel to become ready in one direction (receivers waiting for a
 /// message, or senders waiting for room).

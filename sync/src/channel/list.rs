@@ -42,8 +42,8 @@ use super::array::StoreOnDrop;
 use super::error::{RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use super::select::Token;
 use super::waiters::{Blocked, Waiters, block};
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell, fence};
-use crate::sync::wait_info;
 
 // Slot states.
 const WRITE: usize = 1;

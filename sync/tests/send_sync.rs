@@ -1,15 +1,13 @@
 //! Compile-time `Send`/`Sync` (and not-`Send`) assertions for every handle type of
-//! `purloin::sync`, matching std and crossbeam-channel. Checked when this file compiles (it
+//! purloin-sync, matching std and crossbeam-channel. Checked when this file compiles (it
 //! has no runtime tests).
 #![cfg(not(loom))]
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use purloin::sync::channel::{
-    IntoIter, Iter, Receiver, Select, SelectedOperation, Sender, TryIter,
-};
-use purloin::sync::{
+use purloin_sync::channel::{IntoIter, Iter, Receiver, Select, SelectedOperation, Sender, TryIter};
+use purloin_sync::{
     Barrier, BarrierWaitResult, Butex, ButexWait, Condvar, Mutex, MutexGuard, Once, OnceLock,
     OnceState, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup,
     WaitTimeoutResult,

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::WaitKind;
 
-use super::butex::{WaitQueue, Waited};
-use super::wait_info;
-use super::waiter::Claimed;
+use crate::butex::{WaitQueue, Waited};
+use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering};
+use crate::waiter::Claimed;
 
 const WAITERS: usize = 1;
 /// Token of a hand-off: the waiter's request was granted.
@@ -47,17 +47,18 @@ const GRANTED: u32 = 1;
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use purloin::sync::Semaphore;
+/// use purloin_sync::Semaphore;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let sem = Arc::new(Semaphore::new(2));
 /// let inside = Arc::new(AtomicUsize::new(0));
 /// let hs: Vec<_> = (0..8)
 ///     .map(|_| {
 ///         let (sem, inside) = (sem.clone(), inside.clone());
-///         purloin::spawn(move || {
+///         sched.spawn(move || {
 ///             let _permit = sem.acquire();
 ///             assert!(inside.fetch_add(1, Ordering::SeqCst) < 2);
-///             purloin::yield_now();
+///             purloin_sched::yield_now();
 ///             inside.fetch_sub(1, Ordering::SeqCst);
 ///         })
 ///     })
@@ -92,7 +93,7 @@ impl Semaphore {
     pub fn new(permits: usize) -> Semaphore {
         assert!(
             permits <= Self::MAX_PERMITS,
-            "purloin::sync::Semaphore::new: {permits} permits exceed MAX_PERMITS ({})",
+            "purloin_sync::Semaphore::new: {permits} permits exceed MAX_PERMITS ({})",
             Self::MAX_PERMITS
         );
         Semaphore { state: AtomicUsize::new(permits << 1), queue: WaitQueue::new() }
@@ -149,7 +150,7 @@ impl Semaphore {
     ) -> Option<SemaphorePermit<'_>> {
         assert!(
             n <= Self::MAX_PERMITS,
-            "purloin::sync::Semaphore: a request for {n} permits can never be granted (more \
+            "purloin_sync::Semaphore: a request for {n} permits can never be granted (more \
              than MAX_PERMITS)"
         );
         if self.try_fast(n) {
@@ -235,7 +236,7 @@ impl Semaphore {
         loop {
             if (s >> 1).checked_add(n).is_none_or(|t| t > Self::MAX_PERMITS) {
                 panic!(
-                    "purloin::sync::Semaphore: adding {n} permits exceeds MAX_PERMITS ({}); \
+                    "purloin_sync::Semaphore: adding {n} permits exceeds MAX_PERMITS ({}); \
                      more permits were released than taken?",
                     Self::MAX_PERMITS
                 );

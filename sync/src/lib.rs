@@ -1,6 +1,7 @@
 //! Green-thread-aware synchronisation: locks, condition variables, one-time initialisation,
-//! barriers, wait groups, semaphores and MPMC channels that park the waiting **green thread**
-//! — never its worker's OS thread — and work the same from plain OS threads.
+//! barriers, wait groups, semaphores and MPMC channels with [`select!`] that park the waiting
+//! **green thread** of a [`purloin_sched`] scheduler — never its worker's OS thread — and
+//! work the same from plain OS threads.
 //!
 //! A green thread that waits on a `std::sync::Mutex` blocks its worker's OS thread; if the
 //! holder is a green thread queued on the same worker, the worker deadlocks (brpc#1741,
@@ -8,27 +9,32 @@
 //! do: the waiter records itself in the object's wait queue and parks; the worker runs other
 //! green threads; the thread that releases the object makes the waiter runnable again.
 //!
+//! The `purloin` runtime re-exports this crate as `purloin::sync` (and the macro as
+//! `purloin::select!`, the timer channels as `purloin::time::{after, at, never}`); depend on
+//! it directly when you build on `purloin-sched` without the facade.
+//!
 //! ```
 //! use std::sync::Arc;
-//! use purloin::sync::channel::bounded;
-//! use purloin::sync::{Mutex, WaitGroup};
+//! use purloin_sync::channel::bounded;
+//! use purloin_sync::{Mutex, WaitGroup};
 //!
+//! let sched = purloin_sched::Builder::new().workers(2).build().unwrap();
 //! let totals = Arc::new(Mutex::new(Vec::new()));
 //! let wg = Arc::new(WaitGroup::new());
 //! let (jobs, inbox) = bounded::<u64>(16);
 //! for _ in 0..4 {
 //!     wg.add(1);
 //!     let (inbox, totals, wg) = (inbox.clone(), totals.clone(), wg.clone());
-//!     purloin::spawn(move || {
-//!         let sum: u64 = inbox.iter().sum(); // parks while the channel is empty
+//!     sched.spawn(move || {
+//!         let sum: u64 = inbox.iter().sum(); // parks the green thread while the channel is empty
 //!         totals.lock().unwrap().push(sum);
 //!         wg.done();
 //!     });
 //! }
 //! for job in 1..=100 {
-//!     jobs.send(job).unwrap(); // parks (or blocks this OS thread) while it is full
+//!     jobs.send(job).unwrap(); // blocks this OS thread while the channel is full
 //! }
-//! drop(jobs); // disconnect: the workers' iterators end after the last job
+//! drop(jobs); // disconnect: the green threads' iterators end after the last job
 //! wg.wait();
 //! assert_eq!(totals.lock().unwrap().iter().sum::<u64>(), 5050);
 //! ```
@@ -45,16 +51,16 @@
 //! | [`WaitGroup`] | Go's `sync.WaitGroup` | `add`, `done`, `wait`, `wait_timeout` |
 //! | [`Semaphore`] | tokio's | FIFO: released permits go to the oldest request first |
 //! | [`Butex`] | brpc's butex, a futex word | the primitive under everything: `wait(expected, deadline)`, `wake_one/all/(n)` |
-//! | [`channel`] | crossbeam-channel | `bounded(n)` (0 = rendezvous), `unbounded()`, timeouts, disconnection, [`select!`](crate::select) |
+//! | [`channel`] | crossbeam-channel | `bounded(n)` (0 = rendezvous), `unbounded()`, timer channels (`after`, `at`, `never`), timeouts, disconnection, [`select!`] |
 //!
 //! # One waiting primitive
 //!
 //! Every blocking operation waits the same way. The waiter puts a small record (a *waiter*,
 //! plus one *node* per object it waits on) **on its own stack** — Go's sudog, brpc's
 //! `ButexWaiter` — links the node into the object's intrusive wait list, and parks: a green
-//! thread with the scheduler's `park`, an OS thread on a futex word inside its waiter. Both
-//! kinds share one FIFO list. Waiting never allocates (a `select` over rendezvous channels
-//! allocates one small packet per operation).
+//! thread with the scheduler's `park`, an OS thread on a futex word inside its waiter
+//! ([`purloin_parking::futex`]). Both kinds share one FIFO list. Waiting never allocates (a
+//! `select` over rendezvous channels allocates one small packet per operation).
 //!
 //! A waker *claims* a queued waiter with one CAS (so exactly one of several operations of a
 //! `select` wins, and a waiter that timed out cannot also be woken), unlinks it, completes the
@@ -72,19 +78,22 @@
 //! `DONE` store; a waiter returns only when none of its nodes is linked and no claim is in
 //! flight. Each wait keeps its nodes in a guard whose destructor gives up the wait (and passes
 //! a claim it can no longer use on to the next waiter), so a green thread **unwound** at
-//! runtime shutdown while it waits (the scheduler resumes it with a forced-unwind panic)
+//! scheduler shutdown while it waits (the scheduler resumes it with a forced-unwind panic)
 //! leaves no dangling node behind.
 //!
 //! # Deadlock reports
 //!
-//! Waits always record what they wait on (a few relaxed stores into the waiting green
-//! thread's record), so the runtime's deadlock report says what each
-//! parked green thread waits for in every build. In debug builds, or with the
-//! `deadlock-detection` cargo feature, locks also record their holder (mutex and write lock
-//! owners, `Once` initialisers), so [`purloin::detect_deadlock`](crate::detect_deadlock) and
-//! the report print wait-for cycles between green threads, by name.
-//! A green thread that blocks its OS thread instead (in a std lock or `std::thread::sleep`)
-//! past the monitor's threshold is reported by the scheduler's monitor, by name.
+//! Waits always record what they wait on (a [`purloin_sched::WaitInfo`]: a few relaxed stores
+//! into the waiting green thread's record), so [`Scheduler::parked`] says what each parked
+//! green thread waits for in every build. In debug builds, or with the `deadlock-detection`
+//! cargo feature, locks also record their holder (mutex and write lock owners, `Once`
+//! initialisers, in [`WaitInfo::holder`]), so the `purloin` runtime's `detect_deadlock` and
+//! its deadlock report print wait-for cycles between green threads, by name. A green thread
+//! that blocks its OS thread instead (in a std lock or `std::thread::sleep`) past the
+//! monitor's threshold is reported by the scheduler's monitor, by name.
+//!
+//! [`Scheduler::parked`]: purloin_sched::Scheduler::parked
+//! [`WaitInfo::holder`]: purloin_sched::WaitInfo::holder
 //!
 //! # Not supported, and why
 //!
@@ -93,11 +102,13 @@
 //!   guarantee for the target; `notify_all` wakes everyone instead (as std and Go do), which
 //!   costs only a park per waiter that finds the mutex taken.
 //! - **Timed lock acquisition** (`try_lock_for`): not in std's API; use `try_lock` in a loop
-//!   with [`sleep`](crate::sleep), or a [`Semaphore`] with `acquire_timeout`.
+//!   with [`purloin_sched::sleep`], or a [`Semaphore`] with `acquire_timeout`.
 //! - **`Select::ready`** (readiness without an operation): select and complete an operation
 //!   instead.
-//! - **Blocking in stackless tasks** (`purloin::sched::Task`): they have no stack to park; use
-//!   the `try_*` methods there.
+//! - **Blocking in stackless tasks** ([`purloin_sched::Task`]): they have no stack to park;
+//!   use the `try_*` methods there.
+//! - **Periodic timer channels** (`tick`): a ticker needs a runtime to fire it; the `purloin`
+//!   runtime has `purloin::time::{tick, Ticker}`. The one-shot timer channels here need none.
 //! - Holding a `std::sync::MutexGuard` (or any OS lock) across a park of these types: the other
 //!   green threads of that worker keep running and may want the same OS lock. Use
 //!   [`Mutex`] instead.
@@ -105,28 +116,24 @@
 //! # Cargo features
 //!
 //! - `deadlock-detection`: record lock holders in release builds too (always on in debug
-//!   builds), for wait-for cycles. Costs a thread-local lookup per lock acquisition.
+//!   builds), for wait-for cycles. Costs a thread-local lookup per lock acquisition. The
+//!   `purloin` runtime's feature of the same name turns this one on.
 //!
 //! # Loom
 //!
-//! `cargo xtask loom -p purloin` runs the models in `tests/loom_sync.rs` (and the internal ones
-//! under `#[cfg(all(test, loom))]`) against the real code: every atomic comes from the crate's
-//! loom shim, OS-thread waits use purloin-parking's futex emulation (which lets a timed wait
-//! expire at any point), and green threads run on purloin's scheduler on loom.
+//! ```text
+//! cargo xtask loom -p purloin-sync
+//! ```
+//!
+//! runs the models in `tests/loom_sync.rs` (and the internal ones under
+//! `#[cfg(all(test, loom))]`) against the real code: every atomic comes from the crate's loom
+//! shim, OS-thread waits use purloin-parking's futex emulation (which lets a timed wait expire
+//! at any point), and green threads run on purloin-sched's scheduler on loom.
+#![warn(missing_docs)]
 
-/// Defines `$vis const fn` outside loom and a plain `fn` under `cfg(loom)` (loom's atomics
-/// have no `const` constructors).
-macro_rules! loom_const_fn {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($args:tt)*) -> $ret:ty $body:block) => {
-        $(#[$m])*
-        #[cfg(not(loom))]
-        $vis const fn $name($($args)*) -> $ret $body
-        $(#[$m])*
-        #[cfg(loom)]
-        $vis fn $name($($args)*) -> $ret $body
-    };
-}
-
+#[macro_use]
+mod loom;
+mod diagnostics;
 mod poison;
 mod raw_lock;
 mod waiter;
@@ -144,73 +151,12 @@ mod waitgroup;
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use butex::{Butex, ButexWait};
 pub use condvar::{Condvar, WaitTimeoutResult};
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub use diagnostics::note_runtime_code;
 pub use mutex::{Mutex, MutexGuard};
 pub use once::{Once, OnceLock, OnceState};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 pub use waitgroup::WaitGroup;
-
-use purloin_sched::{GreenId, WaitInfo, WaitKind};
-
-/// The wait info for a wait of `kind` on `object`, held by `holder`: recorded in every build,
-/// by the waiter itself into its own record (`GreenThread::set_own_wait_info`: no
-/// thread-local lookup, a few relaxed stores when the wait starts and ends; about 24
-/// instructions, +1.3%, per channel round trip).
-#[inline]
-pub(crate) fn wait_info<T: ?Sized>(
-    kind: WaitKind,
-    object: &T,
-    holder: Option<GreenId>,
-) -> Option<WaitInfo> {
-    Some(WaitInfo { kind, object: object as *const T as *const () as usize, holder })
-}
-
-/// Who holds a lock, for deadlock reports: the holder's green-thread id (0 for none or an OS
-/// thread). Compiled to nothing unless debug assertions or the `deadlock-detection` feature
-/// are on.
-#[derive(Debug, Default)]
-pub(crate) struct Holder {
-    #[cfg(any(debug_assertions, feature = "deadlock-detection"))]
-    id: crate::loom::StatCounter,
-}
-
-impl Holder {
-    loom_const_fn! {
-        pub(crate) fn new() -> Holder {
-            Holder {
-                #[cfg(any(debug_assertions, feature = "deadlock-detection"))]
-                id: crate::loom::StatCounter::new(0),
-            }
-        }
-    }
-
-    /// Records the calling green thread as the holder.
-    #[inline]
-    pub(crate) fn set_current(&self) {
-        #[cfg(any(debug_assertions, feature = "deadlock-detection"))]
-        {
-            let id = purloin_sched::current().map_or(0, |g| g.id().0);
-            self.id.store(id, crate::loom::Ordering::Relaxed);
-        }
-    }
-
-    /// Clears the holder.
-    #[inline]
-    pub(crate) fn clear(&self) {
-        #[cfg(any(debug_assertions, feature = "deadlock-detection"))]
-        self.id.store(0, crate::loom::Ordering::Relaxed);
-    }
-
-    /// The recorded holder.
-    #[inline]
-    pub(crate) fn get(&self) -> Option<GreenId> {
-        #[cfg(any(debug_assertions, feature = "deadlock-detection"))]
-        {
-            let id = self.id.load(crate::loom::Ordering::Relaxed);
-            (id != 0).then_some(GreenId(id))
-        }
-        #[cfg(not(any(debug_assertions, feature = "deadlock-detection")))]
-        None
-    }
-}

@@ -7,7 +7,7 @@
 //! proceed claims the waiter through its node (waiter protocol: one CAS, so only one
 //! operation wins); the select then unregisters the other nodes and completes the winner. For
 //! the lock-free flavors a claim is a hint ("try me again now"); for the rendezvous flavor it
-//! is the hand-off itself. A timer channel ([`crate::time::after`]) has nobody to claim the
+//! is the hand-off itself. A timer channel ([`after`](super::after)) has nobody to claim the
 //! waiter: the selection parks no later than the earliest timer deadline among its
 //! operations and looks again then (that timed park is the only timer an `after` ever costs).
 //!
@@ -26,8 +26,8 @@ use super::error::{RecvError, SelectTimeoutError, SendError, TrySelectError};
 use super::list::ListToken;
 use super::zero::ZeroToken;
 use super::{Receiver, Sender};
-use crate::sync::wait_info;
-use crate::sync::waiter::{MAX_TOKEN, Node, Waiter};
+use crate::diagnostics::wait_info;
+use crate::waiter::{MAX_TOKEN, Node, Waiter};
 
 /// Set in a claim token when the claim is a disconnection rather than a counterpart.
 pub(crate) const DISCONNECTED: u32 = 1;
@@ -135,14 +135,14 @@ pub(crate) fn run_select<'a>(
                 Waiter::new().wait(None, info);
             },
             Timeout::At(d) => {
-                crate::sleep_until(d);
+                purloin_sched::sleep_until(d);
                 None
             }
         };
     }
     assert!(
         entries.len() < (MAX_TOKEN >> 1) as usize,
-        "purloin::sync::channel::Select: too many operations"
+        "purloin_sync::channel::Select: too many operations"
     );
     shuffle(entries);
     let mut token = Token::default();
@@ -289,7 +289,7 @@ impl Drop for Registrations<'_, '_> {
 /// # Examples
 ///
 /// ```
-/// use purloin::sync::channel::{Select, unbounded};
+/// use purloin_sync::channel::{Select, unbounded};
 ///
 /// let (s1, r1) = unbounded::<i32>();
 /// let (s2, r2) = unbounded::<&str>();
@@ -347,7 +347,7 @@ impl<'a> Select<'a> {
     /// If no operation has that index (never added, or already removed).
     pub fn remove(&mut self, index: usize) {
         let pos = self.entries.iter().position(|e| e.1 == index).unwrap_or_else(|| {
-            panic!("purloin::sync::channel::Select::remove: no operation with index {index}")
+            panic!("purloin_sync::channel::Select::remove: no operation with index {index}")
         });
         self.entries.swap_remove(pos);
     }
@@ -454,7 +454,7 @@ impl SelectedOperation<'_> {
     pub fn send<T>(mut self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         assert!(
             core::ptr::eq(s as *const Sender<T> as *const u8, self.ptr),
-            "purloin::sync::channel::SelectedOperation::send: passed a sender that was not \
+            "purloin_sync::channel::SelectedOperation::send: passed a sender that was not \
              selected (use the one added at this index)"
         );
         // SAFETY: the token holds this sender's reservation (checked just above).
@@ -475,7 +475,7 @@ impl SelectedOperation<'_> {
     pub fn recv<T>(mut self, r: &Receiver<T>) -> Result<T, RecvError> {
         assert!(
             core::ptr::eq(r as *const Receiver<T> as *const u8, self.ptr),
-            "purloin::sync::channel::SelectedOperation::recv: passed a receiver that was not \
+            "purloin_sync::channel::SelectedOperation::recv: passed a receiver that was not \
              selected (use the one added at this index)"
         );
         // SAFETY: the token holds this receiver's reservation (checked just above).
@@ -497,7 +497,7 @@ impl Drop for SelectedOperation<'_> {
         unsafe { self.handle.abandon_token(&mut self.token) };
         if !crate::loom::thread::panicking() {
             panic!(
-                "purloin::sync::channel: a SelectedOperation was dropped without completing \
+                "purloin_sync::channel: a SelectedOperation was dropped without completing \
                  it; call its send() or recv()"
             );
         }
@@ -519,18 +519,19 @@ impl Drop for SelectedOperation<'_> {
 /// `result` is a pattern for `Result<T, RecvError>` (receive) or `Result<(), SendError<T>>`
 /// (send). A send's message expression is evaluated only if that send is chosen. When several
 /// operations are ready one is chosen at random, so no arm starves. Blocking parks the green
-/// thread (or the OS thread outside the runtime). Arms may `break`, `continue` or `return`.
+/// thread (or the OS thread outside a green thread). Arms may `break`, `continue` or `return`.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use purloin::select;
-/// use purloin::sync::channel::bounded;
+/// use purloin_sync::select;
+/// use purloin_sync::channel::bounded;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let (tx, rx) = bounded::<u32>(0);
 /// let (quit_tx, quit_rx) = bounded::<()>(0);
-/// purloin::spawn(move || {
+/// sched.spawn(move || {
 ///     for i in 0..3 {
 ///         tx.send(i).unwrap();
 ///     }
@@ -613,7 +614,7 @@ macro_rules! __select_internal {
     // the two identifiers on; the innermost block selects and dispatches with an `if` chain
     // in which every body is in tail position (so diverging bodies cause no warnings).
     (@start [$($arms:tt)*] [$($default:tt)*]) => {{
-        let mut __select = $crate::sync::channel::Select::new();
+        let mut __select = $crate::channel::Select::new();
         $crate::__select_internal!(@arm __select [$($arms)*] [$($default)*] [])
     }};
     (@arm $sel:ident [(recv ($r:expr) ($p:pat) ($body:expr)) $($rest:tt)*] [$($default:tt)*] [$($dispatch:tt)*]) => {{

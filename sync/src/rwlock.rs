@@ -31,11 +31,11 @@ use std::sync::{LockResult, TryLockError, TryLockResult};
 
 use purloin_sched::WaitKind;
 
-use super::butex::Butex;
-use super::poison;
+use crate::butex::Butex;
+use crate::poison;
 use purloin_sched::spin::spin_hint;
 
-use super::{Holder, wait_info};
+use crate::diagnostics::{Holder, wait_info};
 use crate::loom::Ordering;
 
 const READ_LOCKED: u32 = 1;
@@ -78,7 +78,7 @@ fn is_read_lockable(state: u32) -> bool {
 /// # Examples
 ///
 /// ```
-/// use purloin::sync::RwLock;
+/// use purloin_sync::RwLock;
 ///
 /// let lock = RwLock::new(5);
 /// {
@@ -301,7 +301,7 @@ impl<T: ?Sized> RwLock<T> {
             }
             if state & MASK == MAX_READERS {
                 panic!(
-                    "purloin::sync::RwLock: too many read guards alive at once (2^30 - 2); \
+                    "purloin_sync::RwLock: too many read guards alive at once (2^30 - 2); \
                      drop read guards before taking more"
                 );
             }

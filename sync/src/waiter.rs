@@ -1,4 +1,4 @@
-//! The one waiting primitive under every blocking operation of `purloin::sync`: a [`Waiter`]
+//! The one waiting primitive under every blocking operation of this crate: a [`Waiter`]
 //! (who waits and how to wake them) and its [`Node`]s (entries linked into the intrusive wait
 //! lists of the objects it waits on), both on the waiting thread's stack.
 //!
@@ -17,7 +17,7 @@
 //! ([`GreenThread::unpark`], which puts a green thread in the waker's `runnext`) or, for an OS
 //! thread, a futex wake through a raw pointer that is never dereferenced.
 //!
-//! A waiter that gives up (deadline, or a forced unwind at runtime shutdown) *aborts*
+//! A waiter that gives up (deadline, or a forced unwind at scheduler shutdown) *aborts*
 //! (`WAITING => ABORTED`, CAS). If the abort loses, a waker claimed it first, and the waiter
 //! waits for `DONE` before it may return (the claim is consumed, or passed on by the caller).
 //! Either way the waiter then unlinks every node it still has linked, under each list's lock.
@@ -154,7 +154,7 @@ impl Waiter {
     /// thread is parked.
     ///
     /// Returns at once with the token if already claimed. May unwind (a forced unwind at
-    /// runtime shutdown comes out of `park`): callers keep their nodes in a guard that aborts
+    /// scheduler shutdown comes out of `park`): callers keep their nodes in a guard that aborts
     /// and unlinks (see [`Wait`]).
     pub(crate) fn wait(&self, deadline: Option<Instant>, info: Option<WaitInfo>) -> Option<u32> {
         let _info = WaitInfoGuard::set(&self.who, info);
@@ -165,7 +165,7 @@ impl Waiter {
             let state = self.state.load(Ordering::Acquire);
             match state & TAG {
                 DONE => return Some(state >> 2),
-                ABORTED => unreachable!("purloin::sync: waiting on an aborted waiter"),
+                ABORTED => unreachable!("purloin_sync: waiting on an aborted waiter"),
                 _ => {}
             }
             let waiting = state & TAG == WAITING;
@@ -233,7 +233,7 @@ impl Waiter {
     }
 }
 
-/// Records what a green thread waits on for the runtime's deadlock report, and clears it when
+/// Records what a green thread waits on for deadlock reports, and clears it when
 /// the wait ends (also when it unwinds).
 struct WaitInfoGuard(Option<GreenThread>);
 
@@ -314,7 +314,7 @@ impl Drop for Node {
         let linked = self.linked.with(|l| unsafe { *l });
         if linked {
             // A linked node freed would be a use-after-free for the next waker: stop here.
-            eprintln!("purloin::sync: internal error: a wait node was dropped while linked");
+            eprintln!("purloin_sync: internal error: a wait node was dropped while linked");
             std::process::abort();
         }
     }

@@ -45,12 +45,12 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::WaitKind;
 
-use super::butex::{Butex, Waited};
-use super::poison;
-use super::waiter::Claimed;
+use crate::butex::{Butex, Waited};
+use crate::poison;
+use crate::waiter::Claimed;
 use purloin_sched::spin::spin_hint;
 
-use super::{Holder, wait_info};
+use crate::diagnostics::{Holder, wait_info};
 use crate::loom::Ordering;
 
 const LOCKED: u32 = 1;
@@ -90,7 +90,7 @@ const SPIN_PAUSES: u32 = 30;
 ///
 /// # Poisoning
 ///
-/// As in std: if a holder panics (or is unwound at runtime shutdown) the mutex is poisoned,
+/// As in std: if a holder panics (or is unwound at scheduler shutdown) the mutex is poisoned,
 /// and later [`lock`](Mutex::lock) / [`try_lock`](Mutex::try_lock) calls return an error that
 /// still carries the guard ([`PoisonError::into_inner`](std::sync::PoisonError::into_inner)).
 /// [`clear_poison`](Mutex::clear_poison) resets it.
@@ -98,20 +98,21 @@ const SPIN_PAUSES: u32 = 30;
 /// # Deadlock reports
 ///
 /// In debug builds (or with the `deadlock-detection` feature) the holder's green-thread id is
-/// recorded, so [`purloin::detect_deadlock`](crate::detect_deadlock) can report a wait-for
-/// cycle of green threads locking mutexes in opposite orders.
+/// recorded, so the `purloin` runtime's `detect_deadlock` can report a wait-for cycle of green
+/// threads locking mutexes in opposite orders.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::sync::Arc;
-/// use purloin::sync::Mutex;
+/// use purloin_sync::Mutex;
 ///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let counter = Arc::new(Mutex::new(0u64));
 /// let handles: Vec<_> = (0..8)
 ///     .map(|_| {
 ///         let c = counter.clone();
-///         purloin::spawn(move || {
+///         sched.spawn(move || {
 ///             for _ in 0..1000 {
 ///                 *c.lock().unwrap() += 1;
 ///             }
@@ -201,7 +202,7 @@ impl<T: ?Sized> Mutex<T> {
     /// # Examples
     ///
     /// ```
-    /// use purloin::sync::Mutex;
+    /// use purloin_sync::Mutex;
     ///
     /// let m = Mutex::new(1);
     /// let g = m.try_lock().unwrap();
@@ -397,7 +398,7 @@ impl<T: ?Sized> Mutex<T> {
         let word = self.word();
         let mut state = word.load(Ordering::Relaxed);
         loop {
-            debug_assert!(state & LOCKED != 0, "unlocking an unlocked purloin::sync::Mutex");
+            debug_assert!(state & LOCKED != 0, "unlocking an unlocked purloin_sync::Mutex");
             if state & STARVING != 0 {
                 self.hand_off();
                 return;
@@ -455,7 +456,7 @@ impl<T: ?Sized> Mutex<T> {
         unsafe { claimed.finish_all() };
     }
 
-    /// A waiter woken with `token` is being unwound (runtime shutdown): pass the wake on.
+    /// A waiter woken with `token` is being unwound (scheduler shutdown): pass the wake on.
     fn pass_on(&self, token: u32) {
         if token == HANDOFF {
             // We were given the lock; release it (hands it to the next waiter).
