@@ -12,7 +12,7 @@ use crate::worker::M;
 
 /// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins
 /// the epoch; its collector's teardown alone takes thousands of loom branches).
-fn model(f: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.max_branches = b.max_branches.max(200_000);
     b.check(f);
@@ -23,7 +23,8 @@ fn shared(workers: usize) -> Arc<Shared> {
     Arc::new(Shared::new(b.config_for_tests()))
 }
 
-fn new_g(shared: &Arc<Shared>) -> GRef {
+/// A fresh G record of `shared`, counted live, ready to be queued.
+pub(crate) fn new_g(shared: &Arc<Shared>) -> GRef {
     let g = registry().alloc();
     // SAFETY: a fresh FREE record, not yet published.
     unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };

@@ -6,7 +6,7 @@
 //! stalled worker is a P counted unparked that never looks at anything, which is what a
 //! worker blocked in an unmarked call is to the idle protocol.
 
-use crate::g::GRef;
+use crate::loom_idle::{model, new_g};
 use crate::p::RETIRED;
 use crate::ready::Slot;
 use crate::registry::registry;
@@ -15,27 +15,10 @@ use crate::sync::thread as lthread;
 use crate::sync::{Arc, Ordering, lock};
 use crate::worker::M;
 
-/// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins the
-/// epoch).
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.max_branches = b.max_branches.max(200_000);
-    b.check(f);
-}
-
 /// One worker (P 0, stalled: counted unparked) and room for one spare.
 fn shared() -> Arc<Shared> {
     let b = crate::Builder::new().workers(1).max_spare_workers(1).monitor(false);
     Arc::new(Shared::new(b.config_for_tests()))
-}
-
-fn new_g(shared: &Arc<Shared>) -> GRef {
-    let g = registry().alloc();
-    // SAFETY: a fresh FREE record, not yet published.
-    unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };
-    g.prepare_spawn(0);
-    shared.note_started(None);
-    g
 }
 
 /// Runs `f` as the worker `m` of this loom thread.

@@ -99,6 +99,8 @@ mod cache;
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod fault;
+// Under loom only its models use it (the caches are left out of loom builds).
+#[cfg_attr(all(loom, not(test)), allow(dead_code))]
 mod gate;
 mod global;
 mod options;
