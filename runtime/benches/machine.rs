@@ -1,11 +1,11 @@
-//! Ring of 10,000 processes passing a token 10^6 hops (hops/s), next to the same ring built
+//! Ring of 10,000 machines passing a token 10^6 hops (hops/s), next to the same ring built
 //! from purloin green threads and from tokio tasks, in the same run.
 //!
-//! - `purloin_process_ring`: 10,000 [`Process`]es on a [`Host`]; each hop is a
-//!   [`send`](purloin::machine::HostHandle::send) from one process's step to the next process
-//!   (lock-free pid lookup, the CAS that wins the Idle process, the message handed over
+//! - `purloin_machine_ring`: 10,000 [`Machine`]s on a [`Host`]; each hop is a
+//!   [`send`](purloin::machine::HostHandle::send) from one machine's step to the next machine
+//!   (lock-free id lookup, the CAS that wins the Idle machine, the message handed over
 //!   without a queue node, and its step run on the same worker right after the sender's:
-//!   the inline hand-off of `runtime/src/process/chain.rs`, the scheduler not involved
+//!   the inline hand-off of `runtime/src/machine/chain.rs`, the scheduler not involved
 //!   except about once a millisecond).
 //! - `green_thread_ring` (the baseline the issue names): 10,000 purloin green threads (32 KiB
 //!   stacks); each hop stores the token in the next thread's slot (an `AtomicU64`, the
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use purloin::machine::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput};
+use purloin::machine::{Error, EventKind, Events, Host, Machine, MachineId, Payload, StepOutput};
 use purloin::runtime::Runtime;
 use purloin::sched::SpawnOptions;
 use purloin::{GreenThread, StackSize};
@@ -47,19 +47,19 @@ fn workers() -> usize {
 }
 
 // ------------------------------------------------------------------------------------------
-// Processes
+// Machines
 
 enum Msg {
-    Next(Pid),
+    Next(MachineId),
     Token(u64),
 }
 
 struct Member {
-    next: Option<Pid>,
+    next: Option<MachineId>,
     done: crossbeam_channel::Sender<()>,
 }
 
-impl Process for Member {
+impl Machine for Member {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -86,26 +86,26 @@ impl Process for Member {
     }
 }
 
-struct ProcessRing {
+struct MachineRing {
     host: Host,
-    first: Pid,
+    first: MachineId,
     done: crossbeam_channel::Receiver<()>,
 }
 
-impl ProcessRing {
-    fn new() -> ProcessRing {
+impl MachineRing {
+    fn new() -> MachineRing {
         let host = Host::new(Runtime::builder().workers(workers()).build().unwrap());
         let (tx, rx) = crossbeam_channel::unbounded();
-        let pids: Vec<Pid> = (0..MEMBERS)
+        let ids: Vec<MachineId> = (0..MEMBERS)
             .map(|_| {
                 let m = Member { next: None, done: tx.clone() };
-                host.spawn_process(m, "member", Payload::empty()).unwrap()
+                host.spawn_machine(m, "member", Payload::empty()).unwrap()
             })
             .collect();
-        for (i, p) in pids.iter().enumerate() {
-            host.send(*p, Payload::new(Msg::Next(pids[(i + 1) % MEMBERS]))).unwrap();
+        for (i, p) in ids.iter().enumerate() {
+            host.send(*p, Payload::new(Msg::Next(ids[(i + 1) % MEMBERS]))).unwrap();
         }
-        ProcessRing { host, first: pids[0], done: rx }
+        MachineRing { host, first: ids[0], done: rx }
     }
 
     fn lap(&self, hops: u64) -> Duration {
@@ -309,11 +309,11 @@ fn ring(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(HOPS));
 
-    let procs = ProcessRing::new();
-    g.bench_with_input(BenchmarkId::new("purloin_process_ring", HOPS), &HOPS, |b, &hops| {
-        b.iter_custom(|iters| (0..iters).map(|_| procs.lap(hops)).sum())
+    let machines = MachineRing::new();
+    g.bench_with_input(BenchmarkId::new("purloin_machine_ring", HOPS), &HOPS, |b, &hops| {
+        b.iter_custom(|iters| (0..iters).map(|_| machines.lap(hops)).sum())
     });
-    procs.host.shutdown(Duration::from_secs(5));
+    machines.host.shutdown(Duration::from_secs(5));
 
     let greens = GreenRing::new();
     g.bench_with_input(BenchmarkId::new("green_thread_ring", HOPS), &HOPS, |b, &hops| {

@@ -310,7 +310,7 @@ fn skynet_join_rayon(num: u64, size: u64) -> u64 {
     a + b
 }
 
-/// Fork-join at rayon's own game, in one group (issue 26 item 1).
+/// Fork-join at rayon's own game, in one group.
 fn fork_join(c: &mut Criterion) {
     const SIZE: u64 = 1_000_000;
     let expected = SIZE * (SIZE - 1) / 2;

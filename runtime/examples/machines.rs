@@ -1,8 +1,8 @@
-//! State machines: a small crawl workflow on `purloin::machine` (seed 003's process host;
-//! its processes are Erlang-style state machines, not OS processes).
+//! State machines: a small crawl workflow on `purloin::machine` (the host of Erlang-style
+//! state machines, not OS processes).
 //!
-//! A `Coordinator` process starts one `Crawl` process per site (processes spawning
-//! processes), then waits Idle for their reports (messages routed by pid). Each `Crawl`
+//! A `Coordinator` machine starts one `Crawl` machine per site (machines spawning
+//! machines), then waits Idle for their reports (messages routed by id). Each `Crawl`
 //! yields a `fetch` command for the site's index page, then fans out one `fetch` per link it
 //! found and fans in the answers — they arrive in any order — before reporting the total size
 //! to the coordinator. `fetch` runs on a green thread per yield (it sleeps to stand in for
@@ -17,7 +17,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use purloin::machine::{Error, EventKind, Events, Host, Payload, Pid, Process, StepOutput, Yield};
+use purloin::machine::{
+    Error, EventKind, Events, Host, Machine, MachineId, Payload, StepOutput, Yield,
+};
 use purloin::runtime::Runtime;
 
 /// A pretend web: page → (size in bytes, links).
@@ -58,16 +60,16 @@ struct Report {
 /// Crawls one site: its index, then every page the index links to, all at once.
 struct Crawl {
     site: String,
-    coordinator: Option<Pid>,
+    coordinator: Option<MachineId>,
     pending: usize,
     report: Option<Report>,
 }
 
-impl Process for Crawl {
+impl Machine for Crawl {
     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
         match method {
             "crawl" => {
-                let (site, coordinator) = input.take::<(String, Pid)>()?;
+                let (site, coordinator) = input.take::<(String, MachineId)>()?;
                 self.report =
                     Some(Report { site: site.clone(), pages: 0, bytes: 0, errors: vec![] });
                 self.site = site;
@@ -132,7 +134,7 @@ struct Coordinator {
     reports: BTreeMap<String, Report>,
 }
 
-impl Process for Coordinator {
+impl Machine for Coordinator {
     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
         match method {
             "crawl-all" => {
@@ -148,8 +150,8 @@ impl Process for Coordinator {
             for site in &self.sites {
                 let crawl =
                     Crawl { site: String::new(), coordinator: None, pending: 0, report: None };
-                let input = Payload::new((site.clone(), out.pid()));
-                let child = out.host().spawn_process(crawl, "crawl", input);
+                let input = Payload::new((site.clone(), out.machine_id()));
+                let child = out.host().spawn_machine(crawl, "crawl", input);
                 let child = child.map_err(|e| Error::new(format!("cannot start a crawl: {e}")))?;
                 // Nobody waits for the crawls themselves: their reports come as messages.
                 out.host().detach(child)?;
@@ -186,7 +188,7 @@ impl Process for Coordinator {
 /// Waits for messages until it is cancelled.
 struct Watcher;
 
-impl Process for Watcher {
+impl Machine for Watcher {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -208,24 +210,23 @@ pub fn run() -> Vec<String> {
 
     let sites: Vec<String> = ["alpha", "beta", "gamma"].iter().map(|s| s.to_string()).collect();
     let coordinator = Coordinator { sites: sites.clone(), reports: BTreeMap::new() };
-    let pid = host.spawn_process(coordinator, "crawl-all", Payload::new(sites)).expect("spawn");
-    let summary =
-        host.wait(pid).expect("the crawl completes").take::<Vec<String>>().expect("lines");
+    let id = host.spawn_machine(coordinator, "crawl-all", Payload::new(sites)).expect("spawn");
+    let summary = host.wait(id).expect("the crawl completes").take::<Vec<String>>().expect("lines");
     for line in &summary {
-        println!("processes: {line}");
+        println!("machines: {line}");
     }
 
-    // Entry points are checked when the process is spawned.
+    // Entry points are checked when the machine is spawned.
     let bad = Coordinator { sites: vec![], reports: BTreeMap::new() };
-    if let Err(e) = host.spawn_process(bad, "crawl-everything", Payload::empty()) {
-        println!("processes: spawn error: {e}");
+    if let Err(e) = host.spawn_machine(bad, "crawl-everything", Payload::empty()) {
+        println!("machines: spawn error: {e}");
     }
 
-    // A process that waits for messages forever is cancelled at shutdown.
-    host.spawn_process(Watcher, "watch", Payload::empty()).expect("spawn");
+    // A machine that waits for messages forever is cancelled at shutdown.
+    host.spawn_machine(Watcher, "watch", Payload::empty()).expect("spawn");
     let report = host.shutdown(Duration::from_secs(1));
     println!(
-        "processes: shutdown cancelled {} process(es), closed {} that did not stop in time",
+        "machines: shutdown cancelled {} machine(s), closed {} that did not stop in time",
         report.cancelled, report.timed_out
     );
     summary

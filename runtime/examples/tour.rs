@@ -27,10 +27,11 @@ fn main() {
     spawn_and_join();
     fork_join_fib();
     channel_ping_pong();
+    unmarked_blocking_calls();
     parked_green_threads();
     panics_reach_join();
     stack_overflow();
-    process_workflow();
+    machine_workflow();
     echo_over_loopback();
     children_signals_timers();
     scheduler_stats();
@@ -73,7 +74,7 @@ fn spawn_and_join() {
     );
 }
 
-/// Part 2: Seed 004's fork-join walk-through: fib(30) with `purloin::join`.
+/// Part 2: the fork-join walk-through: fib(30) with `purloin::join`.
 fn fork_join_fib() {
     section("fork-join: fib(30) with purloin::join (join-helping runs unstolen halves inline)");
     fn fib(n: u64) -> u64 {
@@ -134,6 +135,63 @@ fn channel_ping_pong() {
         "   {n} round trips (2 sends + 2 receives each) in {:.1} ms: {:.0} ns per round trip\n",
         el.as_secs_f64() * 1e3,
         el.as_nanos() as f64 / n as f64
+    );
+}
+
+/// Part 3b: every worker's OS thread blocked in a plain `std::thread::sleep` (not wrapped in
+/// `purloin::blocking`): the monitor adds spare workers, which take the queued green threads,
+/// so a ping-pong pair keeps running; the spares retire when the sleeps are over.
+fn unmarked_blocking_calls() {
+    section("green threads in an unmarked std::thread::sleep on every worker; others keep running");
+    // One per active processor (spares the monitor added earlier, if any, included).
+    let workers = purloin::stats().procs.len();
+    let started = Arc::new(AtomicUsize::new(0));
+    let slept = Arc::new(AtomicBool::new(false));
+    let sleepers: Vec<_> = (0..workers)
+        .map(|_| {
+            let (started, slept) = (started.clone(), slept.clone());
+            purloin::spawn(move || {
+                started.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(500)); // blocks this worker's OS thread
+                slept.store(true, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    while started.load(Ordering::SeqCst) < workers {
+        std::thread::yield_now();
+    }
+    let n = 10_000u32;
+    let t = Instant::now();
+    let during = purloin::spawn(move || {
+        let (to_peer, from_me) = channel::bounded::<u32>(0);
+        let (to_me, from_peer) = channel::bounded::<u32>(0);
+        let peer = purloin::spawn(move || {
+            for v in from_me.iter() {
+                to_me.send(v + 1).unwrap();
+            }
+        });
+        let mut v = 0;
+        for _ in 0..n {
+            to_peer.send(v).unwrap();
+            v = from_peer.recv().unwrap();
+        }
+        drop(to_peer);
+        peer.join().unwrap();
+        v
+    });
+    assert_eq!(during.join().unwrap(), n);
+    let el = t.elapsed();
+    let still_sleeping = !slept.load(Ordering::SeqCst);
+    for s in sleepers {
+        s.join().unwrap();
+    }
+    let s = purloin::stats();
+    println!(
+        "   {workers} green threads (one per processor) in std::thread::sleep(500 ms); meanwhile {n} \
+         ping-pong round trips took {:.1} ms (done before the sleeps ended: {still_sleeping}); \
+         spare workers added {}\n",
+        el.as_secs_f64() * 1e3,
+        s.global.spares_added
     );
 }
 
@@ -221,7 +279,10 @@ fn panics_reach_join() {
     section("a panic inside a green thread is handed to join() as Err");
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let h = Builder::new().name("doomed").spawn(|| -> u32 { panic!("something broke") }).unwrap();
+    let h = Builder::new()
+        .name("doomed".into())
+        .spawn(|| -> u32 { panic!("something broke") })
+        .unwrap();
     let err = h.join().unwrap_err();
     std::panic::set_hook(prev);
     println!(
@@ -255,7 +316,7 @@ fn overflow_child() -> ! {
         recurse(depth + 1) + black_box(buf[0] as u64)
     }
     let h = Builder::new()
-        .name("deep-recursion")
+        .name("deep-recursion".into())
         .stack_size(StackSize::Small)
         .spawn(|| recurse(0))
         .unwrap();
@@ -263,11 +324,11 @@ fn overflow_child() -> ! {
     std::process::exit(0)
 }
 
-/// Part 7: Seed 003's state machines (`purloin::machine`) stepped by the same scheduler, no
+/// Part 7: state machines (`purloin::machine`) stepped by the same scheduler, no
 /// stack each.
-fn process_workflow() {
+fn machine_workflow() {
     section(
-        "state machines: a crawl workflow of processes with fetch commands answered by handlers",
+        "state machines: a crawl workflow of machines with fetch commands answered by handlers",
     );
     let t = Instant::now();
     let summary = machines::run();
@@ -352,7 +413,7 @@ fn children_signals_timers() {
         let ticker = purloin::time::Ticker::new(Duration::from_millis(1));
         let t = Instant::now();
         for _ in 0..10 {
-            ticker.recv();
+            ticker.recv().unwrap();
         }
         println!("   ticker: 10 ticks of 1 ms in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     })

@@ -76,7 +76,7 @@ pub(crate) fn report(sched: &Scheduler, root: Option<GreenThread>) -> DeadlockRe
     report_of(sched.parked(), root)
 }
 
-fn report_of(parked: Vec<ParkedThread>, root: Option<GreenThread>) -> DeadlockReport {
+pub(crate) fn report_of(parked: Vec<ParkedThread>, root: Option<GreenThread>) -> DeadlockReport {
     let cycles = cycles(&parked);
     DeadlockReport { parked, cycles, root }
 }
@@ -115,24 +115,51 @@ fn cycles(parked: &[ParkedThread]) -> Vec<Vec<GreenId>> {
     out
 }
 
-/// Reports the wait-for cycles among the parked green threads of the runtime running the
-/// current green thread (or of the global runtime), even while other green threads still run
-/// (a partial deadlock). `None` if there is none.
-pub fn detect() -> Option<DeadlockReport> {
-    let report = match purloin_sched::current_parked() {
-        Some(parked) => report_of(parked, None),
-        None => report(crate::rt::global().scheduler(), None),
-    };
-    (!report.cycles.is_empty()).then_some(report)
+/// Whether nothing can ever wake a green thread of `sched` any more: it is quiescent (every
+/// worker parked, nothing queued, no timer, I/O wait or blocking section), no signal is
+/// watched, and no OS thread of the process could wake one ([`Scheduler::unknown_threads`] is zero: every thread is the
+/// runtime's own or waits on it). Quiescence is checked on both sides of the thread listing,
+/// so a green thread that a since-ended thread woke is seen running.
+pub(crate) fn is_certain(sched: &Scheduler) -> bool {
+    sched.is_quiescent()
+        && no_signal_receivers()
+        && sched.unknown_threads() == Some(0)
+        && sched.is_quiescent()
+}
+
+/// No signal is watched (a signal may come at any time and wake a receiver's green thread).
+fn no_signal_receivers() -> bool {
+    #[cfg(not(loom))]
+    return crate::signal::receivers_that_may_wake() == 0;
+    #[cfg(loom)]
+    return true;
+}
+
+/// When a waiter that has seen `sched` quiet since `since` looks again if nothing happens:
+/// at the end of the grace period, then at doubling intervals (the threads that kept a
+/// deadlock uncertain may end without waking anything, which is no event), at most a minute
+/// apart.
+pub(crate) fn next_look(
+    since: std::time::Instant,
+    grace: std::time::Duration,
+) -> std::time::Instant {
+    use std::time::Duration;
+    let quiet = since.elapsed();
+    let mut step = grace.max(Duration::from_millis(10));
+    let mut at = step;
+    while at <= quiet {
+        step = (step * 2).min(Duration::from_secs(60));
+        at += step;
+    }
+    since + at
 }
 
 /// The deadlock watch of a runtime: Go's `checkdead` for OS threads outside the runtime that
 /// wait on its green threads (a `join` from `main`, a scope's owner). When such a thread
-/// waits and the runtime has been quiescent for the grace period (every worker parked,
-/// nothing queued, no timer, I/O wait or blocking section), nothing can ever wake the
-/// green threads it waits on: the report goes to stderr and every parked green thread is
-/// unwound ([`ForcedUnwind`](crate::ForcedUnwind)), so the waiting joins return `Err`
-/// instead of hanging. Stops and joins on drop.
+/// waits and, for the grace period, nothing can wake a green thread ([`is_certain`]), the
+/// report goes to stderr and every parked green thread is unwound
+/// ([`ForcedUnwind`](crate::ForcedUnwind)), so the waiting joins return `Err` instead of
+/// hanging. Stops and joins on drop.
 pub(crate) struct Watch {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -146,11 +173,13 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
     let thread = std::thread::Builder::new()
         .name("purloin-deadlock".into())
         .spawn(move || {
-            // No polling: the watch looks again only after an outside event (an OS thread
-            // began waiting on a green thread, the runtime's last busy worker parked while one
-            // waits, or the watch stops), or when the grace period of a quiescence it saw
-            // ends. The snapshot comes before the checks, so an event between them is not
-            // lost.
+            let _mark = purloin_sched::helper_thread();
+            // No polling while anything runs: the watch looks again only after an outside
+            // event (an OS thread began waiting on a green thread, the runtime's last busy
+            // worker parked while one waits, or the watch stops), or when the grace period of
+            // a quiescence it saw ends (and, while other threads keep it uncertain, at the
+            // backing-off re-checks of `next_look`). The snapshot comes before the checks, so
+            // an event between them is not lost.
             let mut quiet_since: Option<Instant> = None;
             loop {
                 let events = purloin_sched::outside_events();
@@ -165,9 +194,9 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
                     continue;
                 }
                 let since = *quiet_since.get_or_insert_with(Instant::now);
-                if since.elapsed() < grace {
+                if since.elapsed() < grace || !is_certain(&sched) {
                     drop(sched);
-                    purloin_sched::wait_outside_event(events, Some(since + grace));
+                    purloin_sched::wait_outside_event(events, Some(next_look(since, grace)));
                     continue;
                 }
                 let report = report(&sched, None);

@@ -6,9 +6,15 @@
 //! [`dump`] lists the green threads of the runtime (the current one on a green thread, the
 //! global one elsewhere): id, name, state (running on worker N, in a blocking section,
 //! runnable, parked, finished but not joined), how long it has been in that state, what a
-//! parked one waits on, which green thread spawned it, and a symbolized backtrace of each
-//! parked green thread's *own* stack — walked on that stack without running any of its code
-//! (see `purloin_sched::Dump` for how). Its `Display` reads like Go's SIGQUIT traceback.
+//! parked one waits on, which green thread spawned it and where, and a symbolized backtrace of
+//! each parked green thread's *own* stack — walked on that stack without running any of its
+//! code (see `purloin_sched::Dump` for how). Its `Display` reads like Go's SIGQUIT traceback:
+//! a parked green thread's stack starts at the wait its code called (`Receiver::recv`,
+//! `Mutex::lock`, `sleep`; the scheduler's park and switch frames above it are hidden), ends
+//! with its own entry function (the runtime's way in below it shows as one line, "... runtime
+//! entry frames"), and is followed by "created by green thread N at file:line" (or "created
+//! by a plain thread at file:line"): every spawn function records its caller's place in the
+//! source.
 //!
 //! The time in a state comes from a coarse clock that the scheduler's monitor refreshes, so
 //! that parking and waking never read the OS clock: it is never less than the true time and
@@ -18,20 +24,26 @@
 //! let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
 //! rt.block_on(|| {
 //!     let (tx, rx) = purloin::sync::channel::bounded::<u32>(1);
-//!     let stuck = purloin::spawn(move || rx.recv()); // nobody sends: it parks
+//!     // Nobody sends: it parks.
+//!     let (stuck, line) = (purloin::spawn(move || rx.recv()), line!());
 //!     while purloin::debugging::dump().count(purloin::sched::GreenState::Parked) == 0 {
 //!         purloin::yield_now();
 //!     }
 //!     let dump = purloin::debugging::dump();
 //!     println!("{dump}");
 //!     // green thread 4294967298 [parked: a channel receive 0x..., for 1.3ms]:
-//!     //     0: purloin_sched::switch::switch_out_from
-//!     //     ...
-//!     //     5: rust_out::main::{{closure}}::{{closure}}
-//!     // spawned by green thread 4294967297
+//!     //     0: purloin_sync::channel::Receiver<T>::recv
+//!     //            at src/channel/mod.rs:366
+//!     //     1: rust_out::main::{{closure}}::{{closure}}
+//!     //            at src/main.rs:7
+//!     //        ... runtime entry frames (21)
+//!     // created by green thread 4294967297 at src/main.rs:7:23
 //!     let me = purloin::current().unwrap().id();
 //!     let t = dump.threads.iter().find(|t| t.id == stuck.thread().id()).unwrap();
 //!     assert_eq!(t.spawned_by, Some(me));
+//!     assert_eq!(t.created_at.unwrap().line(), line);
+//!     let first = &t.backtrace.as_ref().unwrap().frames[0];
+//!     assert!(first.function.as_deref().unwrap().contains("recv"));
 //!     assert!(t.in_state_for.is_some());
 //!     drop(tx);
 //!     let _ = stuck.join();
@@ -40,12 +52,22 @@
 //!
 //! # 2. Ask a running program for a dump
 //!
-//! Set `PURLOIN_DUMP_SIGNAL=SIGQUIT` (or `SIGUSR1`, ...; a number works too) before the first
-//! runtime is built, or call [`dump_on_signal`]: each delivery writes the dump to stderr and
-//! the program keeps running (Go exits on SIGQUIT; purloin does not). The dump is written by
-//! an ordinary thread fed by [`signal`](crate::signal)'s self-pipe dispatcher, never inside a
+//! Set `PURLOIN_DUMP_SIGNAL=SIGQUIT` before the first runtime is built, or call
+//! [`dump_on_signal`]: each delivery writes [`dump_all`] — every runtime of the process, the
+//! global one and each one built with [`Builder`](crate::runtime::Builder), each in a section
+//! of its own — to stderr, and the program keeps running (Go exits on SIGQUIT; purloin does
+//! not). A runtime that was never started is not started for it. The dump is written by an
+//! ordinary thread fed by [`signal`](crate::signal)'s self-pipe dispatcher, never inside a
 //! signal handler. `kill -QUIT <pid>` (or Ctrl-\ in the terminal) then shows where everything
 //! is.
+//!
+//! The variable takes any signal a program may catch, by name or number: `SIGQUIT`, `QUIT`,
+//! `sigusr1`, `3`, and the real-time signals as `SIGRTMIN`, `SIGRTMIN+3`, `SIGRTMAX-1` or
+//! their numbers (34 to 64 on Linux); the prefix `SIG` is optional and case does not matter.
+//! Refused, with a message that lists the valid names: SIGKILL and SIGSTOP (no process can
+//! catch them), SIGSEGV and SIGBUS (purloin's stack-overflow detection handles them), the other
+//! program faults SIGILL, SIGFPE and SIGTRAP, and signals 32 and 33 (the C library's own). The
+//! program then runs without a dump signal.
 //!
 //! # 3. The deadlock report
 //!
@@ -134,14 +156,16 @@
 //! # }
 //! ```
 
+use std::fmt;
 use std::io;
 
-use purloin_sched::Dump;
+use purloin_sched::{Dump, Scheduler};
 
 use crate::signal::{Signal, Signals};
 
 /// Every green thread of the runtime running the current green thread (of the global runtime,
-/// from a plain thread), with backtraces of the parked ones. See the [module docs](self).
+/// from a plain thread; empty if it has not started, for a dump never starts a runtime), with
+/// backtraces of the parked ones. See the [module docs](self); [`dump_all`] covers every runtime of the process.
 ///
 /// # Examples
 ///
@@ -157,11 +181,96 @@ use crate::signal::{Signal, Signals};
 /// h.join().unwrap();
 /// ```
 pub fn dump() -> Dump {
-    purloin_sched::current_dump().unwrap_or_else(|| crate::rt::global().scheduler().dump())
+    note_facade_code();
+    purloin_sched::current_dump().unwrap_or_else(|| {
+        crate::current::global_scheduler().map(Scheduler::dump).unwrap_or_default()
+    })
 }
 
-/// From now on, each delivery of `signal` writes [`dump`] of the global runtime to stderr
-/// (the program keeps running). Returns an error if the signal cannot be watched.
+/// Every runtime of the process at one moment, each with the [`Dump`] of its green threads:
+/// what the dump signal writes. Its `Display` gives each runtime a section with its label
+/// ("the global runtime" or "built with runtime::Builder"), its number and its worker count,
+/// and ends with a line of its own.
+///
+/// # Examples
+///
+/// ```
+/// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+/// let all = purloin::debugging::dump_all();
+/// let mine = all.runtimes.iter().find(|r| r.dump.scheduler == rt.scheduler().number()).unwrap();
+/// assert!(!mine.global);
+/// assert_eq!(mine.dump.workers, 2);
+/// println!("{all}");
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ProcessDump {
+    /// The runtimes, in the order they started.
+    pub runtimes: Vec<RuntimeDump>,
+}
+
+/// One runtime's part of a [`ProcessDump`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RuntimeDump {
+    /// Whether it is the global runtime (the one `purloin::spawn` starts outside green
+    /// threads); otherwise it was built with [`Builder`](crate::runtime::Builder) (or is a
+    /// bare `purloin_sched::Scheduler`).
+    pub global: bool,
+    /// Its green threads; [`Dump::scheduler`] is its number.
+    pub dump: Dump,
+}
+
+impl fmt::Display for ProcessDump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.runtimes.len();
+        writeln!(f, "purloin: dump of {n} runtime{}", if n == 1 { "" } else { "s" })?;
+        for r in &self.runtimes {
+            let label = if r.global { "the global runtime" } else { "built with runtime::Builder" };
+            writeln!(f)?;
+            writeln!(
+                f,
+                "=== runtime #{} ({label}), {} workers, {} green threads ===",
+                r.dump.scheduler,
+                r.dump.workers,
+                r.dump.threads.len()
+            )?;
+            write!(f, "{}", r.dump)?;
+        }
+        writeln!(f)?;
+        writeln!(f, "=== end of the purloin dump ===")
+    }
+}
+
+/// Every runtime of the process, with the green threads of each and the backtraces of the
+/// parked ones (see [`ProcessDump`]). A runtime that was never started is not started for it,
+/// and one whose shutdown has begun is left out.
+///
+/// # Examples
+///
+/// ```
+/// let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+/// let h = rt.spawn(purloin::park);
+/// while rt.scheduler().parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let all = purloin::debugging::dump_all();
+/// assert!(all.runtimes.iter().any(|r| r.dump.threads.iter().any(|t| t.id == h.thread().id())));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn dump_all() -> ProcessDump {
+    note_facade_code();
+    let global = crate::current::global_scheduler().map(Scheduler::number);
+    let runtimes = purloin_sched::dump_all()
+        .into_iter()
+        .map(|dump| RuntimeDump { global: Some(dump.scheduler) == global, dump })
+        .collect();
+    ProcessDump { runtimes }
+}
+
+/// From now on, each delivery of `signal` writes [`dump_all`] to stderr (the program keeps
+/// running). Returns an error if the signal cannot be watched.
 ///
 /// # Errors
 /// `signal` is one that cannot be caught or is reserved (see [`signal`](crate::signal)), or
@@ -174,41 +283,245 @@ pub fn dump() -> Dump {
 /// // `kill -QUIT <pid>` now prints every green thread's stack to stderr.
 /// ```
 pub fn dump_on_signal(signal: Signal) -> io::Result<()> {
-    let signals = Signals::new(&[signal])?;
+    // This thread only prints: neither it nor its receiver wakes a green thread, so neither
+    // keeps a deadlock report from being made.
+    let signals = Signals::new(&[signal])?.for_helper();
     std::thread::Builder::new().name("purloin-dump".into()).spawn(move || {
+        let _mark = purloin_sched::helper_thread();
         loop {
             signals.recv();
-            let dump = crate::rt::global().scheduler().dump();
-            eprintln!("{dump}");
+            eprintln!("{}", dump_all());
         }
     })?;
     Ok(())
 }
 
-/// Reads `PURLOIN_DUMP_SIGNAL` (a name such as `SIGQUIT` or `QUIT`, or a number) once per
-/// process and starts [`dump_on_signal`] for it.
+/// Reads `PURLOIN_DUMP_SIGNAL` (see the [module docs](self#2-ask-a-running-program-for-a-dump))
+/// once per process and starts [`dump_on_signal`] for it; a value that names no signal a dump
+/// may use is reported on stderr, with the valid ones, and ignored.
 pub(crate) fn start_from_env() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        note_facade_code();
         let Ok(v) = std::env::var("PURLOIN_DUMP_SIGNAL") else { return };
-        let name = v.trim().trim_start_matches("SIG");
-        let n = match name {
-            "QUIT" => libc::SIGQUIT,
-            "USR1" => libc::SIGUSR1,
-            "USR2" => libc::SIGUSR2,
-            "HUP" => libc::SIGHUP,
-            "INT" => libc::SIGINT,
-            "TERM" => libc::SIGTERM,
-            other => match other.parse() {
-                Ok(n) => n,
-                Err(_) => {
-                    eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: not a signal name or number");
-                    return;
-                }
-            },
-        };
-        if let Err(e) = dump_on_signal(Signal::from_raw(n)) {
-            eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: {e}");
+        let result = parse_dump_signal(&v)
+            .map_err(|e| e.to_string())
+            .and_then(|signal| dump_on_signal(signal).map_err(|e| e.to_string()));
+        if let Err(e) = result {
+            eprintln!("purloin: PURLOIN_DUMP_SIGNAL={v}: {e}; running without a dump signal");
         }
     });
+}
+
+/// Tells the scheduler's dumps where this crate's and purloin-sync's code is, so that they
+/// count their inlined frames (which optimized builds describe by bare names and files only)
+/// as the runtime's.
+fn note_facade_code() {
+    purloin_sched::note_runtime_code("purloin", note_facade_code as fn() as usize);
+    purloin_sync::note_runtime_code();
+}
+
+/// Signal names and numbers (Linux), without the `SIG` prefix; aliases after their signal.
+const SIGNAL_NAMES: [(&str, libc::c_int); 34] = [
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("ILL", libc::SIGILL),
+    ("TRAP", libc::SIGTRAP),
+    ("ABRT", libc::SIGABRT),
+    ("IOT", libc::SIGIOT),
+    ("BUS", libc::SIGBUS),
+    ("FPE", libc::SIGFPE),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("SEGV", libc::SIGSEGV),
+    ("USR2", libc::SIGUSR2),
+    ("PIPE", libc::SIGPIPE),
+    ("ALRM", libc::SIGALRM),
+    ("TERM", libc::SIGTERM),
+    ("STKFLT", libc::SIGSTKFLT),
+    ("CHLD", libc::SIGCHLD),
+    ("CLD", libc::SIGCHLD),
+    ("CONT", libc::SIGCONT),
+    ("STOP", libc::SIGSTOP),
+    ("TSTP", libc::SIGTSTP),
+    ("TTIN", libc::SIGTTIN),
+    ("TTOU", libc::SIGTTOU),
+    ("URG", libc::SIGURG),
+    ("XCPU", libc::SIGXCPU),
+    ("XFSZ", libc::SIGXFSZ),
+    ("VTALRM", libc::SIGVTALRM),
+    ("PROF", libc::SIGPROF),
+    ("WINCH", libc::SIGWINCH),
+    ("IO", libc::SIGIO),
+    ("POLL", libc::SIGPOLL),
+    ("PWR", libc::SIGPWR),
+    ("SYS", libc::SIGSYS),
+];
+
+/// Why a dump cannot be asked for with a parsed `PURLOIN_DUMP_SIGNAL`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct BadDumpSignal(String);
+
+impl fmt::Display for BadDumpSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; use one of {}", self.0, valid_dump_signals())
+    }
+}
+
+/// The name of signal `n` as the variable accepts it (`SIGQUIT`, `SIGRTMIN+2`, or the number).
+fn signal_name(n: libc::c_int) -> String {
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    if let Some((name, _)) = SIGNAL_NAMES.iter().find(|(_, m)| *m == n) {
+        format!("SIG{name}")
+    } else if n == min {
+        "SIGRTMIN".into()
+    } else if n > min && n <= max {
+        format!("SIGRTMIN+{}", n - min)
+    } else {
+        format!("signal {n}")
+    }
+}
+
+/// Why signal `n` cannot carry a dump, if it cannot.
+fn refusal(n: libc::c_int) -> Option<String> {
+    let name = signal_name(n);
+    Some(match n {
+        libc::SIGKILL | libc::SIGSTOP => format!("{name} cannot be caught by any process"),
+        libc::SIGSEGV | libc::SIGBUS => {
+            format!("{name} is taken by purloin's stack-overflow detection")
+        }
+        libc::SIGILL | libc::SIGFPE | libc::SIGTRAP => format!(
+            "{name} is a program fault (returning from its handler re-runs the faulting \
+             instruction)"
+        ),
+        n if n < 1 || n > libc::SIGRTMAX() => {
+            format!("{n} is not a signal number (1 to {})", libc::SIGRTMAX())
+        }
+        n if n < libc::SIGRTMIN() && n > libc::SIGSYS => {
+            format!("signal {n} is reserved by the C library for its own threads")
+        }
+        _ => return None,
+    })
+}
+
+/// The signals a dump can be asked with, as the error message lists them.
+fn valid_dump_signals() -> String {
+    let mut names: Vec<String> = SIGNAL_NAMES
+        .iter()
+        .filter(|(name, n)| refusal(*n).is_none() && signal_name(*n) == format!("SIG{name}"))
+        .map(|(name, _)| format!("SIG{name}"))
+        .collect();
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    names.push(format!(
+        "the real-time signals SIGRTMIN, SIGRTMIN+n, SIGRTMAX-n and SIGRTMAX ({min} to {max}); \
+         by name, with or without SIG, in any case, or by number"
+    ));
+    names.join(", ")
+}
+
+/// Parses a `PURLOIN_DUMP_SIGNAL` value: a signal name with or without `SIG`, in any case
+/// (`SIGQUIT`, `usr1`, `SigRtMin+3`, `RTMAX-2`), or a number; refuses the signals a dump
+/// cannot use (see [`refusal`]).
+pub(crate) fn parse_dump_signal(value: &str) -> Result<Signal, BadDumpSignal> {
+    let upper = value.trim().to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    let offset = |rest: &str, sign: char| -> Option<libc::c_int> {
+        if rest.is_empty() {
+            return Some(0);
+        }
+        let digits = rest.strip_prefix(sign)?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    };
+    let not_a_signal = || BadDumpSignal(format!("{:?} is not a signal name or number", value));
+    let n = if let Some(rest) = name.strip_prefix("RTMIN") {
+        let k = offset(rest, '+').ok_or_else(not_a_signal)?;
+        if k > max - min {
+            return Err(BadDumpSignal(format!("SIGRTMIN+{k} is past SIGRTMAX ({max})")));
+        }
+        min + k
+    } else if let Some(rest) = name.strip_prefix("RTMAX") {
+        let k = offset(rest, '-').ok_or_else(not_a_signal)?;
+        if k > max - min {
+            return Err(BadDumpSignal(format!("SIGRTMAX-{k} is before SIGRTMIN ({min})")));
+        }
+        max - k
+    } else if let Some((_, n)) = SIGNAL_NAMES.iter().find(|(known, _)| *known == name) {
+        *n
+    } else if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+        name.parse().unwrap_or(libc::c_int::MAX)
+    } else {
+        return Err(not_a_signal());
+    };
+    match refusal(n) {
+        Some(why) => Err(BadDumpSignal(why)),
+        None => Ok(Signal::from_raw(n)),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catchable_signal_is_accepted_by_name_and_number() {
+        let ok = |v: &str| parse_dump_signal(v).unwrap_or_else(|e| panic!("{v}: {e}")).as_raw();
+        assert_eq!(ok("SIGQUIT"), libc::SIGQUIT);
+        assert_eq!(ok("quit"), libc::SIGQUIT);
+        assert_eq!(ok(" SigUsr1 "), libc::SIGUSR1);
+        assert_eq!(ok("sigwinch"), libc::SIGWINCH);
+        assert_eq!(ok("SIGSYS"), libc::SIGSYS);
+        assert_eq!(ok("cld"), libc::SIGCHLD);
+        assert_eq!(ok("12"), libc::SIGUSR2);
+        assert_eq!(ok("SIGRTMIN"), libc::SIGRTMIN());
+        assert_eq!(ok("sigrtmin+3"), libc::SIGRTMIN() + 3);
+        assert_eq!(ok("RTMAX"), libc::SIGRTMAX());
+        assert_eq!(ok("SIGRTMAX-2"), libc::SIGRTMAX() - 2);
+        assert_eq!(ok(&libc::SIGRTMAX().to_string()), libc::SIGRTMAX());
+        // Every name of the table that a process may catch, with and without the prefix.
+        for (name, n) in SIGNAL_NAMES {
+            if refusal(n).is_none() {
+                assert_eq!(ok(name), n);
+                assert_eq!(ok(&format!("SIG{name}")), n);
+                assert_eq!(ok(&format!("sig{}", name.to_lowercase())), n);
+                assert_eq!(ok(&n.to_string()), n);
+            }
+        }
+        for n in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+            assert_eq!(ok(&n.to_string()), n);
+            assert_eq!(ok(&signal_name(n)), n);
+        }
+    }
+
+    #[test]
+    fn uncatchable_and_reserved_signals_are_refused_naming_the_valid_ones() {
+        for (v, why) in [
+            ("SIGKILL", "cannot be caught"),
+            ("stop", "cannot be caught"),
+            ("9", "cannot be caught"),
+            ("SIGSEGV", "stack-overflow detection"),
+            ("bus", "stack-overflow detection"),
+            ("SIGFPE", "program fault"),
+            ("32", "reserved by the C library"),
+            ("0", "not a signal number"),
+            ("65", "not a signal number"),
+            ("SIGRTMIN+31", "past SIGRTMAX"),
+            ("SIGRTMAX-31", "before SIGRTMIN"),
+            ("SIGRTMIN-1", "not a signal name"),
+            ("SIGRTMIN+", "not a signal name"),
+            ("SIGFOO", "not a signal name"),
+            ("-3", "not a signal name"),
+            ("", "not a signal name"),
+        ] {
+            let e = parse_dump_signal(v).expect_err(v).to_string();
+            assert!(e.contains(why), "{v}: {e}");
+            assert!(e.contains("use one of SIGHUP, SIGINT, SIGQUIT, SIGABRT"), "{v}: {e}");
+            assert!(e.contains("SIGRTMIN+n"), "{v}: {e}");
+            assert!(!e.contains("SIGKILL,") && !e.contains("SIGSEGV,"), "{v}: {e}");
+        }
+    }
 }

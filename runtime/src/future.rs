@@ -68,8 +68,9 @@
 //!
 //! A synchronous library call that blocks its OS thread (a C client library, `std::fs`, DNS
 //! through `getaddrinfo`) goes inside [`blocking`](crate::blocking): if it blocks for long, the
-//! worker's other green threads move to another OS thread. The monitor points here when it sees
-//! a green thread block its worker.
+//! worker's other green threads move to another OS thread. Unwrapped, they move too, but later
+//! (after 1 ms, onto a spare worker thread the runtime adds): wrapping pays for calls known to
+//! block often or long. The monitor points here when it sees a green thread block its worker.
 //!
 //! ```
 //! let h = purloin::spawn(|| {

@@ -12,12 +12,14 @@
 
 use std::io;
 
-use purloin_sched::hook::{self, Event, Hook};
+use purloin_sched::hook::{self, Hook};
 
 /// Bit 0 of the switch word: the green thread switched out to park.
-const PARKED: usize = 1;
+pub(crate) const PARKED: usize = 1;
 
-struct FacadeHook;
+/// The hook; what it does at each switch and event is in `hook_dispatch`, which calls the
+/// parts (this file is what the parts use to install it, so it uses neither of them).
+pub(crate) struct FacadeHook;
 
 static HOOK: FacadeHook = FacadeHook;
 
@@ -35,29 +37,5 @@ pub(crate) fn install() -> io::Result<()> {
              trace or move tracing spans; do not install your own hook in a program that uses \
              purloin::trace or the tracing feature",
         )),
-    }
-}
-
-impl Hook for FacadeHook {
-    fn switch_out(&self, finished: bool) -> usize {
-        #[cfg(feature = "tracing")]
-        let spans = crate::span_hook::switch_out(finished);
-        #[cfg(not(feature = "tracing"))]
-        let spans = 0;
-        debug_assert_eq!(spans & PARKED, 0, "a span stack's box is aligned");
-        let parked = crate::trace::switch_out(finished);
-        spans | if parked && !finished { PARKED } else { 0 }
-    }
-
-    fn switch_in(&self, saved: usize) {
-        crate::trace::switch_in(saved & PARKED != 0);
-        #[cfg(feature = "tracing")]
-        crate::span_hook::switch_in(saved & !PARKED);
-    }
-
-    fn event(&self, event: Event) {
-        crate::trace::event(event);
-        #[cfg(feature = "tracing")]
-        crate::span_hook::event(event);
     }
 }

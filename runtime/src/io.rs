@@ -72,8 +72,8 @@ use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use crate::net::Direction;
 use crate::net::source::{Source, ready_now};
-use crate::net::{Direction, sys};
 
 /// A file descriptor registered with the runtime's netpoller: blocking-style waits and I/O
 /// that park the calling green thread (see the [module docs](self) for the re-arm rule and
@@ -106,8 +106,14 @@ impl<T: AsRawFd> Async<T> {
     /// first wait.
     ///
     /// # Errors
-    /// `fcntl` failed: `EBADF` when `inner` does not hold an open descriptor (the OS error is
-    /// kept; the message says which call failed).
+    /// - `InvalidInput` for a regular file or a directory (epoll cannot poll them; the
+    ///   message points to [`fs`](crate::fs)).
+    /// - The OS error of `fstat` or `fcntl`, unchanged, so that
+    ///   [`raw_os_error`](io::Error::raw_os_error) answers: `EBADF` ("Bad file descriptor
+    ///   (os error 9)") when `inner` does not hold an open descriptor.
+    ///
+    /// A descriptor that is already registered with the runtime (wrapped twice) is refused
+    /// at the first wait, with an error that says so (see [Ownership](self#ownership)).
     ///
     /// # Examples
     ///
@@ -115,6 +121,21 @@ impl<T: AsRawFd> Async<T> {
     /// let (r, _w) = std::io::pipe().unwrap();
     /// let r = purloin::io::Async::new(r).unwrap();
     /// assert!(r.get_ref().try_clone().is_ok());
+    /// ```
+    ///
+    /// A closed descriptor keeps its OS error:
+    ///
+    /// ```
+    /// use std::os::fd::{AsRawFd, RawFd};
+    ///
+    /// struct Closed;
+    /// impl AsRawFd for Closed {
+    ///     fn as_raw_fd(&self) -> RawFd {
+    ///         -1
+    ///     }
+    /// }
+    /// let err = purloin::io::Async::new(Closed).err().unwrap();
+    /// assert_eq!(err.raw_os_error(), Some(libc::EBADF));
     /// ```
     pub fn new(inner: T) -> io::Result<Async<T>> {
         refuse_regular_file(inner.as_raw_fd())?;
@@ -324,7 +345,7 @@ fn refuse_regular_file(fd: RawFd) -> io::Result<()> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is valid for writes; an invalid descriptor is reported as EBADF.
     if unsafe { libc::fstat(fd, &mut st) } < 0 {
-        return Err(with_context(io::Error::last_os_error(), "fstat"));
+        return Err(io::Error::last_os_error());
     }
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFREG || kind == libc::S_IFDIR {
@@ -338,35 +359,22 @@ fn refuse_regular_file(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Sets `O_NONBLOCK` on `fd` (one `fcntl` when it is already set: `F_GETFL` only).
+/// Sets `O_NONBLOCK` on `fd` (one `fcntl` when it is already set: `F_GETFL` only). Errors
+/// are the OS error unchanged: an `io::Error` with a message of its own would drop
+/// `raw_os_error`, which callers match on.
 pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: plain system call; an invalid descriptor is reported as EBADF.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
-        return Err(with_context(io::Error::last_os_error(), "fcntl(F_GETFL)"));
+        return Err(io::Error::last_os_error());
     }
     if flags & libc::O_NONBLOCK == 0 {
         // SAFETY: as above.
         if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-            return Err(with_context(io::Error::last_os_error(), "fcntl(F_SETFL, O_NONBLOCK)"));
+            return Err(io::Error::last_os_error());
         }
     }
     Ok(())
-}
-
-/// `e` with the failing call named, keeping its kind and OS error code reachable through
-/// the message (`raw_os_error` itself is only kept by the unwrapped error).
-fn with_context(e: io::Error, what: &str) -> io::Error {
-    if e.raw_os_error() == Some(libc::EBADF) {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "purloin::io::Async::new: {what} failed: {e}: the value does not hold an open descriptor"
-            ),
-        )
-    } else {
-        sys::explain(e, what)
-    }
 }
 
 impl<T: AsRawFd> Read for Async<T>

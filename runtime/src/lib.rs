@@ -18,9 +18,11 @@
 //! A green thread may stop on one OS thread and continue on another. Do not hold a
 //! `thread_local!` reference across a scheduling point (a yield, park, join, lock, channel or
 //! I/O wait); use [`green_local!`] for per-green-thread state, and [`Builder::pinned`] when a
-//! library needs to stay on one OS thread. Never block the OS thread in a green thread with
-//! `std::sync::Mutex` or `std::thread::sleep` for long: use [`sync`] and [`sleep`], or wrap a
-//! blocking call in [`blocking`] so the worker's other green threads move elsewhere.
+//! library needs to stay on one OS thread. A green thread that blocks its OS thread
+//! (`std::sync::Mutex`, `std::thread::sleep`, blocking I/O, a foreign call) does not stop the
+//! others: after 1 ms the runtime starts a spare worker thread that takes over the queued
+//! green threads. It still costs that thread: prefer [`sync`] and [`sleep`], which block only
+//! the green thread, and wrap calls known to block in [`blocking`] (a hand-off after 20 µs).
 //!
 //! # I/O
 //!
@@ -29,7 +31,8 @@
 //! pipe, a tty, an eventfd), [`process`] (child processes waited on through a pidfd, their
 //! pipes as green I/O), [`signal`] (SIGTERM, SIGINT, … as values on a channel), [`time`]
 //! (sleeping, and [`time::after`] / [`time::Ticker`] channels for [`select!`]) and [`fs`]
-//! (files through [`blocking`]). [`machine`] hosts seed 003's stackless state machines.
+//! (files through [`blocking`]). [`machine`] hosts stackless state machines (many small
+//! actors stepped on the same workers).
 //!
 //! # Async Rust
 //!
@@ -39,11 +42,32 @@
 //! runs futures that need tokio's reactor or timers. The [`future`] module's docs ("Using async
 //! crates from green threads") show all three and what never to hold across a park.
 //!
+//! # Configuration
+//!
+//! The global runtime (the one [`spawn`] starts from an OS thread) takes its configuration
+//! from the environment, read once when it starts, or from code:
+//! [`runtime::Builder::install_global`] before its first use. Every
+//! [`runtime::Builder::new`] reads the same variables as its defaults, and the builder's
+//! methods override them. A value that does not parse is ignored with a warning naming the
+//! accepted form.
+//!
+//! | variable | what it sets | accepted values | in code |
+//! |---|---|---|---|
+//! | `PURLOIN_WORKERS` | workers (Go's `GOMAXPROCS`); default one per CPU | a number from 1 up | [`runtime::Builder::workers`] |
+//! | `PURLOIN_STACK_SIZE` | default green-thread stack; default `normal` (1 MiB) | `small`, `normal`, `large`, or bytes with an optional `k`/`m`/`g` suffix (`64k`) | [`runtime::Builder::stack_size`] |
+//! | `PURLOIN_DEADLOCK` | the deadlock watch; default on, grace 1 s | `1`, `0`, or the grace in milliseconds | [`runtime::Builder::deadlock_detection`] |
+//! | `PURLOIN_TRACE` | record a trace file from the start | a file path | [`runtime::Builder::trace`], [`trace::start`] |
+//! | `PURLOIN_DUMP_SIGNAL` | dump every green thread's stack to stderr on a signal | a signal name (`SIGQUIT`, `QUIT`) or number | [`debugging::dump_on_signal`] |
+//! | `PURLOIN_SCHEDTRACE` | a line of scheduler state every N ms (Go's `schedtrace`) | milliseconds; `0` or empty: off | [`runtime::Builder::schedtrace`] |
+//! | `PURLOIN_PARK_HISTOGRAM` | the park-duration histogram | `1` or `0` | [`runtime::Builder::park_histogram`] |
+//! | `PURLOIN_SPARE_WORKERS` | the most spare workers added for workers stalled in unmarked blocking calls or long computations; default 32 | a number; `0`: none | [`runtime::Builder::max_spare_workers`] |
+//!
 //! # Cargo features
 //!
 //! - `tokio`: the `purloin::tokio` bridge (depends on tokio with `rt-multi-thread`, `net`,
 //!   `time`).
-//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too.
+//! - `deadlock-detection`: record lock holders for deadlock reports in release builds too
+//!   (turns on [`sync`]'s feature of the same name).
 //! - `tracing`: a span entered on a green thread stays entered on whichever worker runs it
 //!   (a `tracing` subscriber's span stack is per OS thread: the runtime moves it at every
 //!   switch), and the scheduler reports spawn, park, unpark and steal as `TRACE` events under
@@ -56,9 +80,11 @@
 //! # Layers
 //!
 //! purloin re-exports the crates it is built from, for users who need a layer directly:
-//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`].
+//! [`deque`], [`parking`], [`stack`], [`context`], [`sched`], and [`sync`] (purloin-sync, the
+//! green-aware locks and channels, with [`select!`]).
 #![warn(missing_docs)]
 
+mod current;
 mod deadlock;
 #[cfg(not(loom))]
 pub mod debugging;
@@ -66,6 +92,8 @@ pub mod fs;
 pub mod future;
 #[cfg(not(loom))]
 mod hook;
+#[cfg(not(loom))]
+mod hook_dispatch;
 pub mod io;
 mod local;
 mod loom;
@@ -75,6 +103,7 @@ pub mod metrics;
 pub mod net;
 pub mod process;
 mod rt;
+mod schedtrace;
 mod scope;
 #[cfg(not(loom))]
 pub mod signal;
@@ -88,7 +117,6 @@ mod span_hook;
 // Under loom only the trace recorder's stop handshake is built (its model).
 mod spawn;
 mod stats;
-pub mod sync;
 pub mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -103,16 +131,19 @@ pub use purloin_deque as deque;
 pub use purloin_parking as parking;
 pub use purloin_sched as sched;
 pub use purloin_stack as stack;
+pub use purloin_sync as sync;
 
-pub use deadlock::{DeadlockReport, detect as detect_deadlock};
+pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
     blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
     yield_now,
 };
-pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle, join, scope};
-pub use spawn::{Builder, spawn, spawn_urgent};
+pub use purloin_sync::select;
+pub use rt::detect_deadlock;
+pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
+pub use spawn::{Builder, join, scope, spawn, spawn_urgent};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};
 

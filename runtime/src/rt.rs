@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::{Scheduler, ShutdownReport, StackSize};
 
+use crate::current::{RuntimeData, with_current};
 use crate::{JoinHandle, Stats};
 
 /// Configures a [`Runtime`].
@@ -38,45 +39,42 @@ impl Default for Builder {
 
 impl Builder {
     /// The defaults: one worker per CPU, 1 MiB stacks, the monitor on, deadlock detection on
-    /// (grace 1 s), schedtrace from the `PURLOIN_SCHEDTRACE` environment variable, the park
-    /// histogram from `PURLOIN_PARK_HISTOGRAM` (off unless it is `1`).
+    /// (grace 1 s), no schedtrace, no park histogram, no trace — each overridden by its
+    /// `PURLOIN_*` environment variable when set (see the table in the crate docs,
+    /// "Configuration"): `PURLOIN_WORKERS`, `PURLOIN_STACK_SIZE`, `PURLOIN_DEADLOCK`,
+    /// `PURLOIN_SCHEDTRACE`, `PURLOIN_PARK_HISTOGRAM` (and `PURLOIN_TRACE`, read by
+    /// [`Builder::build`]). The builder's methods override the environment, as Go's
+    /// `runtime.GOMAXPROCS` overrides `GOMAXPROCS`. A value that does not parse is ignored with
+    /// a warning on stderr naming the accepted form, once per variable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Two workers whatever PURLOIN_WORKERS says; the rest from the environment.
+    /// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+    /// assert_eq!(rt.block_on(|| purloin::stats().procs.len()), 2);
+    /// ```
     pub fn new() -> Builder {
-        let schedtrace = std::env::var("PURLOIN_SCHEDTRACE").ok().and_then(|v| {
-            parse_schedtrace(&v).unwrap_or_else(|| {
-                use std::sync::atomic::{AtomicBool, Ordering};
-                static WARNED: AtomicBool = AtomicBool::new(false);
-                // Relaxed: only decides who prints the warning.
-                if !WARNED.swap(true, Ordering::Relaxed) {
-                    eprintln!(
-                        "purloin: ignoring PURLOIN_SCHEDTRACE={v:?}: expected a whole number of \
-                         milliseconds between trace lines, such as PURLOIN_SCHEDTRACE=1000 (0 or \
-                         empty: off)"
-                    );
-                }
-                None
-            })
-        });
-        let park_histogram = std::env::var("PURLOIN_PARK_HISTOGRAM").ok().is_some_and(|v| {
-            parse_switch(&v).unwrap_or_else(|| {
-                use std::sync::atomic::{AtomicBool, Ordering};
-                static WARNED: AtomicBool = AtomicBool::new(false);
-                // Relaxed: only decides who prints the warning.
-                if !WARNED.swap(true, Ordering::Relaxed) {
-                    eprintln!(
-                        "purloin: ignoring PURLOIN_PARK_HISTOGRAM={v:?}: expected 1 (on) or 0 \
-                         (off)"
-                    );
-                }
-                false
-            })
-        });
+        let env = Env::read();
+        let mut sched = purloin_sched::Builder::new()
+            .locals_destructor(crate::local::free_map)
+            .park_histogram(env.park_histogram.unwrap_or(false));
+        if let Some(n) = env.workers {
+            sched = sched.workers(n);
+        }
+        if let Some(size) = env.stack_size {
+            sched = sched.stack_size(size);
+        }
+        if let Some(n) = env.spare_workers {
+            sched = sched.max_spare_workers(n);
+        }
+        let (deadlock_detection, deadlock_grace) =
+            env.deadlock.unwrap_or((true, DEFAULT_DEADLOCK_GRACE));
         Builder {
-            sched: purloin_sched::Builder::new()
-                .locals_destructor(crate::local::free_map)
-                .park_histogram(park_histogram),
-            deadlock_detection: true,
-            deadlock_grace: Duration::from_secs(1),
-            schedtrace,
+            sched,
+            deadlock_detection,
+            deadlock_grace,
+            schedtrace: env.schedtrace.flatten(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             trace: None,
         }
@@ -121,20 +119,68 @@ impl Builder {
         self
     }
 
+    /// The most spare worker threads the runtime may add while workers are stalled in
+    /// blocking calls nobody wrapped in [`blocking`](crate::blocking) (`std::thread::sleep`,
+    /// a std lock, blocking I/O) or in long computations, so that the green threads queued
+    /// behind them run meanwhile (default 32; 0 turns them off; `PURLOIN_SPARE_WORKERS`).
+    /// Spares retire once idle for 200 ms. See
+    /// [`purloin_sched::Builder::max_spare_workers`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = purloin::runtime::Builder::new().workers(1).max_spare_workers(4).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// // Blocks its worker's OS thread in a std receive (not wrapped in `blocking`) ...
+    /// let waiter = rt.spawn(move || rx.recv_timeout(Duration::from_secs(60)).unwrap());
+    /// // ... and the only green thread that can answer still runs, on a spare worker.
+    /// rt.spawn(move || tx.send(7).unwrap()).join().unwrap();
+    /// assert_eq!(waiter.join().unwrap(), 7);
+    /// ```
+    pub fn max_spare_workers(mut self, n: usize) -> Builder {
+        self.sched = self.sched.max_spare_workers(n);
+        self
+    }
+
     /// Enables the monitor thread (default on).
     pub fn monitor(mut self, on: bool) -> Builder {
         self.sched = self.sched.monitor(on);
         self
     }
 
-    /// Deadlock detection: when nothing can make progress (every worker parked, no timers,
-    /// no I/O) for `grace` while [`Runtime::block_on`] or an OS thread outside the runtime
-    /// (a `join` from `main`, a scope's owner) waits on a green thread, report the parked
-    /// green threads and what they wait on; `block_on` then panics in its root, and for
-    /// outside waiters every parked green thread is unwound so their joins return `Err`
-    /// (Go prints "all goroutines are asleep - deadlock!" and exits). Turn it off if plain OS
-    /// threads outside the runtime wake green threads after long pauses (they are invisible
-    /// to the detector).
+    /// Deadlock detection (default on, grace 1 s; `PURLOIN_DEADLOCK`): Go's "all goroutines
+    /// are asleep - deadlock!". While [`Runtime::block_on`] or an OS thread outside the runtime
+    /// (a `join` from `main`, a scope's owner) waits on a green thread, and for `grace` nothing
+    /// could wake any green thread, the runtime reports the parked green threads and what each
+    /// waits on; `block_on` then panics in its root, and for outside waiters every parked green
+    /// thread is unwound so their joins return `Err` instead of hanging.
+    ///
+    /// It reports only what is certain, never a program that is merely waiting. "Nothing could
+    /// wake any green thread" means: every worker idle with nothing queued, no timer, no I/O
+    /// wait, no blocking section, and no OS thread in the process that could wake one — any
+    /// thread other than the runtime's own and the ones waiting on it counts (the program's own
+    /// threads, which may hold a sender or a lock; a tokio runtime's threads driving a bridged
+    /// future; the signal dispatcher while a signal is watched). So a program that mixes in
+    /// such threads is never stopped by a false report; a deadlock among green threads there
+    /// goes unreported by this check (a wait-for cycle of locks is still found by
+    /// [`detect_deadlock`](crate::detect_deadlock), and a dump shows every wait). Off Linux,
+    /// where a process's threads cannot be listed, nothing is reported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// // A program whose green threads wait for a long time on purpose can lengthen the grace
+    /// // period, or turn the check off.
+    /// let rt = purloin::runtime::Builder::new()
+    ///     .deadlock_detection(true, Duration::from_secs(5))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
     pub fn deadlock_detection(mut self, on: bool, grace: Duration) -> Builder {
         self.deadlock_detection = on;
         self.deadlock_grace = grace;
@@ -192,6 +238,56 @@ impl Builder {
         self
     }
 
+    /// Builds this runtime and makes it the global runtime: the one that [`spawn`](crate::spawn),
+    /// [`scope`](crate::scope) and the other plain functions use from OS threads, which
+    /// otherwise starts with [`Builder::new`]'s configuration on first use. Call it before
+    /// anything uses the global runtime, typically first thing in `main`.
+    ///
+    /// # Errors
+    /// The global runtime already started (something spawned on it, or another
+    /// `install_global` came first): [`io::ErrorKind::AlreadyExists`]; or what
+    /// [`Builder::build`] returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // First thing in `main`:
+    /// purloin::runtime::Builder::new()
+    ///     .workers(2)
+    ///     .stack_size(purloin::StackSize::Small)
+    ///     .install_global()
+    ///     .unwrap();
+    /// assert_eq!(purloin::spawn(|| purloin::stats().procs.len()).join().unwrap(), 2);
+    /// // Too late for a second configuration: it says so.
+    /// let again = purloin::runtime::Builder::new().install_global().unwrap_err();
+    /// assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+    /// ```
+    pub fn install_global(self) -> io::Result<()> {
+        let started = || {
+            io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "purloin: the global runtime already started (a spawn, a join or another \
+                 install_global used it first), so this configuration cannot apply; call \
+                 runtime::Builder::install_global before the first use of the global runtime, \
+                 or build an explicit runtime with Builder::build and use Runtime::block_on",
+            )
+        };
+        if GLOBAL.get().is_some() {
+            return Err(started());
+        }
+        let _one_at_a_time = lock(&INSTALLING);
+        if GLOBAL.get().is_some() {
+            return Err(started());
+        }
+        let rt = self.build()?;
+        // Only another thread's first use can have won since the check: it started the
+        // default runtime, and this one shuts down again.
+        let sched = rt.sched.clone();
+        GLOBAL.set(rt).map_err(|_| started())?;
+        crate::current::set_global(sched.expect("a runtime just built has its scheduler"));
+        Ok(())
+    }
+
     /// Starts the runtime.
     ///
     /// # Errors
@@ -211,21 +307,18 @@ impl Builder {
         crate::span_hook::install();
         // Before the workers start, so their first events are in it.
         #[cfg(not(loom))]
-        let owned_trace = match self.trace.or_else(crate::trace::from_env) {
-            Some(path) => Some(crate::trace::OwnedTrace::start(&path)?),
-            None => None,
-        };
+        let owned_trace = crate::trace::OwnedTrace::for_runtime(self.trace.as_deref())?;
         let sched = self.sched.build()?;
         let net = crate::net::install(&sched)?;
         let data = Arc::new(RuntimeData {
             deadlock_detection: self.deadlock_detection,
             deadlock_grace: self.deadlock_grace,
             net,
-            fork_generation: fork::generation(),
+            fork_generation: crate::current::fork::generation(),
         });
         let _ = sched.set_user_data(data.clone());
         let sched = Arc::new(sched);
-        let trace = self.schedtrace.map(|every| crate::stats::start_schedtrace(&sched, every));
+        let trace = self.schedtrace.map(|every| crate::schedtrace::start(&sched, every));
         let watch = self
             .deadlock_detection
             .then(|| crate::deadlock::start_watch(&sched, self.deadlock_grace));
@@ -240,6 +333,107 @@ impl Builder {
             #[cfg(not(loom))]
             owned_trace,
         })
+    }
+}
+
+/// [`Builder::deadlock_detection`]'s default grace period.
+const DEFAULT_DEADLOCK_GRACE: Duration = Duration::from_secs(1);
+
+/// The configuration read from `PURLOIN_*` environment variables (`None`: unset or ignored).
+struct Env {
+    workers: Option<usize>,
+    stack_size: Option<StackSize>,
+    deadlock: Option<(bool, Duration)>,
+    schedtrace: Option<Option<Duration>>,
+    park_histogram: Option<bool>,
+    spare_workers: Option<usize>,
+}
+
+impl Env {
+    fn read() -> Env {
+        Env {
+            workers: env_value("PURLOIN_WORKERS", parse_workers, "a number of workers from 1 up"),
+            stack_size: env_value(
+                "PURLOIN_STACK_SIZE",
+                parse_stack_size,
+                "small, normal, large, or a size in bytes with an optional k/m/g suffix, such as \
+                 64k",
+            ),
+            deadlock: env_value(
+                "PURLOIN_DEADLOCK",
+                parse_deadlock,
+                "1 (on), 0 (off), or the grace period in milliseconds, such as 2000",
+            ),
+            schedtrace: env_value(
+                "PURLOIN_SCHEDTRACE",
+                parse_schedtrace,
+                "a whole number of milliseconds between trace lines, such as \
+                 PURLOIN_SCHEDTRACE=1000 (0 or empty: off)",
+            ),
+            park_histogram: env_value("PURLOIN_PARK_HISTOGRAM", parse_switch, "1 (on) or 0 (off)"),
+            spare_workers: env_value(
+                "PURLOIN_SPARE_WORKERS",
+                |v| v.trim().parse().ok(),
+                "the most spare workers for stalled ones, such as 32 (0: none)",
+            ),
+        }
+    }
+}
+
+/// Reads and parses environment variable `name`; a value that does not parse is ignored with
+/// a warning naming the `expected` form, printed once per variable and process.
+fn env_value<T>(name: &str, parse: fn(&str) -> Option<T>, expected: &str) -> Option<T> {
+    use std::sync::Mutex;
+    static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let v = std::env::var(name).ok()?;
+    let parsed = parse(&v);
+    if parsed.is_none() {
+        let mut warned = WARNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !warned.iter().any(|w| w == name) {
+            warned.push(name.to_string());
+            eprintln!("purloin: ignoring {name}={v:?}: expected {expected}");
+        }
+    }
+    parsed
+}
+
+/// A `PURLOIN_WORKERS` value: a positive whole number.
+fn parse_workers(v: &str) -> Option<usize> {
+    v.trim().parse().ok().filter(|n| *n > 0)
+}
+
+/// A `PURLOIN_STACK_SIZE` value: a class name, or bytes (`k`, `m`, `g` suffixes, binary),
+/// rounded up to whole pages and checked as [`StackSize::validate`] does.
+fn parse_stack_size(v: &str) -> Option<StackSize> {
+    let v = v.trim().to_ascii_lowercase();
+    let size = match v.as_str() {
+        "small" => StackSize::Small,
+        "normal" => StackSize::Normal,
+        "large" => StackSize::Large,
+        _ => {
+            let (digits, shift) = match v.char_indices().last()? {
+                (i, 'k') => (&v[..i], 10),
+                (i, 'm') => (&v[..i], 20),
+                (i, 'g') => (&v[..i], 30),
+                _ => (v.as_str(), 0),
+            };
+            let n: usize = digits.trim().parse().ok()?;
+            let bytes = n.checked_mul(1 << shift).filter(|b| *b > 0)?;
+            if bytes > StackSize::MAX_BYTES {
+                return None;
+            }
+            StackSize::at_least(bytes)
+        }
+    };
+    size.validate().ok().map(|()| size)
+}
+
+/// A `PURLOIN_DEADLOCK` value: on with the default grace, off, or on with a grace period.
+fn parse_deadlock(v: &str) -> Option<(bool, Duration)> {
+    match v.trim() {
+        "1" | "on" => Some((true, DEFAULT_DEADLOCK_GRACE)),
+        "0" | "off" | "" => Some((false, DEFAULT_DEADLOCK_GRACE)),
+        ms => ms.parse().ok().map(|ms| (true, Duration::from_millis(ms))),
     }
 }
 
@@ -261,61 +455,6 @@ fn parse_switch(v: &str) -> Option<bool> {
         "1" => Some(true),
         "0" | "" => Some(false),
         _ => None,
-    }
-}
-
-/// Per-runtime state the facade keeps next to the scheduler (reachable from green threads
-/// through the scheduler's user data).
-pub(crate) struct RuntimeData {
-    pub(crate) deadlock_detection: bool,
-    pub(crate) deadlock_grace: Duration,
-    /// The netpoller (sockets used by this runtime's green threads register with it).
-    pub(crate) net: Arc<crate::net::Driver>,
-    /// The process's fork generation when this runtime started (see `fork`).
-    fork_generation: u32,
-}
-
-impl RuntimeData {
-    /// Refuses to spawn on a runtime that was started before this process was forked: its
-    /// worker threads exist only in the parent, so nothing would ever run.
-    pub(crate) fn check_not_forked(&self) -> io::Result<()> {
-        if self.fork_generation == fork::generation() {
-            return Ok(());
-        }
-        Err(io::Error::other(
-            "purloin: this process is a fork of the one that started the runtime, whose worker \
-             threads exist only in the parent, so a green thread spawned here would never run; \
-             in the child, exec a program, or build a new runtime (purloin::runtime::Builder) \
-             and spawn on it",
-        ))
-    }
-}
-
-/// Fork detection: a `pthread_atfork` child handler counts forks, so a runtime can tell it is
-/// being used in a child process that does not have its threads.
-mod fork {
-    use std::sync::Once;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    static GENERATION: AtomicU32 = AtomicU32::new(0);
-
-    extern "C" fn in_child() {
-        // Relaxed: the child has one thread at this point.
-        GENERATION.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The number of forks between the first runtime's start and now, as seen by this
-    /// process (0 in the process that started it).
-    pub(super) fn generation() -> u32 {
-        static INSTALL: Once = Once::new();
-        INSTALL.call_once(|| {
-            // SAFETY: registers a handler that only increments an atomic (async-signal-safe,
-            // as a fork child handler must be); no other arguments.
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-            debug_assert_eq!(rc, 0, "pthread_atfork failed");
-        });
-        // Relaxed: a fork happens-before everything in the child.
-        GENERATION.load(Ordering::Relaxed)
     }
 }
 
@@ -349,7 +488,7 @@ mod fork {
 pub struct Runtime {
     sched: Option<Arc<Scheduler>>,
     data: Arc<RuntimeData>,
-    trace: Option<crate::stats::Schedtrace>,
+    trace: Option<crate::schedtrace::Schedtrace>,
     watch: Option<crate::deadlock::Watch>,
     grace: Duration,
     /// The trace this runtime started (`Builder::trace`, `PURLOIN_TRACE`), stopped once its
@@ -385,6 +524,7 @@ impl Runtime {
     /// # Panics
     /// If the runtime is shutting down, or this process is a fork of the one that started
     /// it.
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -421,6 +561,7 @@ impl Runtime {
     /// Called from a green thread of this runtime, it just calls `f`. Called from a green
     /// thread of another runtime, `f` still runs on this one (as its root) while the calling
     /// green thread parks.
+    #[track_caller]
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -430,6 +571,8 @@ impl Runtime {
             return f();
         }
         self.check_usable();
+        // This thread waits on the root: not a thread that could wake a green thread.
+        let _mark = self.scheduler().mark_waiting_thread();
         let state = crate::scope::ScopeState::new_root();
         let wait = crate::scope::WaitAll(&state);
         // SAFETY: `wait` waits for the root in every exit path of this function (it is
@@ -459,6 +602,7 @@ impl Runtime {
     ///
     /// # Panics
     /// If the runtime cannot be built (the error is in the message), or if `f` panics.
+    #[track_caller]
     pub fn run<F, T>(f: F) -> T
     where
         F: FnOnce() -> T + Send,
@@ -491,8 +635,13 @@ impl Runtime {
                 continue;
             }
             let since_quiet = *quiet_since.get_or_insert_with(Instant::now);
-            if since_quiet.elapsed() < self.data.deadlock_grace {
-                purloin_sched::wait_idle_event(since, Some(since_quiet + self.data.deadlock_grace));
+            let grace = self.data.deadlock_grace;
+            if since_quiet.elapsed() < grace || !crate::deadlock::is_certain(sched) {
+                // In the grace period, or an OS thread could still wake a green thread:
+                // look again at the next idle event, or when the period (or a re-check of
+                // the process's threads, backing off) is due.
+                let due = crate::deadlock::next_look(since_quiet, grace);
+                purloin_sched::wait_idle_event(since, Some(due));
                 if purloin_sched::idle_events() != since {
                     // Something ran meanwhile: the quiet period starts over.
                     quiet_since = None;
@@ -591,17 +740,37 @@ pub(crate) fn never_ran(payload: &(dyn std::any::Any + Send)) -> Option<String> 
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 
-/// The global runtime, started on first use with the default configuration.
+/// Serializes [`Builder::install_global`] calls, so two of them do not both build.
+static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The global runtime: the one [`Builder::install_global`] installed, or one started on first
+/// use with [`Builder::new`]'s configuration (the defaults and the `PURLOIN_*` environment).
 ///
 /// # Panics
-/// If it cannot be started (the OS refused threads or memory): there is nothing to spawn on.
+/// If it cannot be started (the OS refused threads or memory, or the environment asks for
+/// what cannot be built): there is nothing to spawn on.
 pub(crate) fn global() -> &'static Runtime {
     GLOBAL.get_or_init(|| {
-        Runtime::new().unwrap_or_else(|e| panic!("purloin: cannot start the global runtime: {e}"))
+        let rt = Runtime::new()
+            .unwrap_or_else(|e| panic!("purloin: cannot start the global runtime: {e}"));
+        crate::current::set_global(
+            rt.sched.clone().expect("a runtime just built has its scheduler"),
+        );
+        rt
     })
 }
 
-/// Calls `f` with the runtime data of the runtime running the current green thread.
-pub(crate) fn with_current<R>(f: impl FnOnce(Option<&RuntimeData>) -> R) -> R {
-    purloin_sched::with_user_data(|d| f(d.and_then(|d| d.downcast_ref::<RuntimeData>())))
+/// Reports the wait-for cycles among the parked green threads of the runtime running the
+/// current green thread (or of the global runtime), even while other green threads still run
+/// (a partial deadlock). `None` if there is none.
+pub fn detect_deadlock() -> Option<crate::deadlock::DeadlockReport> {
+    let report = match purloin_sched::current_parked() {
+        Some(parked) => crate::deadlock::report_of(parked, None),
+        None => crate::deadlock::report(global().scheduler(), None),
+    };
+    (!report.cycles.is_empty()).then_some(report)
 }

@@ -1,6 +1,6 @@
-//! Green threads that borrow: [`scope`] (like [`std::thread::scope`]) and [`join`] (fork-join,
-//! like rayon's `join`); [`Runtime::block_on`](crate::runtime::Runtime::block_on) uses the same
-//! machinery for its root.
+//! Green threads that borrow: the machinery of [`scope`](crate::scope()) (like
+//! [`std::thread::scope`]; the function is in `spawn`, with the other entry points), which
+//! [`Runtime::block_on`](crate::runtime::Runtime::block_on) uses for its root too.
 //!
 //! # Soundness
 //!
@@ -378,6 +378,7 @@ impl<F: FnOnce() + Send> Detached<F> {
 /// # Safety
 /// As for [`spawn_scoped`]; and the caller keeps `state` alive until its count is zero (its
 /// [`WaitAll`] borrows it), since the green thread points to it without owning it.
+#[track_caller]
 pub(crate) unsafe fn spawn_scoped_detached<'a, F>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
@@ -469,6 +470,7 @@ impl<F: Send, T: Send> ResultSlot<T> for Scoped<F, T> {
 /// # Safety
 /// - The caller must not let `'a` end before `state` counts zero running green threads (it
 ///   holds a [`WaitAll`] for `state` in every exit path).
+#[track_caller]
 pub(crate) unsafe fn spawn_scoped<'a, F, T>(
     sched: Option<&Scheduler>,
     opts: SpawnOptions,
@@ -575,7 +577,7 @@ fn take_result<T>(packet: &dyn ResultSlot<T>, state: &ScopeState) -> ThreadResul
     result
 }
 
-/// A scope for spawning green threads that borrow (see [`scope`]).
+/// A scope for spawning green threads that borrow (see [`scope`](crate::scope())).
 pub struct Scope<'scope, 'env: 'scope> {
     state: ScopeState,
     sched: SchedRef<'scope>,
@@ -692,6 +694,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Panics
     /// If the runtime refuses the spawn (it is shutting down); use
     /// [`Builder::spawn_scoped`](crate::Builder::spawn_scoped) to get the error instead.
+    #[track_caller]
     pub fn spawn<F, T>(&'scope self, f: F) -> ScopedJoinHandle<'scope, T>
     where
         F: FnOnce() -> T + Send + 'scope,
@@ -703,7 +706,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// Spawns a green thread that may borrow anything that outlives the scope, with no
     /// handle: like [`Scope::spawn`] with the handle dropped at once (std's way to detach a
     /// thread), and like rayon's `Scope::spawn`, which returns `()`. The scope still waits for
-    /// it, and if it panics, [`scope`] panics after joining all. Without a handle there is no
+    /// it, and if it panics, [`scope`](crate::scope()) panics after joining all. Without a handle there is no
     /// result slot to allocate and no join state to keep, so this is the cheaper way to
     /// spawn work that reports through what it borrows.
     ///
@@ -728,6 +731,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// # Panics
     /// If the runtime refuses the spawn (it is shutting down).
+    #[track_caller]
     pub fn spawn_detached<F>(&'scope self, f: F)
     where
         F: FnOnce() + Send + 'scope,
@@ -741,6 +745,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
+    #[track_caller]
     pub(crate) fn spawn_with<F, T>(
         &'scope self,
         opts: SpawnOptions,
@@ -760,38 +765,14 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     }
 }
 
-/// Creates a scope for spawning green threads that borrow non-`'static` data, like
-/// [`std::thread::scope`]: every green thread spawned in it is joined before `scope` returns,
-/// and if any of them panicked (and was not joined), `scope` panics after joining all. So
-/// does a green thread that never ran (its stack could not be leased, or the runtime shut
-/// down first); joining its handle returns that error instead.
-///
-/// From a green thread the scope's threads run on the same runtime; from a plain thread, on
-/// the global runtime.
-///
-/// # Examples
-///
-/// ```
-/// let mut data = vec![1, 2, 3];
-/// let total = purloin::scope(|s| {
-///     let (a, b) = data.split_at_mut(1);
-///     let h = s.spawn(|| a.iter().sum::<i32>());
-///     b[0] += 10; // mutate another part meanwhile
-///     h.join().unwrap() + b.iter().sum::<i32>()
-/// });
-/// assert_eq!(total, 1 + 12 + 3);
-/// data.push(4);
-/// ```
-pub fn scope<'env, F, R>(f: F) -> R
+/// [`scope`](crate::scope()) on `sched` (`None`: the current green thread's runtime).
+pub(crate) fn scope_on<'env, F, R>(sched: Option<&'static Scheduler>, f: F) -> R
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 {
-    let sched = if purloin_sched::in_green_thread() {
-        SchedRef::Current
-    } else {
-        let rt = crate::rt::global();
-        rt.check_usable();
-        SchedRef::Runtime(rt.scheduler())
+    let sched = match sched {
+        Some(s) => SchedRef::Runtime(s),
+        None => SchedRef::Current,
     };
     let scope = Scope { state: ScopeState::new(), sched, _scope: PhantomData, _env: PhantomData };
     let wait = WaitAll(&scope.state);
@@ -816,38 +797,6 @@ where
         }
         Ok(r) => r,
     }
-}
-
-/// Runs `a` and `b` potentially in parallel and returns both results (fork-join, like
-/// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
-/// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
-/// A panic in either is resumed after both finished. Called from a plain OS thread, it runs
-/// the fork-join on the global runtime and blocks until both finished.
-///
-/// # Examples
-///
-/// ```
-/// fn fib(n: u64) -> u64 {
-///     if n < 2 { return n }
-///     let (a, b) = purloin::join(|| fib(n - 1), || fib(n - 2));
-///     a + b
-/// }
-/// assert_eq!(purloin::Runtime::run(|| fib(20)), 6765);
-/// ```
-pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
-    // another worker has green-locals of its own, freed by the scheduler when it ends
-    // (`Builder::locals_destructor`). Off the runtime, both run on the global runtime
-    // (`join_or_else` finds out with the lookup the fork needs anyway).
-    purloin_sched::join_or_else(a, b, |a, b| {
-        crate::rt::global().block_on(|| purloin_sched::join(a, b))
-    })
 }
 
 /// Loom models of the count protocol (`ScopeState`), on its real code: owners and finishers

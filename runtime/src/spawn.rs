@@ -1,9 +1,13 @@
-//! Spawning green threads: [`spawn`] as easy as `go`, and [`Builder`] for names, stack sizes
-//! and pinning, shaped like `std::thread`.
+//! Starting green threads from anywhere: [`spawn`] as easy as `go`, [`Builder`] for names,
+//! stack sizes and pinning, shaped like `std::thread`, [`scope`] for green threads that
+//! borrow, and [`join`] for fork-join. From a green thread they use its runtime; from a plain
+//! thread, the global one (`rt`). What a scope is and how it waits is `scope`.
 
 use std::io;
 
 use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
+
+use crate::Scope;
 
 /// Spawns a green thread running `f` and returns a handle to join it.
 ///
@@ -21,6 +25,7 @@ use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
 /// # Panics
 /// If the runtime is shutting down, or the global runtime cannot start (use
 /// [`Builder::spawn`] to get these as errors).
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -48,6 +53,7 @@ where
 ///
 /// # Panics
 /// As [`spawn`].
+#[track_caller]
 pub fn spawn_urgent<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -66,7 +72,7 @@ where
 /// use purloin::{Builder, StackSize};
 ///
 /// let h = Builder::new()
-///     .name("worker-1")
+///     .name("worker-1".into())
 ///     .stack_size(StackSize::Large) // deep recursion ahead
 ///     .spawn(|| purloin::current().unwrap().name())
 ///     .unwrap();
@@ -84,8 +90,11 @@ impl Builder {
     }
 
     /// Names the green thread (shown by `current().name()`, overflow and deadlock reports).
-    pub fn name(mut self, name: impl Into<String>) -> Builder {
-        self.opts.name = Some(name.into().into());
+    ///
+    /// Takes a `String`, as [`std::thread::Builder::name`] does, so that code written for
+    /// std threads (`.name("worker".into())`, `.name(format!(..))`) builds unchanged.
+    pub fn name(mut self, name: String) -> Builder {
+        self.opts.name = Some(name.into());
         self
     }
 
@@ -130,6 +139,7 @@ impl Builder {
     /// message names the cause and the fix); a pinned spawn outside a green thread; a spawn
     /// from outside in a child process forked after the global runtime started (its worker
     /// threads exist only in the parent).
+    #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -158,7 +168,10 @@ impl Builder {
     /// ```
     /// let mut hits = 0;
     /// purloin::scope(|s| {
-    ///     let h = purloin::Builder::new().name("counter").spawn_scoped(s, || hits += 1).unwrap();
+    ///     let h = purloin::Builder::new()
+    ///         .name("counter".into())
+    ///         .spawn_scoped(s, || hits += 1)
+    ///         .unwrap();
     ///     h.join().unwrap();
     /// });
     /// assert_eq!(hits, 1);
@@ -166,6 +179,7 @@ impl Builder {
     ///
     /// # Errors
     /// As [`Builder::spawn`].
+    #[track_caller]
     pub fn spawn_scoped<'scope, 'env, F, T>(
         self,
         scope: &'scope crate::Scope<'scope, 'env>,
@@ -177,4 +191,71 @@ impl Builder {
     {
         scope.spawn_with(self.opts, f)
     }
+}
+
+/// Creates a scope for spawning green threads that borrow non-`'static` data, like
+/// [`std::thread::scope`]: every green thread spawned in it is joined before `scope` returns,
+/// and if any of them panicked (and was not joined), `scope` panics after joining all. So
+/// does a green thread that never ran (its stack could not be leased, or the runtime shut
+/// down first); joining its handle returns that error instead.
+///
+/// From a green thread the scope's threads run on the same runtime; from a plain thread, on
+/// the global runtime.
+///
+/// # Examples
+///
+/// ```
+/// let mut data = vec![1, 2, 3];
+/// let total = purloin::scope(|s| {
+///     let (a, b) = data.split_at_mut(1);
+///     let h = s.spawn(|| a.iter().sum::<i32>());
+///     b[0] += 10; // mutate another part meanwhile
+///     h.join().unwrap() + b.iter().sum::<i32>()
+/// });
+/// assert_eq!(total, 1 + 12 + 3);
+/// data.push(4);
+/// ```
+pub fn scope<'env, F, R>(f: F) -> R
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
+{
+    if purloin_sched::in_green_thread() {
+        crate::scope::scope_on(None, f)
+    } else {
+        let rt = crate::rt::global();
+        rt.check_usable();
+        crate::scope::scope_on(Some(rt.scheduler()), f)
+    }
+}
+
+/// Runs `a` and `b` potentially in parallel and returns both results (fork-join, like
+/// `rayon::join`): `b` becomes a green thread other workers can steal, `a` runs right here,
+/// and if nobody took `b` meanwhile it runs here too, inline (join-helping). Both may borrow.
+/// A panic in either is resumed after both finished. Called from a plain OS thread, it runs
+/// the fork-join on the global runtime and blocks until both finished.
+///
+/// # Examples
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 { return n }
+///     let (a, b) = purloin::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// assert_eq!(purloin::Runtime::run(|| fib(20)), 6765);
+/// ```
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    // Allocation-free fork-join: `b` waits on our stack, `a` runs here. A `b` stolen by
+    // another worker has green-locals of its own, freed by the scheduler when it ends
+    // (`Builder::locals_destructor`). Off the runtime, both run on the global runtime
+    // (`join_or_else` finds out with the lookup the fork needs anyway).
+    purloin_sched::join_or_else(a, b, |a, b| {
+        crate::rt::global().block_on(|| purloin_sched::join(a, b))
+    })
 }

@@ -20,12 +20,14 @@
 //! }
 //! ```
 //!
-//! Each timer channel is fed by a callback timer of the scheduler
-//! ([`purloin_sched::Timer`], of the current runtime; from a plain thread, the global
-//! runtime's): a pending [`after`] costs one heap entry, not a green thread, and is dropped
-//! (its channel disconnects) when its runtime shuts down, which does not wait for it. A timer
-//! of a worker that is busy with a long CPU-bound green thread is fired by an idle worker or
-//! the scheduler's monitor instead.
+//! An [`after`] / [`at`] channel holds only its deadline: no timer exists until a receiver
+//! waits on it (see [`after`] for the rule and the reason), so one that nobody waits on is
+//! freed as soon as its last receiver is dropped. A ticker is fed by a periodic callback timer
+//! of the scheduler ([`purloin_sched::Timer`], of the current runtime; from a plain thread,
+//! the global runtime's): one heap entry, not a green thread, dropped (its channel
+//! disconnects) when its runtime shuts down, which does not wait for it. A timer of a worker
+//! that is busy with a long CPU-bound green thread is fired by an idle worker or the
+//! scheduler's monitor instead.
 //!
 //! # No `timeout(d, || ...)`
 //!
@@ -43,7 +45,10 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::loom::{Arc, AtomicBool, Ordering};
-use crate::sync::channel::{self, Receiver, TrySendError};
+use crate::sync::channel::{self, Receiver, RecvError, TrySendError};
+
+// The one-shot timer channels are purloin-sync's (they need no runtime).
+pub use purloin_sync::channel::{after, at, never};
 
 /// Sleeps for `duration`.
 ///
@@ -81,75 +86,9 @@ pub fn sleep_until(deadline: Instant) {
     purloin_sched::sleep_until(deadline);
 }
 
-/// A channel that receives the current time once, `duration` from now (Go's `time.After`).
-///
-/// A pending one costs a timer entry in the scheduler (no green thread): if the receiver is
-/// dropped earlier, the entry stays until the time comes, then the send finds no receiver.
-/// In a loop that would create many long ones, prefer a [`Ticker`] or a `recv_timeout`. A
-/// runtime that shuts down drops its pending timers (their channels disconnect) without
-/// waiting for them.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let start = Instant::now();
-/// let at = purloin::time::after(Duration::from_millis(5)).recv().unwrap();
-/// assert!(at >= start + Duration::from_millis(5));
-/// ```
-pub fn after(duration: Duration) -> Receiver<Instant> {
-    match Instant::now().checked_add(duration) {
-        Some(deadline) => at(deadline),
-        // Beyond what `Instant` can represent: never fires.
-        None => never(),
-    }
-}
-
-/// A channel that receives the current time once, at `deadline` (at once if it has passed).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// let deadline = Instant::now() + Duration::from_millis(5);
-/// assert!(purloin::time::at(deadline).recv().unwrap() >= deadline);
-/// ```
-pub fn at(deadline: Instant) -> Receiver<Instant> {
-    let (tx, rx) = channel::bounded(1);
-    // Runs on the scheduler's timer path: a `try_send` never blocks.
-    let send = move || {
-        let _ = tx.try_send(Instant::now());
-    };
-    // Nobody cancels an `after`: the timer handle is not kept.
-    match purloin_sched::call_at(deadline, send) {
-        Ok(_timer) => {}
-        Err(send) => {
-            crate::rt::global().scheduler().call_at(deadline, send);
-        }
-    }
-    rx
-}
-
-/// A receiver that never receives (and is never disconnected): the arm of a `select!` that
-/// must not fire, e.g. a disabled timeout.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// let never = purloin::time::never::<()>();
-/// assert!(never.recv_timeout(Duration::from_millis(1)).is_err());
-/// ```
-pub fn never<T>() -> Receiver<T> {
-    let (tx, rx) = channel::bounded(0);
-    // The sender must outlive every receiver so the channel never disconnects; a leaked
-    // sender costs one allocation per `never()` (the channel itself).
-    std::mem::forget(tx);
-    rx
-}
-
 /// A channel that receives the time every `period`; dropping the receiver stops it at its
-/// next tick. See [`Ticker`] for one that stops at once and for the delivery rules.
+/// next tick. See [`Ticker`] for one that stops at once and for the delivery rules. A period
+/// too long to represent never ticks (the receiver is a [`never()`]), as for [`after`].
 ///
 /// # Panics
 /// If `period` is zero (a ticker that fires continuously is a busy loop).
@@ -175,7 +114,12 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
 /// Ticks do not pile up: the channel holds one tick, a tick that finds it full is dropped,
 /// and a ticker that fell behind (a slow receiver, a busy worker) skips the missed periods
 /// and keeps its phase instead of firing a burst to catch up. Dropping the ticker (or
-/// [`stop`](Ticker::stop)) stops it at once.
+/// [`stop`](Ticker::stop)) stops it at once. A period too long to represent never ticks, as
+/// for [`after`].
+///
+/// The ticks come from a callback timer of the runtime the ticker was made on (the global
+/// runtime's, from a plain thread). When that runtime shuts down its timers are dropped: the
+/// channel disconnects, so [`recv`](Ticker::recv) then returns an error at once.
 ///
 /// # Examples
 ///
@@ -198,7 +142,8 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
 pub struct Ticker {
     rx: Receiver<Instant>,
     stopped: Arc<AtomicBool>,
-    timer: purloin_sched::Timer,
+    /// `None` for a period too long to represent (it never ticks).
+    timer: Option<purloin_sched::Timer>,
 }
 
 impl Ticker {
@@ -217,19 +162,46 @@ impl Ticker {
     }
 
     /// Waits for the next tick.
-    pub fn recv(&self) -> Instant {
-        self.rx.recv().expect("a running ticker's feeder holds the sender")
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] if the ticker was stopped (at once, also with a tick that was waiting in
+    /// the channel) or its runtime shut down (the channel is disconnected).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use purloin::time::Ticker;
+    ///
+    /// let ticker = Ticker::new(Duration::from_millis(1));
+    /// let first = ticker.recv().unwrap();
+    /// assert!(ticker.recv().unwrap() > first);
+    /// ticker.stop();
+    /// assert!(ticker.recv().is_err());
+    /// ```
+    pub fn recv(&self) -> Result<Instant, RecvError> {
+        // Acquire: pairs with the Release store in `stop` (only the flag is read).
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(RecvError);
+        }
+        self.rx.recv()
     }
 
-    /// Stops the ticker: no tick is sent after this returns, except one already in the
-    /// channel (or one being sent at this very moment by the timer callback on another
-    /// thread).
+    /// Stops the ticker: no tick is sent after this returns, and a tick waiting in the channel
+    /// is discarded (Go's rule: no stale tick after `Stop`), except one being sent at this
+    /// very moment by the timer callback on another thread, which [`recv`](Ticker::recv)
+    /// does not return either (it fails from now on).
     pub fn stop(&self) {
-        // Release: pairs with the callback's Acquire load (only the flag is published).
+        // Release: pairs with the callback's Acquire load and `recv`'s (only the flag is
+        // published).
         self.stopped.store(true, Ordering::Release);
         // Drops the callback (and its sender: the channel disconnects once drained), or
         // keeps a callback running right now from being re-armed.
-        self.timer.cancel();
+        if let Some(timer) = &self.timer {
+            timer.cancel();
+        }
+        while self.rx.try_recv().is_ok() {}
     }
 }
 
@@ -245,17 +217,22 @@ impl fmt::Debug for Ticker {
     }
 }
 
-/// Starts a ticker's periodic callback timer: the channel, the stop flag, the timer.
-fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, purloin_sched::Timer) {
+/// Starts a ticker's periodic callback timer: the channel, the stop flag, the timer (none
+/// for a period too long to represent: such a ticker never ticks).
+fn start_ticker(
+    period: Duration,
+) -> (Receiver<Instant>, Arc<AtomicBool>, Option<purloin_sched::Timer>) {
     assert!(
         !period.is_zero(),
         "purloin::time: a ticker's period must be greater than zero (a zero period would fire \
          continuously)"
     );
-    let (tx, rx) = channel::bounded(1);
     let stopped = Arc::new(AtomicBool::new(false));
+    let Some(first) = Instant::now().checked_add(period) else {
+        return (never(), stopped, None);
+    };
+    let (tx, rx) = channel::bounded(1);
     let stop = stopped.clone();
-    let first = Instant::now() + period;
     // Runs on the scheduler's timer path: a `try_send` never blocks. The scheduler skips
     // missed periods (a tick that fell behind keeps its phase).
     let feed = move |now: Instant| {
@@ -272,5 +249,5 @@ fn start_ticker(period: Duration) -> (Receiver<Instant>, Arc<AtomicBool>, purloi
         Ok(timer) => timer,
         Err(feed) => crate::rt::global().scheduler().call_every(first, period, feed),
     };
-    (rx, stopped, timer)
+    (rx, stopped, Some(timer))
 }

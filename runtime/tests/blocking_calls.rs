@@ -39,3 +39,37 @@ fn blocking_section_around_a_green_wait() {
     });
     assert_eq!(out, 5);
 }
+
+purloin::green_local! {
+    static LABEL: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+/// On ONE worker, a green thread blocks its OS thread in an unmarked std channel receive that
+/// only another green thread can satisfy: the monitor adds a spare worker, which runs the
+/// sender. The blocked green thread comes back on its own OS thread with its green-locals as
+/// it left them (and a green-local of the sender, which ran elsewhere, is the sender's own).
+#[test]
+fn an_unmarked_blocking_call_keeps_its_green_locals_and_lets_the_others_run() {
+    let _w = common::watchdog("unmarked blocking", Duration::from_secs(120));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    for round in 1..=5u32 {
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let receiver = rt.spawn(move || {
+            LABEL.with(|l| l.set(round * 10));
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            let got = rx.recv().unwrap(); // blocks this worker's OS thread: not wrapped
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::gettid() }, tid, "the blocked green thread moved");
+            (got, LABEL.with(|l| l.get()))
+        });
+        let sender = rt.spawn(move || {
+            assert_eq!(LABEL.with(|l| l.get()), 0, "a green-local is per green thread");
+            LABEL.with(|l| l.set(1));
+            tx.send(round).unwrap();
+        });
+        assert_eq!(receiver.join().unwrap(), (round, round * 10));
+        sender.join().unwrap();
+    }
+    assert!(rt.stats().global.spares_added >= 1, "{:?}", rt.stats().global);
+}

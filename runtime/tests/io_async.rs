@@ -150,14 +150,51 @@ fn bad_input_is_refused_clearly() {
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("purloin::fs"), "{e}");
 
-    #[derive(Debug)]
-    struct NotOpen;
-    impl AsRawFd for NotOpen {
-        fn as_raw_fd(&self) -> RawFd {
-            // Far above any descriptor this test process opens.
-            1 << 20
-        }
+    // A number that is not open (far above any descriptor this test process opens; a real
+    // descriptor closed here could be reused at once by a test running in parallel) and one
+    // that never is: the OS error is kept, so callers can match on it.
+    for fd in [1 << 20, -1] {
+        let e = Async::new(Raw(fd)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF), "{fd}: {e}");
     }
-    let e = Async::new(NotOpen).unwrap_err();
-    assert!(e.to_string().contains("open descriptor"), "{e}");
+}
+
+/// A descriptor number, not owned (dropping it closes nothing).
+#[derive(Debug)]
+struct Raw(RawFd);
+
+impl AsRawFd for Raw {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// Two `Async`s over one pipe descriptor: the second one's first wait fails with an error
+/// that says the descriptor is already registered (not "socket": it is a pipe), and the
+/// first registration keeps working.
+#[test]
+fn a_descriptor_wrapped_twice_is_refused_at_the_first_wait() {
+    let _w = watchdog("a_descriptor_wrapped_twice_is_refused_at_the_first_wait", 30);
+    rt(1).block_on(|| {
+        let (r, mut w) = std::io::pipe().unwrap();
+        let first = Async::new(r).unwrap();
+        // The pipe is empty: this wait registers `first`, then times out.
+        let e = first.wait_readable_timeout(Duration::from_millis(1)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+        let second = Async::new(Raw(first.as_raw_fd())).unwrap();
+        let e = second.wait_readable().unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("descriptor") && msg.contains("already registered"), "{msg}");
+        assert!(msg.contains("try_clone or dup"), "the fix is named: {msg}");
+        assert!(!msg.contains("socket"), "a pipe is not a socket: {msg}");
+        // `second` never registered, so dropping it leaves `first`'s registration alone: a
+        // third wrapper is refused the same way.
+        drop(second);
+        let third = Async::new(Raw(first.as_raw_fd())).unwrap();
+        let e = third.wait_readable().unwrap_err();
+        assert!(e.to_string().contains("already registered"), "{e}");
+        drop(third);
+        w.write_all(b"x").unwrap();
+        first.wait_readable().unwrap();
+    });
 }

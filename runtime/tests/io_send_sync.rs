@@ -1,4 +1,4 @@
-//! Compile-time checks: the handles of issue 23's I/O (any-fd readiness, Unix sockets,
+//! Compile-time checks: the handles of the I/O surface (any-fd readiness, Unix sockets,
 //! signals, child processes, timers, files) can move between and be shared by green threads.
 #![cfg(not(loom))]
 

@@ -1,5 +1,5 @@
-//! What the monitor says about processes: nothing false at a big host's shutdown, and a step
-//! that blocks its worker is called a process step, not a green thread. Each runs in a child
+//! What the monitor says about machines: nothing false at a big host's shutdown, and a step
+//! that blocks its worker is called a task step, not a green thread. Each runs in a child
 //! process whose stderr is checked.
 #![cfg(not(loom))]
 
@@ -9,12 +9,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use machine_common::{host, watchdog};
-use purloin::machine::{Error, EventKind, Events, Payload, Process, StepOutput};
+use purloin::machine::{Error, EventKind, Events, Machine, Payload, StepOutput};
 
 /// Idles until cancelled, then completes.
 struct Quiet;
 
-impl Process for Quiet {
+impl Machine for Quiet {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -34,7 +34,7 @@ impl Process for Quiet {
 /// Blocks its worker's OS thread in its first step, then completes.
 struct Sleeper;
 
-impl Process for Sleeper {
+impl Machine for Sleeper {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -62,10 +62,10 @@ fn run_child(name: &str) -> (String, String) {
     (stdout, stderr)
 }
 
-/// Shutting down a host with many idle processes (their cancel steps finishing on both
+/// Shutting down a host with many idle machines (their cancel steps finishing on both
 /// workers at once) prints nothing: none of that blocks a worker. Each finishing step used to
 /// take the host's shutdown lock to notify, and the workers convoyed on it (reported as
-/// "green thread … has blocked its worker's OS thread"). 100,000 processes in a debug build
+/// "green thread … has blocked its worker's OS thread"). 100,000 machines in a debug build
 /// (a few seconds), 1,000,000 in release; `PURLOIN_TEST_BIG_HOST=N` picks another count.
 #[test]
 fn shutting_down_a_big_host_reports_no_blocked_worker() {
@@ -76,7 +76,7 @@ fn shutting_down_a_big_host_reports_no_blocked_worker() {
     if std::env::var_os(CHILD).is_some() {
         let host = host(2);
         for _ in 0..n {
-            host.spawn_process(Quiet, "q", Payload::empty()).unwrap();
+            host.spawn_machine(Quiet, "q", Payload::empty()).unwrap();
         }
         let report = host.shutdown(Duration::from_secs(60));
         println!("REPORT {} {} {}", report.cancelled, report.timed_out, report.unfinished);
@@ -88,22 +88,22 @@ fn shutting_down_a_big_host_reports_no_blocked_worker() {
     assert!(!stderr.contains("purloin:"), "a diagnostic at shutdown:\n{stderr}");
 }
 
-/// A process step that blocks its worker (`std::thread::sleep`) is reported once, as a
-/// process step with advice for steps, not as a green thread.
+/// A machine step that blocks its worker (`std::thread::sleep`) is reported once, as a
+/// task step with advice for steps, not as a green thread.
 #[test]
-fn a_blocking_step_is_reported_as_a_process_step() {
+fn a_blocking_step_is_reported_as_a_task_step() {
     if std::env::var_os(CHILD).is_some() {
         let host = host(2);
-        let pid = host.spawn_process(Sleeper, "s", Payload::empty()).unwrap();
-        host.wait(pid).unwrap();
+        let id = host.spawn_machine(Sleeper, "s", Payload::empty()).unwrap();
+        host.wait(id).unwrap();
         host.shutdown(Duration::from_secs(10));
         return;
     }
     let _w = watchdog("blocking step", Duration::from_secs(120));
-    let (_, stderr) = run_child("a_blocking_step_is_reported_as_a_process_step");
+    let (_, stderr) = run_child("a_blocking_step_is_reported_as_a_task_step");
     let lines: Vec<_> = stderr.lines().filter(|l| l.starts_with("purloin:")).collect();
     assert_eq!(lines.len(), 1, "one report:\n{stderr}");
-    assert!(lines[0].contains("a process step (stackless task "), "{}", lines[0]);
+    assert!(lines[0].contains("a task step (stackless task "), "{}", lines[0]);
     assert!(lines[0].contains("has blocked its worker's OS thread"), "{}", lines[0]);
     assert!(lines[0].contains("yield a command whose handler"), "{}", lines[0]);
     assert!(!lines[0].contains("green thread "), "{}", lines[0]);

@@ -1,5 +1,5 @@
-//! PID routing between 10,000 processes: a ring that passes a token around many times, with
-//! exactly-once delivery checked per process.
+//! Routing by machine id between 10,000 machines: a ring that passes a token around many
+//! times, with exactly-once delivery checked per machine.
 #![cfg(not(loom))]
 
 mod machine_common;
@@ -7,11 +7,11 @@ mod machine_common;
 use std::time::Duration;
 
 use machine_common::{host, watchdog};
-use purloin::machine::{Error, EventKind, Events, Payload, Pid, Process, StepOutput};
+use purloin::machine::{Error, EventKind, Events, Machine, MachineId, Payload, StepOutput};
 
 enum Msg {
     /// Who comes after me in the ring.
-    Next(Pid),
+    Next(MachineId),
     /// The token, with the hops still to go after this one.
     Token(u64),
     /// Everybody stops (goes once around the ring).
@@ -20,11 +20,11 @@ enum Msg {
 
 /// A ring member: forwards the token, counts how often it held it.
 struct Member {
-    next: Option<Pid>,
+    next: Option<MachineId>,
     held: u64,
 }
 
-impl Process for Member {
+impl Machine for Member {
     fn init(&mut self, method: &str, _input: Payload) -> Result<(), Error> {
         match method {
             "member" => Ok(()),
@@ -63,26 +63,26 @@ impl Process for Member {
 
 fn ring(workers: usize, members: usize, rounds: u64) {
     let host = host(workers);
-    let pids: Vec<Pid> = (0..members)
-        .map(|_| host.spawn_process(Member { next: None, held: 0 }, "member", Payload::empty()))
+    let ids: Vec<MachineId> = (0..members)
+        .map(|_| host.spawn_machine(Member { next: None, held: 0 }, "member", Payload::empty()))
         .collect::<Result<_, _>>()
         .unwrap();
-    for (i, pid) in pids.iter().enumerate() {
-        host.send(*pid, Payload::new(Msg::Next(pids[(i + 1) % members]))).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        host.send(*id, Payload::new(Msg::Next(ids[(i + 1) % members]))).unwrap();
     }
     let hops = members as u64 * rounds;
-    host.send(pids[0], Payload::new(Msg::Token(hops - 1))).unwrap();
-    for pid in &pids {
-        let held = host.wait(*pid).unwrap().downcast::<u64>().unwrap();
-        assert_eq!(held, rounds, "{pid} held the token {held} times, expected {rounds}");
+    host.send(ids[0], Payload::new(Msg::Token(hops - 1))).unwrap();
+    for id in &ids {
+        let held = host.wait(*id).unwrap().downcast::<u64>().unwrap();
+        assert_eq!(held, rounds, "{id} held the token {held} times, expected {rounds}");
     }
-    assert_eq!(host.live_processes(), 0);
+    assert_eq!(host.live_machines(), 0);
     let report = host.shutdown(Duration::from_secs(5));
     assert_eq!((report.cancelled, report.timed_out, report.unfinished), (0, 0, 0));
 }
 
 #[test]
-fn a_token_goes_around_a_ring_of_10_000_processes() {
+fn a_token_goes_around_a_ring_of_10_000_machines() {
     let _w = watchdog("ring 10k", Duration::from_secs(300));
     ring(2, 10_000, 10);
 }

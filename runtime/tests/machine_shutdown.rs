@@ -1,5 +1,5 @@
 //! Shutdown: cancellation, the timeout and closing, no step after close, nothing leaked;
-//! panics in steps fail only their process.
+//! panics in steps fail only their machine.
 #![cfg(not(loom))]
 
 mod machine_common;
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use machine_common::{Counted, DropCounter, host, watchdog};
-use purloin::machine::{Error, ErrorKind, EventKind, Events, Payload, Process, StepOutput, Yield};
+use purloin::machine::{Error, ErrorKind, EventKind, Events, Machine, Payload, StepOutput, Yield};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
@@ -31,7 +31,7 @@ struct Worker {
     _drop: Counted,
 }
 
-impl Process for Worker {
+impl Machine for Worker {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -76,12 +76,12 @@ fn shutdown_cancels_then_closes_and_reports() {
             purloin::park();
         }
     });
-    let process_drops = DropCounter::default();
+    let machine_drops = DropCounter::default();
     let message_drops = DropCounter::default();
     let steps = Arc::new(AtomicUsize::new(0));
     let closes = Arc::new(AtomicUsize::new(0));
     let after_close = Arc::new(AtomicUsize::new(0));
-    let mut pids = Vec::new();
+    let mut ids = Vec::new();
     for (kind, n) in [(Kind::Idle, 50), (Kind::Blocked, 20), (Kind::Stubborn, 10)] {
         for _ in 0..n {
             let w = Worker {
@@ -91,25 +91,25 @@ fn shutdown_cancels_then_closes_and_reports() {
                 closes: closes.clone(),
                 stepped_after_close: after_close.clone(),
                 first: true,
-                _drop: process_drops.token(),
+                _drop: machine_drops.token(),
             };
-            pids.push((kind, host.spawn_process(w, "w", Payload::empty()).unwrap()));
+            ids.push((kind, host.spawn_machine(w, "w", Payload::empty()).unwrap()));
         }
     }
-    // Let every process take its first step (Idle / Blocked).
+    // Let every machine take its first step (Idle / Blocked).
     while steps.load(Ordering::SeqCst) < 80 {
         std::thread::yield_now();
     }
     // Queued messages are delivered or dropped, never leaked.
-    for (_, pid) in &pids {
-        host.send(*pid, Payload::new(message_drops.token())).unwrap();
+    for (_, id) in &ids {
+        host.send(*id, Payload::new(message_drops.token())).unwrap();
     }
-    // Waiters on a stubborn process: a plain thread and a green thread.
-    let stubborn = pids.iter().find(|(k, _)| *k == Kind::Stubborn).unwrap().1;
+    // Waiters on a stubborn machine: a plain thread and a green thread.
+    let stubborn = ids.iter().find(|(k, _)| *k == Kind::Stubborn).unwrap().1;
     let h = host.handle();
     let os_waiter = std::thread::spawn(move || h.wait(stubborn));
     let h = host.handle();
-    let stubborn2 = pids.iter().rfind(|(k, _)| *k == Kind::Stubborn).unwrap().1;
+    let stubborn2 = ids.iter().rfind(|(k, _)| *k == Kind::Stubborn).unwrap().1;
     let green_waiter = host.runtime().spawn(move || h.wait(stubborn2));
     let handle = host.handle();
 
@@ -125,16 +125,16 @@ fn shutdown_cancels_then_closes_and_reports() {
     assert!(e.message().contains("closed by the host's shutdown"), "{e}");
     assert_eq!(green_waiter.join().unwrap().unwrap_err().kind(), ErrorKind::Closed);
 
-    assert_eq!(closes.load(Ordering::SeqCst), 80, "close exactly once per process");
+    assert_eq!(closes.load(Ordering::SeqCst), 80, "close exactly once per machine");
     assert_eq!(after_close.load(Ordering::SeqCst), 0, "no step after close");
-    assert_eq!(process_drops.drops(), 80, "every process dropped exactly once");
+    assert_eq!(machine_drops.drops(), 80, "every machine dropped exactly once");
     assert_eq!(message_drops.drops(), 80, "every message dropped exactly once");
 
     // The handle outlives the host: everything is an error value now.
-    let (_, pid) = pids[0];
-    assert!(handle.send(pid, Payload::empty()).is_err());
-    assert_eq!(handle.wait(pid).unwrap_err().kind(), ErrorKind::UnknownPid);
-    assert_eq!(handle.live_processes(), 0);
+    let (_, id) = ids[0];
+    assert!(handle.send(id, Payload::empty()).is_err());
+    assert_eq!(handle.wait(id).unwrap_err().kind(), ErrorKind::UnknownMachine);
+    assert_eq!(handle.live_machines(), 0);
 }
 
 /// Steps forever (`Continue`) until cancelled, then panics or completes depending on its id.
@@ -143,7 +143,7 @@ struct Spinner {
     steps: usize,
 }
 
-impl Process for Spinner {
+impl Machine for Spinner {
     fn init(&mut self, _method: &str, input: Payload) -> Result<(), Error> {
         self.id = input.take::<usize>()?;
         Ok(())
@@ -166,20 +166,20 @@ impl Process for Spinner {
 }
 
 #[test]
-fn panics_in_steps_fail_only_their_process() {
+fn panics_in_steps_fail_only_their_machine() {
     let _w = watchdog("panics", Duration::from_secs(120));
     let host = host(2);
-    let pids: Vec<_> = (0..90usize)
-        .map(|i| host.spawn_process(Spinner { id: 0, steps: 0 }, "s", Payload::new(i)).unwrap())
+    let ids: Vec<_> = (0..90usize)
+        .map(|i| host.spawn_machine(Spinner { id: 0, steps: 0 }, "s", Payload::new(i)).unwrap())
         .collect();
-    for (i, pid) in pids.iter().enumerate() {
+    for (i, id) in ids.iter().enumerate() {
         if i.is_multiple_of(3) {
-            let e = host.wait(*pid).unwrap_err();
+            let e = host.wait(*id).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Panicked);
             assert!(e.message().contains(&format!("spinner {i} panics")), "{e}");
         } else {
-            host.cancel(*pid).unwrap();
-            assert_eq!(host.wait(*pid).unwrap().downcast::<usize>().unwrap(), i);
+            host.cancel(*id).unwrap();
+            assert_eq!(host.wait(*id).unwrap().downcast::<usize>().unwrap(), i);
         }
     }
     let report = host.shutdown(Duration::from_secs(1));
@@ -191,11 +191,11 @@ fn spawning_during_and_after_shutdown_is_an_error() {
     let _w = watchdog("spawn after shutdown", Duration::from_secs(60));
     let host = host(1);
     let handle = host.handle();
-    // A process that spawns a child every time it is woken (including by its Cancel).
+    // A machine that spawns a child every time it is woken (including by its Cancel).
     struct Spawner {
         last: Option<std::io::Error>,
     }
-    impl Process for Spawner {
+    impl Machine for Spawner {
         fn init(&mut self, _m: &str, _i: Payload) -> Result<(), Error> {
             Ok(())
         }
@@ -203,7 +203,7 @@ fn spawning_during_and_after_shutdown_is_an_error() {
             let cancelled = events.has_cancel();
             if cancelled {
                 let child = Spawner { last: None };
-                self.last = out.host().spawn_process(child, "s", Payload::empty()).err();
+                self.last = out.host().spawn_machine(child, "s", Payload::empty()).err();
                 let e = self.last.take().expect("spawn during shutdown fails");
                 assert!(e.to_string().contains("shutting down"), "{e}");
                 out.complete(Payload::empty());
@@ -213,10 +213,10 @@ fn spawning_during_and_after_shutdown_is_an_error() {
             Ok(())
         }
     }
-    host.spawn_process(Spawner { last: None }, "s", Payload::empty()).unwrap();
+    host.spawn_machine(Spawner { last: None }, "s", Payload::empty()).unwrap();
     let report = host.shutdown(Duration::from_secs(2));
     assert_eq!(report.cancelled, 1, "{report:?}");
     assert_eq!(report.timed_out, 0, "{report:?}");
-    let e = handle.spawn_process(Spawner { last: None }, "s", Payload::empty()).unwrap_err();
+    let e = handle.spawn_machine(Spawner { last: None }, "s", Payload::empty()).unwrap_err();
     assert!(e.to_string().contains("outside the host's runtime"), "{e}");
 }

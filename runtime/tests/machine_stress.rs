@@ -1,6 +1,6 @@
 //! Exactly-once delivery under contention: plain threads and green threads send to many
-//! processes at once while handlers answer yields; every message is seen once, every payload
-//! and process is dropped once.
+//! machines at once while handlers answer yields; every message is seen once, every payload
+//! and machine is dropped once.
 #![cfg(not(loom))]
 
 mod machine_common;
@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use machine_common::{Counted, DropCounter, host, watchdog};
-use purloin::machine::{Error, EventKind, Events, Payload, Pid, Process, StepOutput, Yield};
+use purloin::machine::{Error, EventKind, Events, Machine, MachineId, Payload, StepOutput, Yield};
 
-const PROCESSES: usize = 64;
+const MACHINES: usize = 64;
 const SENDERS: u64 = 6;
 const PER_SENDER: u64 = 2_000;
 
@@ -24,7 +24,7 @@ struct Sink {
     _drop: Counted,
 }
 
-impl Process for Sink {
+impl Machine for Sink {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -67,50 +67,50 @@ fn concurrent_senders_exactly_once_and_nothing_leaks() {
         purloin::yield_now();
         let _ = y.complete(Ok(v));
     });
-    let process_drops = DropCounter::default();
+    let machine_drops = DropCounter::default();
     let message_drops = DropCounter::default();
-    let pids: Arc<Vec<Pid>> = Arc::new(
-        (0..PROCESSES)
+    let ids: Arc<Vec<MachineId>> = Arc::new(
+        (0..MACHINES)
             .map(|_| {
                 let sink = Sink {
                     seen: Vec::new(),
                     answers: 0,
                     next_tag: 0,
-                    _drop: process_drops.token(),
+                    _drop: machine_drops.token(),
                 };
-                host.spawn_process(sink, "sink", Payload::empty()).unwrap()
+                host.spawn_machine(sink, "sink", Payload::empty()).unwrap()
             })
             .collect(),
     );
     // Half the senders are plain threads, half green threads of the host's runtime.
     let send_all =
-        |sender: u64, pids: &[Pid], h: &purloin::machine::HostHandle, d: &DropCounter| {
+        |sender: u64, ids: &[MachineId], h: &purloin::machine::HostHandle, d: &DropCounter| {
             for i in 0..PER_SENDER {
                 let id = sender * PER_SENDER + i;
-                let to = pids[(id as usize * 7 + sender as usize) % pids.len()];
+                let to = ids[(id as usize * 7 + sender as usize) % ids.len()];
                 h.send(to, Payload::new((id, d.token()))).unwrap();
             }
         };
     let mut threads = Vec::new();
     let mut greens = Vec::new();
     for s in 0..SENDERS {
-        let (pids, h, d) = (pids.clone(), host.handle(), message_drops.clone());
+        let (ids, h, d) = (ids.clone(), host.handle(), message_drops.clone());
         if s % 2 == 0 {
-            threads.push(std::thread::spawn(move || send_all(s, &pids, &h, &d)));
+            threads.push(std::thread::spawn(move || send_all(s, &ids, &h, &d)));
         } else {
-            greens.push(host.runtime().spawn(move || send_all(s, &pids, &h, &d)));
+            greens.push(host.runtime().spawn(move || send_all(s, &ids, &h, &d)));
         }
     }
     threads.into_iter().for_each(|t| t.join().unwrap());
     greens.into_iter().for_each(|g| g.join().unwrap());
 
-    // Every message is queued now; a cancel queued after them ends each process after it
+    // Every message is queued now; a cancel queued after them ends each machine after it
     // has seen all of its messages. Wait until each has also received its answers.
     let mut all = Vec::new();
     let mut answers = 0;
-    for pid in pids.iter() {
-        host.cancel(*pid).unwrap();
-        let (seen, a) = host.wait(*pid).unwrap().downcast::<(Vec<u64>, u64)>().unwrap();
+    for id in ids.iter() {
+        host.cancel(*id).unwrap();
+        let (seen, a) = host.wait(*id).unwrap().downcast::<(Vec<u64>, u64)>().unwrap();
         all.extend(seen);
         answers += a;
     }
@@ -122,26 +122,26 @@ fn concurrent_senders_exactly_once_and_nothing_leaks() {
     let report = host.shutdown(Duration::from_secs(5));
     assert_eq!((report.cancelled, report.timed_out, report.unfinished), (0, 0, 0));
     assert_eq!(message_drops.drops() as u64, SENDERS * PER_SENDER);
-    assert_eq!(process_drops.drops(), PROCESSES);
+    assert_eq!(machine_drops.drops(), MACHINES);
 }
 
-/// Forwards tokens from its steps (so a step wakes Idle processes: the inline hand-off of
+/// Forwards tokens from its steps (so a step wakes Idle machines: the inline hand-off of
 /// `chain.rs`) while plain threads ping it; completes on Cancel with what it counted.
 struct Relay {
     index: usize,
-    peers: Option<Arc<Vec<Pid>>>,
+    peers: Option<Arc<Vec<MachineId>>>,
     pings: u64,
     relayed: u64,
     arrived: std::sync::mpsc::Sender<u64>,
 }
 
 enum RelayMsg {
-    Peers(Arc<Vec<Pid>>),
+    Peers(Arc<Vec<MachineId>>),
     Token { id: u64, hops: u64 },
     Ping,
 }
 
-impl Process for Relay {
+impl Machine for Relay {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -185,24 +185,24 @@ fn steps_and_threads_send_at_once_exactly_once() {
     let _w = watchdog("relay stress", Duration::from_secs(300));
     let host = host(2);
     let (arrived, tokens_back) = std::sync::mpsc::channel();
-    let pids: Arc<Vec<Pid>> = Arc::new(
+    let ids: Arc<Vec<MachineId>> = Arc::new(
         (0..RELAYS)
             .map(|index| {
                 let r =
                     Relay { index, peers: None, pings: 0, relayed: 0, arrived: arrived.clone() };
-                host.spawn_process(r, "relay", Payload::empty()).unwrap()
+                host.spawn_machine(r, "relay", Payload::empty()).unwrap()
             })
             .collect(),
     );
-    for pid in pids.iter() {
-        host.send(*pid, Payload::new(RelayMsg::Peers(pids.clone()))).unwrap();
+    for id in ids.iter() {
+        host.send(*id, Payload::new(RelayMsg::Peers(ids.clone()))).unwrap();
     }
     let pingers: Vec<_> = (0..PINGERS)
         .map(|s| {
-            let (pids, h) = (pids.clone(), host.handle());
+            let (ids, h) = (ids.clone(), host.handle());
             std::thread::spawn(move || {
                 for i in 0..PINGS {
-                    let to = pids[((s * PINGS + i) as usize * 13) % pids.len()];
+                    let to = ids[((s * PINGS + i) as usize * 13) % ids.len()];
                     h.send(to, Payload::new(RelayMsg::Ping)).unwrap();
                 }
             })
@@ -210,16 +210,16 @@ fn steps_and_threads_send_at_once_exactly_once() {
         .collect();
     for id in 0..TOKENS {
         let token = RelayMsg::Token { id, hops: HOPS };
-        host.send(pids[id as usize % RELAYS], Payload::new(token)).unwrap();
+        host.send(ids[id as usize % RELAYS], Payload::new(token)).unwrap();
     }
     let mut back: Vec<u64> = (0..TOKENS).map(|_| tokens_back.recv().unwrap()).collect();
     back.sort_unstable();
     assert_eq!(back, (0..TOKENS).collect::<Vec<_>>(), "every token arrives once");
     pingers.into_iter().for_each(|t| t.join().unwrap());
     let (mut pings, mut relayed) = (0, 0);
-    for pid in pids.iter() {
-        host.cancel(*pid).unwrap();
-        let (p, r) = host.wait(*pid).unwrap().downcast::<(u64, u64)>().unwrap();
+    for id in ids.iter() {
+        host.cancel(*id).unwrap();
+        let (p, r) = host.wait(*id).unwrap().downcast::<(u64, u64)>().unwrap();
         pings += p;
         relayed += r;
     }

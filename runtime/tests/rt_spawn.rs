@@ -35,8 +35,9 @@ fn join_from_a_green_thread_and_from_an_os_thread() {
 #[test]
 fn builder_names_and_stack_sizes() {
     let _w = common::watchdog("builder", Duration::from_secs(60));
+    // `name` takes a `String`, as std's thread builder does: `"..".into()` infers it.
     let h = Builder::new()
-        .name("named")
+        .name("named".into())
         .stack_size(StackSize::Large)
         .spawn(|| purloin::current().unwrap().name().map(|n| n.to_string()))
         .unwrap();

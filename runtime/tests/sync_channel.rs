@@ -5,6 +5,7 @@
 
 mod sync_util;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -460,6 +461,91 @@ fn every_queued_message_is_dropped_once_when_the_receivers_go() {
         drop(m);
         drop(tx);
         assert_eq!(drops.load(Ordering::SeqCst), before + cap + 1, "cap {cap}: dropped once");
+    }
+}
+
+/// Counts the drops of [`Bomb`]s (one scenario at a time: only the child process of
+/// `a_panicking_message_destructor_propagates_once_and_leaks_the_rest` makes them).
+static BOMB_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// A message whose destructor panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        BOMB_DROPS.fetch_add(1, Ordering::SeqCst);
+        panic!("a message's destructor panicked");
+    }
+}
+
+/// Dropping the last receiver of a channel holding messages whose destructors panic: the
+/// first panic propagates from the drop, the other messages are leaked (exactly one
+/// destructor ran), and nothing aborts the process or drops a message twice later — with
+/// the senders still alive (dropped afterwards) or already gone. In a child process, because
+/// a second panicking destructor during the unwind would abort it.
+#[test]
+fn a_panicking_message_destructor_propagates_once_and_leaks_the_rest() {
+    const CHILD: &str = "PURLOIN_TEST_PANICKING_MESSAGE_DROP_CHILD";
+    const NAME: &str = "a_panicking_message_destructor_propagates_once_and_leaks_the_rest";
+    type Make = fn() -> (Sender<Bomb>, Receiver<Bomb>);
+    let cases: [(&str, usize, Make); 4] = [
+        ("bounded(3)", 3, || bounded(3)),
+        ("bounded(16)", 3, || bounded(16)),
+        ("unbounded", 3, unbounded),
+        ("unbounded, over a block boundary", 40, unbounded),
+    ];
+    if std::env::var_os(CHILD).is_some() {
+        std::panic::set_hook(Box::new(|_| {}));
+        for (name, n, make) in cases {
+            for senders_first in [false, true] {
+                BOMB_DROPS.store(0, Ordering::SeqCst);
+                let (tx, rx) = make();
+                for _ in 0..n {
+                    tx.send(Bomb).unwrap_or_else(|_| panic!("{name}: disconnected"));
+                }
+                let tx = if senders_first {
+                    drop(tx);
+                    None
+                } else {
+                    Some(tx)
+                };
+                let last_receiver = std::panic::catch_unwind(AssertUnwindSafe(|| drop(rx)));
+                let at_receiver = BOMB_DROPS.load(Ordering::SeqCst);
+                let later = std::panic::catch_unwind(AssertUnwindSafe(|| drop(tx)));
+                println!(
+                    "CASE {name} senders_first={senders_first}: receiver_panicked={} \
+                     drops={at_receiver} later_panicked={} drops_after={}",
+                    last_receiver.is_err(),
+                    later.is_err(),
+                    BOMB_DROPS.load(Ordering::SeqCst)
+                );
+            }
+        }
+        return;
+    }
+    let _w = watchdog("panicking message destructors", Duration::from_secs(60));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the child did not exit normally ({:?}): a message dropped twice, or a second panicking \
+         destructor during the unwind:\n{stdout}\n{stderr}",
+        out.status
+    );
+    for (name, _, _) in cases {
+        for senders_first in [false, true] {
+            let line = format!(
+                "CASE {name} senders_first={senders_first}: receiver_panicked=true drops=1 \
+                 later_panicked=false drops_after=1"
+            );
+            assert!(stdout.contains(&line), "expected {line:?} in:\n{stdout}");
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Partial deadlock detection (issue point 4) and the long-runner report for green threads that
-//! block their OS thread (issue point 5).
+//! Partial deadlock detection (wait-for cycles) and the long-runner report for green threads
+//! that block their OS thread.
 #![cfg(not(loom))]
 
 mod sync_util;

@@ -30,7 +30,7 @@ fn program(rt: &purloin::Runtime) {
         let (tx1, rx1) = purloin::sync::channel::bounded::<u32>(0);
         let (tx2, rx2) = purloin::sync::channel::bounded::<u32>(0);
         let echo = purloin::Builder::new()
-            .name("echo")
+            .name("echo".into())
             .spawn(move || {
                 for v in rx1.iter() {
                     tx2.send(v).unwrap();
@@ -407,4 +407,251 @@ fn a_runtime_stops_only_its_own_trace() {
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
         std::fs::remove_file(&path).unwrap();
     }
+}
+
+/// Memory stays bounded under a trace. A trace makes every spawn take its G record at once
+/// (for the spawn's flow id), so a parent that spawns a wave of children and joins them in
+/// spawn order runs most of them inline after claiming them in the global queue (where they
+/// overflowed), which leaves a stale entry holding each finished record. With one worker,
+/// which runs the parent without a switch, nobody pulled those entries: each wave grew the
+/// global queue and the records by a wave's worth. The joiner now drops them as it goes.
+#[test]
+fn waves_of_spawn_and_join_under_a_trace_keep_memory_bounded() {
+    const WAVE: usize = 20_000;
+    let _w = watchdog(
+        "waves_of_spawn_and_join_under_a_trace_keep_memory_bounded",
+        Duration::from_secs(120),
+    );
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let path =
+        std::env::temp_dir().join(format!("purloin-trace-waves-{}.json", std::process::id()));
+    let rt = purloin::runtime::Builder::new().workers(1).trace(&path).build().unwrap();
+    let after_each: Vec<(usize, usize)> = rt.block_on(|| {
+        (0..4)
+            .map(|_| {
+                let hs: Vec<_> = (0..WAVE).map(|i| purloin::spawn(move || i)).collect();
+                for (i, h) in hs.into_iter().enumerate() {
+                    assert_eq!(h.join().unwrap(), i);
+                }
+                let s = purloin::stats();
+                (s.global_queue_len, s.g_records)
+            })
+            .collect()
+    });
+    drop(rt);
+    std::fs::remove_file(&path).unwrap();
+    for (wave, &(queued, records)) in after_each.iter().enumerate() {
+        assert!(
+            queued < 1_000,
+            "after wave {wave}: {queued} entries in the global queue (stale ones of joined \
+             children piling up); all: {after_each:?}"
+        );
+        assert!(
+            records < 2 * WAVE,
+            "after wave {wave}: {records} G records for waves of {WAVE}; all: {after_each:?}"
+        );
+    }
+}
+
+/// The variable that makes a test of this binary run its child branch (in a child process).
+const CHILD: &str = "PURLOIN_TRACE_TEST_CHILD";
+
+/// Runs this binary's test `name` alone in a child process, its child branch selected by
+/// `CHILD=mode`, with `trace` as `PURLOIN_TRACE` if given; returns the exit code, stdout and
+/// stderr.
+fn run_child(
+    name: &str,
+    mode: &str,
+    trace: Option<&std::path::Path>,
+) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture"]).env(CHILD, mode).env_remove("PURLOIN_TRACE");
+    if let Some(path) = trace {
+        cmd.env("PURLOIN_TRACE", path);
+    }
+    let out = cmd.output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Some work on the runtime `spawn` reaches: green threads that yield, park on a channel and
+/// are joined.
+fn some_work() {
+    let (tx, rx) = purloin::sync::channel::bounded::<u32>(0);
+    let receiver = purloin::spawn(move || rx.iter().sum::<u32>());
+    let hs: Vec<_> = (0..8u32)
+        .map(|i| {
+            let tx = tx.clone();
+            purloin::spawn(move || {
+                purloin::yield_now();
+                tx.send(i).unwrap();
+            })
+        })
+        .collect();
+    drop(tx);
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert_eq!(receiver.join().unwrap(), 28);
+}
+
+/// `PURLOIN_TRACE` naming a file that cannot be created: a warning naming the path and the
+/// OS error, and the program runs without a trace, on the global runtime and on a runtime
+/// built explicitly (where `Builder::trace` with such a path is still an error).
+#[test]
+fn an_unwritable_trace_variable_warns_and_runs_untraced() {
+    const NAME: &str = "an_unwritable_trace_variable_warns_and_runs_untraced";
+    match std::env::var(CHILD).as_deref() {
+        Ok("global") => {
+            some_work();
+            assert!(!purloin::trace::is_recording());
+            return;
+        }
+        Ok("explicit") => {
+            let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+            rt.block_on(some_work);
+            assert!(!purloin::trace::is_recording());
+            let bad = std::env::var_os("PURLOIN_TRACE").unwrap();
+            let err = purloin::runtime::Builder::new().trace(bad).build().err();
+            assert!(err.is_some(), "Builder::trace to an unwritable path must fail the build");
+            return;
+        }
+        _ => {}
+    }
+    let _w = watchdog(NAME, Duration::from_secs(120));
+    let bad = std::env::temp_dir()
+        .join(format!("purloin-no-such-dir-{}", std::process::id()))
+        .join("trace.json");
+    for mode in ["global", "explicit"] {
+        let (code, out, err) = run_child(NAME, mode, Some(&bad));
+        assert_eq!(code, Some(0), "{mode}: the child failed\nstdout:\n{out}\nstderr:\n{err}");
+        let warning = err
+            .lines()
+            .find(|l| l.contains("PURLOIN_TRACE"))
+            .unwrap_or_else(|| panic!("{mode}: no warning about PURLOIN_TRACE on stderr:\n{err}"));
+        for part in [&bad.display().to_string(), "No such file or directory", "without a trace"] {
+            assert!(warning.contains(part), "{mode}: the warning lacks {part:?}: {warning}");
+        }
+        let warnings = err.lines().filter(|l| l.contains("PURLOIN_TRACE")).count();
+        assert_eq!(warnings, 1, "{mode}: warned more than once:\n{err}");
+    }
+}
+
+/// A program on the global runtime with `PURLOIN_TRACE` set that never calls `stop` gets a
+/// complete, consistent file when it exits normally: returning from its test function (so
+/// from `main`), calling `std::process::exit` on the main thread, or on a green thread. In
+/// the last case the test's thread is blocked in a join when the process exits, with the
+/// record of its spawn in its buffer: the file and stderr say that one thread's last
+/// records are missing, and that spawn is all that is missing.
+#[test]
+fn a_trace_never_stopped_is_complete_at_exit() {
+    const NAME: &str = "a_trace_never_stopped_is_complete_at_exit";
+    match std::env::var(CHILD).as_deref() {
+        Ok("return") => return some_work(),
+        Ok("exit") => {
+            some_work();
+            std::process::exit(0);
+        }
+        Ok("exit-on-green") => {
+            purloin::spawn(|| {
+                some_work();
+                std::process::exit(0)
+            })
+            .join()
+            .unwrap();
+            unreachable!("the process exited");
+        }
+        _ => {}
+    }
+    let _w = watchdog(NAME, Duration::from_secs(120));
+    for mode in ["return", "exit", "exit-on-green"] {
+        let path = std::env::temp_dir()
+            .join(format!("purloin-trace-exit-{mode}-{}.json", std::process::id()));
+        let (code, out, err) = run_child(NAME, mode, Some(&path));
+        assert_eq!(code, Some(0), "{mode}: the child failed\nstdout:\n{out}\nstderr:\n{err}");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{mode}: no trace at {}: {e}", path.display()));
+        let trace: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            let tail = &text[text.len().saturating_sub(200)..];
+            panic!("{mode}: the trace is not complete JSON ({e}); it ends with:\n{tail}")
+        });
+        let (mut errors, kinds) = check(&trace);
+        if mode == "exit-on-green" {
+            assert_eq!(trace["otherData"]["unflushed_threads"], 1, "{mode}");
+            assert!(err.contains("1 threads' last events missing"), "{mode}: stderr:\n{err}");
+            // The blocked thread's spawn: its flow has no start.
+            let lost =
+                |e: &String| e.starts_with("spawn flow of G") && e.ends_with("without a start");
+            assert_eq!(errors.iter().filter(|e| lost(e)).count(), 1, "{mode}: {errors:#?}");
+            errors.retain(|e| !lost(e));
+        } else {
+            assert_eq!(trace["otherData"]["unflushed_threads"], 0, "{mode}");
+        }
+        assert!(errors.is_empty(), "{mode}: {errors:#?}");
+        for kind in ["slice run", "flow spawn", "park", "unpark"] {
+            assert!(kinds.get(kind).copied().unwrap_or(0) > 0, "{mode}: no {kind:?}: {kinds:?}");
+        }
+        assert_eq!(trace["otherData"]["dropped_events"], 0, "{mode}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+/// A writer that lags (its file is a pipe nobody reads yet) makes the recorders drop whole
+/// buffers rather than queue them: the drops are counted in the summary, in the file's
+/// `otherData`, and on stderr when the trace stops, and the file is still valid JSON.
+#[test]
+fn a_lagging_writer_drops_and_counts() {
+    const NAME: &str = "a_lagging_writer_drops_and_counts";
+    if std::env::var(CHILD).as_deref() == Ok("lag") {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::env::temp_dir().join(format!("purloin-trace-fifo-{}", std::process::id()));
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                // Opening blocks until the writer opens its end (in `start`).
+                let mut f = std::fs::File::open(&path).unwrap();
+                wait.recv().unwrap();
+                let mut text = String::new();
+                f.read_to_string(&mut text).unwrap();
+                text
+            })
+        };
+        purloin::trace::start(&path).unwrap();
+        // About 350,000 events; the writer can take at most the pipe's buffer, the 32 queued
+        // batches of 4096 and the one it writes until the reader reads.
+        let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+        rt.block_on(|| {
+            for i in 0..100_000u32 {
+                assert_eq!(purloin::spawn(move || i).join().unwrap(), i);
+            }
+        });
+        drop(rt);
+        go.send(()).unwrap();
+        let summary = purloin::trace::stop().unwrap();
+        let text = reader.join().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(summary.dropped > 0, "nothing dropped: {summary:?}");
+        let trace: Value = serde_json::from_str(&text).expect("the trace is valid JSON");
+        assert_eq!(trace["otherData"]["dropped_events"], summary.dropped, "{summary:?}");
+        assert_eq!(trace["otherData"]["unflushed_threads"], summary.unflushed_threads as u64);
+        let n = trace["traceEvents"].as_array().unwrap().len() as u64;
+        assert_eq!(n, summary.events, "the summary counts what the file holds");
+        println!("DROPPED={}", summary.dropped);
+        return;
+    }
+    let _w = watchdog(NAME, Duration::from_secs(300));
+    let (code, out, err) = run_child(NAME, "lag", None);
+    assert_eq!(code, Some(0), "the child failed\nstdout:\n{out}\nstderr:\n{err}");
+    let dropped = out
+        .lines()
+        .find_map(|l| l.strip_prefix("DROPPED="))
+        .unwrap_or_else(|| panic!("no count from the child:\n{out}"));
+    assert!(
+        err.contains(&format!("{dropped} scheduler events dropped")),
+        "the stop did not report the {dropped} dropped events on stderr:\n{err}"
+    );
 }

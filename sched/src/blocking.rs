@@ -1,4 +1,7 @@
-//! Blocking handoff (protocol 5) and the monitor thread (Go's sysmon).
+//! Blocking handoff and the monitor thread (Go's sysmon).
+//!
+//! This file also holds `impl Shared`'s part for these (the monitor's kicks, the hand-off,
+//! spare workers); `Shared` itself is in `shared.rs`.
 //!
 //! `enter_blocking()` keeps the worker's P (the fast path: a short system call costs two
 //! stores, a fence and a CAS). The monitor wakes every 20 µs while some worker is in a blocking
@@ -8,7 +11,7 @@
 //! nothing happened; if it loses, the P now belongs to someone else, so the green thread goes
 //! to the global queue and its worker waits as a spare until the monitor hands it a P.
 //!
-//! The monitor also watches green threads (and process steps) that run for longer than 10 ms
+//! The monitor also watches green threads (and the steps of stackless tasks) that run for longer than 10 ms
 //! without a scheduling point. It asks such a green thread to yield at its next preemption
 //! point (`preemption_point`; a socket operation that did not wait is one), and reports it,
 //! once per green thread: as a CPU hog if it runs on for a quarter of the threshold more of
@@ -21,6 +24,40 @@
 //!
 //! It also polls the poller for busy workers and fires the due timers of P's whose holder is
 //! busy.
+//!
+//! # Spare workers: blocking calls nobody marked, and hogs
+//!
+//! Most calls that block an OS thread are not wrapped in [`blocking`]: std locks,
+//! `std::thread::sleep`, `std::fs`, DNS resolution, a database driver's socket, foreign
+//! calls. Their worker keeps its P (nothing tells the scheduler the call started or ended,
+//! and taking a P from a thread that may resume user code at any instant would need a
+//! handshake at every scheduling point), but the P's queue does not need its owner to move:
+//! thieves take from a Chase-Lev deque and from `runnext` while the owner is away. So when
+//! the monitor sees a P in one long stretch of one green thread while runnable work waits
+//! (its local queue, its runnext, or the global queue) and no worker is idle to take it, it
+//! adds a *spare*: one more active processor with a new worker thread, which steals that work
+//! (`stall_check`, `Shared::add_spare_proc`). Two kinds of stretch qualify:
+//!
+//! - blocked: the worker's OS thread was seen in one kernel wait `UNMARKED_WAIT` (1 ms)
+//!   apart, with no CPU time used in between (a sleep, a blocking read, a contended lock);
+//! - hog: no scheduling point for the long-run threshold (10 ms by default), CPU time used,
+//!   and for `UNMARKED_WAIT` its queue and the global one unchanged and no worker taking
+//!   anything from another's queue or the global one. A long fork-join computation is not
+//!   one (every join is a scheduling point), nor is a green thread spawning a batch (it
+//!   feeds the queues), nor a thread the OS does not run (a new thread would not run
+//!   either).
+//!
+//! The stalled green thread keeps its worker, its P, its green-locals and spans, and carries
+//! on where it was when its call returns; pinned green threads queued on its P cannot move
+//! and wait for it. A spare is itself an ordinary worker: if the green thread it runs
+//! blocks too, the monitor adds another, up to `Builder::max_spare_workers`. Spares beyond
+//! the P's that are still stalled retire once some worker has been idle for `SPARE_LINGER`
+//! (200 ms): the last active P's worker, if it is parked, leaves with its P (its timers go to
+//! P 0) and its thread ends (`Shared::retire_spare_proc`).
+//!
+//! [`blocking`] stays worth it where the call is known to block: the hand-off starts after
+//! 20 µs instead of 1 ms, and a blocked worker's P moves on at once instead of a new
+//! processor being added.
 //!
 //! # How the monitor sleeps
 //!
@@ -53,6 +90,16 @@
 //!   order, the other side's read after its own fence sees the first side's write: the monitor
 //!   skips the sleep, or the kicker sees the nap and unparks it (the parker keeps the token if
 //!   the monitor has not parked yet). `sched/src/loom_monitor.rs` models it.
+//! - (S1) A spare's P is reused only after its last holder retired: `activate_spare_proc`
+//!   loads `RETIRED` with Acquire, which `M::retire` stores with Release after its last use
+//!   of the P's owner-only parts; the new worker thread's spawn publishes the rest. So no P
+//!   has two holders.
+//! - (S2) The monitor retires a spare only while its worker is parked, by taking it off the
+//!   sleepers list and shrinking `nprocs` under the sleepers' lock; the worker takes that
+//!   lock (`Idle::unpark_self`) when its wait returns, before it looks for work, so it sees
+//!   the shrink and retires without taking work for a P nobody steals from. A submitter that
+//!   woke it first took it off the list: then the monitor does not retire it.
+//!   `sched/src/loom_spare.rs` models both.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -170,6 +217,12 @@ pub(crate) fn resume_blocking(was_open: bool) {
 /// Runs `f`, a call that may block the OS thread, between [`enter_blocking`] and
 /// [`exit_blocking`], so the worker's other green threads move to another OS thread if it
 /// blocks for long. Panics in `f` propagate (after `exit_blocking`).
+///
+/// Unmarked blocking calls do not stop the other green threads either: the monitor adds a
+/// spare worker for a worker stalled in one for 1 ms while work waits
+/// ([`Builder::max_spare_workers`](crate::Builder::max_spare_workers)). Marking still pays
+/// for calls known to block often or long: the hand-off starts after 20 µs instead of 1 ms,
+/// and it moves the blocked worker's processor instead of adding one.
 ///
 /// `f` may also yield, park or wait on `purloin` primitives: while the green thread is switched
 /// out the section is closed (it blocks no OS thread then), and it is re-opened when the green
@@ -324,6 +377,206 @@ impl Shared {
     }
 }
 
+// -------------------------------------------------------------------------------------------
+// Spare workers for stalled ones
+
+/// A worker's OS thread seen in one kernel wait for this long (no CPU time used in between),
+/// with runnable work waiting that no idle worker can take, gets a spare worker.
+#[cfg_attr(loom, allow(dead_code))]
+const UNMARKED_WAIT: Duration = Duration::from_millis(1);
+
+/// The monitor's pace while it watches a possible stall.
+#[cfg_attr(loom, allow(dead_code))]
+const STALL_PACE: Duration = Duration::from_micros(250);
+
+/// How long spares beyond the stalled workers stay while some worker is idle, before they
+/// retire (a burst of blocking calls reuses them meanwhile).
+#[cfg_attr(loom, allow(dead_code))]
+const SPARE_LINGER: Duration = Duration::from_millis(200);
+
+impl Shared {
+    /// S1: adds a spare processor and starts its worker, which steals the stalled workers'
+    /// queues. Returns false if the cap (`Builder::max_spare_workers`, `max_threads`) is
+    /// reached or the next processor is still retiring.
+    #[cfg(not(loom))]
+    fn add_spare_proc(this: &Arc<Self>) -> io::Result<bool> {
+        if this.threads_alive.load(Ordering::Relaxed) >= this.config.max_threads {
+            return Ok(false);
+        }
+        let Some(p) = this.activate_spare_proc() else { return Ok(false) };
+        if let Err(e) = start_worker(this, p) {
+            this.undo_spare_proc(p);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// The bookkeeping of S1, without the thread: makes the next processor active as a spare
+    /// and returns its index, for a new worker to hold. The processor is reused only once its
+    /// last holder retired (R2: the Acquire load of `RETIRED` pairs with `M::retire`'s
+    /// Release store, after which that holder touches none of its parts); it is counted
+    /// unparked before it is published in `nprocs`, as `set_workers` does.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // the monitor thread and the models
+    pub(crate) fn activate_spare_proc(&self) -> Option<usize> {
+        let _resize = self.resize.0.try_lock().ok()?;
+        let spares = self.spare_procs.load(Ordering::Relaxed);
+        if spares >= self.config.max_spare_workers || !self.is_running() {
+            return None;
+        }
+        let n = self.nprocs.load(Ordering::Relaxed);
+        let p = self.ps.get(n)?;
+        if p.status.load(Ordering::Acquire) != crate::p::RETIRED {
+            return None;
+        }
+        p.status.store(RUNNING, Ordering::Relaxed);
+        self.idle.add_workers(1);
+        self.spare_procs.store(spares + 1, Ordering::Relaxed);
+        self.nprocs.store(n + 1, Ordering::Release);
+        self.stats.spares_added.fetch_add(1, STAT);
+        Some(n)
+    }
+
+    /// Undoes [`Shared::activate_spare_proc`] when its worker thread could not start (nobody
+    /// holds the processor; thieves found it empty).
+    #[cfg(not(loom))]
+    fn undo_spare_proc(&self, p: usize) {
+        let _resize = lock(&self.resize.0);
+        self.nprocs.store(p, Ordering::Release);
+        self.idle.retire(p, false);
+        self.spare_procs.fetch_sub(1, Ordering::Relaxed);
+        self.ps[p].status.store(crate::p::RETIRED, Ordering::Release);
+    }
+
+    /// S2: retires the last active processor, a spare's worth, if its worker is parked and it
+    /// has no pinned green threads. Returns whether it did.
+    ///
+    /// The worker is taken off the sleepers list and `nprocs` shrinks under the sleepers'
+    /// lock ([`Idle::take_sleeper_then`](crate::idle::Idle::take_sleeper_then)); the worker
+    /// takes that lock when its wait returns (`Idle::unpark_self`), before it looks for work,
+    /// so it sees the shrink and retires (`M::retire`: its timers to P 0, its P `RETIRED`)
+    /// without taking work for a processor nobody steals from any more. A worker that left
+    /// the list first is awake for work and stays. Work submitted meanwhile is not lost: it
+    /// is in a queue the remaining workers see, and the monitor adds a spare again if none
+    /// of them can take it.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // the monitor thread and the models
+    pub(crate) fn retire_spare_proc(&self) -> bool {
+        let Ok(_resize) = self.resize.0.try_lock() else { return false };
+        let spares = self.spare_procs.load(Ordering::Relaxed);
+        let n = self.nprocs.load(Ordering::Relaxed);
+        if spares == 0 || n <= 1 {
+            return false;
+        }
+        let last = n - 1;
+        if self.ps[last].pinned.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        // S2: the shrink is published under the sleepers' lock.
+        if !self.idle.take_sleeper_then(last, || self.nprocs.store(last, Ordering::Release)) {
+            return false;
+        }
+        self.spare_procs.store(spares - 1, Ordering::Relaxed);
+        self.lots.lot(last).signal(1);
+        self.poller.wake_if_blocked(last);
+        self.stats.spares_retired.fetch_add(1, STAT);
+        true
+    }
+
+    /// Takes from other workers' queues so far (steals and global pulls of every active P):
+    /// a hog's queue is stuck only if this does not move.
+    #[cfg(not(loom))]
+    fn takes(&self) -> u64 {
+        self.active().iter().fold(0u64, |n, p| {
+            n.wrapping_add(p.stats.steals.load(STAT)).wrapping_add(p.stats.global_pulls.load(STAT))
+        })
+    }
+}
+
+/// What `stall_check` compares between two looks at a P.
+#[cfg(not(loom))]
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct StallSeen {
+    /// The worker thread's CPU time.
+    cpu: Option<Duration>,
+    /// Every worker's takes from others' queues and the global one (`Shared::takes`).
+    takes: u64,
+    /// The P's queue length (with runnext) and the global queue's.
+    queues: (usize, usize),
+}
+
+/// What the monitor makes of a P in one long stretch of one green thread.
+#[cfg(not(loom))]
+enum Stall {
+    /// Nothing waits behind it that an idle worker could not take.
+    No,
+    /// Work waits and no worker is idle: look again soon.
+    Watch,
+    /// Still so, and its OS thread sat in one kernel wait for `UNMARKED_WAIT`, or it ran
+    /// for the long-run threshold while no worker took anything from anyone: add a spare.
+    Help,
+}
+
+/// Decides whether the P `p`, whose worker has run one green thread without a scheduling
+/// point for `stretch`, needs a spare worker. `idle` is the idle protocol's (searching,
+/// parked) at the start of the round.
+#[cfg(not(loom))]
+fn stall_check(
+    shared: &Shared,
+    p: &crate::p::P,
+    s: &mut Seen,
+    now: Instant,
+    stretch: Duration,
+    (searching, parked): (u32, u32),
+) -> Stall {
+    let waiting = p.has_work() || !shared.injector.is_empty();
+    if !waiting || searching > 0 {
+        return Stall::No;
+    }
+    if parked > 0 {
+        // A worker sleeps while work waits behind a stalled one: a fork's job announced with
+        // a hint (`idle`, I4) may have woken nobody. Waking one is all it takes.
+        shared.notify_work();
+        return Stall::No;
+    }
+    let holder = p.holder.load(Ordering::Relaxed);
+    let seen = StallSeen {
+        cpu: crate::os::thread_cpu_time(holder),
+        takes: shared.takes(),
+        queues: (p.queue_len(), shared.injector.len()),
+    };
+    let Some((mut frozen_since, mut no_cpu_since, then)) = s.stall else {
+        s.stall = Some((now, now, seen));
+        return Stall::Watch;
+    };
+    if (seen.takes, seen.queues) != (then.takes, then.queues) {
+        frozen_since = now;
+    }
+    if seen.cpu != then.cpu {
+        no_cpu_since = now;
+    }
+    s.stall = Some((frozen_since, no_cpu_since, seen));
+    // One continuous kernel wait: no CPU time used for `UNMARKED_WAIT`, and waiting now.
+    let blocked = seen.cpu.is_some()
+        && now.duration_since(no_cpu_since) >= UNMARKED_WAIT
+        && crate::os::thread_kernel_wait(holder).is_some();
+    // A hog: no scheduling point for the long-run threshold, running on the CPU (a thread
+    // the OS does not run gets no help: another thread would not run either), its queue and
+    // the global one unchanged (a green thread that spawns is feeding them, not holding them
+    // up), and no worker took anything from anyone meanwhile.
+    let on_cpu = match (seen.cpu, then.cpu) {
+        (Some(now), Some(before)) => now > before,
+        _ => true,
+    };
+    let hog = stretch >= shared.config.long_run_threshold
+        && on_cpu
+        && now.duration_since(frozen_since) >= UNMARKED_WAIT;
+    if blocked || hog {
+        s.stall = None;
+        Stall::Help
+    } else {
+        Stall::Watch
+    }
+}
+
 /// `MonitorHandle::nap`: the monitor is awake, or sleeps at the 20 µs hand-off pace.
 pub(crate) const NAP_AWAKE: u32 = 0;
 /// The monitor sleeps up to 10 ms: entering a blocking section kicks it.
@@ -407,6 +660,10 @@ struct Seen {
     /// In this tick, when the worker thread was first seen in a kernel wait, and its CPU time
     /// then (a wait is reported once it is still on, with no CPU used, a threshold later).
     waiting_since: Option<(Instant, Option<Duration>)>,
+    /// In this tick, while runnable work waits behind this P with no worker idle to take it:
+    /// since when the queues and takes stood still, since when the worker thread's CPU time
+    /// stood still, and what the monitor saw at its last look (`stall_check`).
+    stall: Option<(Instant, Instant, StallSeen)>,
     /// In this tick, when the running green thread was first asked to yield (it passed the
     /// threshold), and its worker thread's CPU time then.
     asked_since: Option<(Instant, Option<Duration>)>,
@@ -424,6 +681,7 @@ enum LongRun {
 /// The monitor thread body (not under loom: the models drive the retake protocol directly).
 #[cfg(not(loom))]
 pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker) {
+    let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
     let cfg = shared.config.clone();
     let now = Instant::now();
     let mut seen = vec![
@@ -435,10 +693,14 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             cpu_at_tick: None,
             reported_tick: u64::MAX,
             waiting_since: None,
+            stall: None,
             asked_since: None,
         };
         shared.ps.len()
     ];
+    // Since when spares beyond the stalled workers have been idle (they retire after
+    // `SPARE_LINGER`).
+    let mut idle_spares_since: Option<Instant> = None;
     let mut delay = Duration::from_micros(20);
     let mut quiet_rounds = 0u32;
     // Green threads already reported (by id): each is reported once, not once per long
@@ -455,7 +717,13 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // or running green threads (the 10 ms long-runner and I/O checks do not).
         let mut blocking = false;
         let mut busy = false;
-        for (i, p) in shared.ps.iter().enumerate() {
+        // Spare workers: a P stalled with work waiting behind it (`wants_help`), a P watched
+        // for that (`suspect`: the monitor keeps a fast pace), P's in one long stretch.
+        let mut wants_help = false;
+        let mut suspect = false;
+        let mut stalled = 0usize;
+        let idle_counts = shared.idle.counts();
+        for (i, p) in shared.active().iter().enumerate() {
             let s = &mut seen[i];
             let status = p.status.load(Ordering::Acquire);
             if status == SYSCALL {
@@ -512,8 +780,25 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
                     s.schedtick = tick;
                     s.sched_since = now;
                     s.waiting_since = None;
+                    s.stall = None;
                     s.asked_since = None;
-                } else if now.duration_since(s.sched_since) >= cfg.long_run_threshold
+                } else {
+                    let stretch = now.duration_since(s.sched_since);
+                    if stretch >= UNMARKED_WAIT {
+                        stalled += 1;
+                    }
+                    match stall_check(&shared, p, s, now, stretch, idle_counts) {
+                        Stall::No => s.stall = None,
+                        Stall::Watch => suspect = true,
+                        Stall::Help => {
+                            suspect = true;
+                            wants_help = true;
+                        }
+                    }
+                }
+                if tick == s.schedtick
+                    && !running.is_null()
+                    && now.duration_since(s.sched_since) >= cfg.long_run_threshold
                     && s.reported_tick != tick
                 {
                     let holder = p.holder.load(Ordering::Relaxed);
@@ -582,8 +867,27 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         // from it for long, poll here so I/O waiters are not starved (Go's sysmon, 10 ms).
         if busy {
             crate::poll::poll_if_stale(&shared, now, Duration::from_millis(10));
-            // Due timers of workers busy running a green thread (issue 20 item 2; `timers`).
-            crate::timers::fire_for_busy(shared.active(), shared.epoch);
+            // Due timers of workers busy running a green thread (`timer_heap`).
+            crate::timer_heap::fire_for_busy(shared.active(), shared.epoch);
+        }
+        let spares = shared.spare_procs.load(Ordering::Relaxed);
+        if wants_help {
+            if let Err(e) = Shared::add_spare_proc(&shared) {
+                eprintln!("purloin: could not add a spare worker for a stalled one: {e}");
+            }
+            idle_spares_since = None;
+        } else if spares > stalled && shared.idle.counts().1 > 0 {
+            // More spares than stalled workers, and some worker idle: once that has lasted
+            // `SPARE_LINGER`, the spares beyond the stalled workers retire while their
+            // workers are parked.
+            let since = *idle_spares_since.get_or_insert(now);
+            if now.duration_since(since) >= SPARE_LINGER {
+                while shared.spare_procs.load(Ordering::Relaxed) > stalled
+                    && shared.retire_spare_proc()
+                {}
+            }
+        } else {
+            idle_spares_since = None;
         }
         // Busy workers alone do not keep the 20 µs pace: the monitor would wake ~10^4 times
         // a second in a busy server (each a futex wait and a thread switch) for checks that
@@ -591,6 +895,10 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         if blocking {
             quiet_rounds = 0;
             delay = Duration::from_micros(20);
+        } else if suspect {
+            // A stall is being watched: the next look comes soon.
+            quiet_rounds = 0;
+            delay = STALL_PACE;
         } else {
             quiet_rounds += 1;
             if quiet_rounds > 50 {
@@ -599,7 +907,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
         }
         nap = if blocking || delay <= Duration::from_micros(20) {
             Nap::Pace(delay)
-        } else if !busy && shared.all_parked() {
+        } else if !busy && shared.spare_procs.load(Ordering::Relaxed) == 0 && shared.all_parked() {
+            // (Spares still to retire keep the monitor at its backed-off pace.)
             Nap::Idle
         } else {
             Nap::BackedOff(delay)
@@ -633,22 +942,22 @@ fn report_long_runner(
     let name = name.as_deref().unwrap_or("<unnamed>");
     let id = g.id_with(generation);
     if step {
-        // A stackless task (a `purloin::machine` process): one step runs on the worker's own
+        // A stackless task (a `purloin::machine` machine, for one): one step runs on the worker's own
         // stack, so the advice for green threads (yield, `blocking()`) does not apply.
         match why {
             LongRun::Cpu(ran) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has run for {ran:?} of CPU time; \
-                 it delays the other processes and green threads of its worker — do less per \
+                "purloin: a task step (stackless task {id} '{name}') has run for {ran:?} of CPU time; \
+                 it delays the other tasks and green threads of its worker — do less per \
                  step (return and continue in the next one)"
             ),
             LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has blocked its worker's OS \
+                "purloin: a task step (stackless task {id} '{name}') has blocked its worker's OS \
                  thread for {for_:?} (a std lock, std::thread::sleep or blocking I/O); a step \
                  must not block: yield a command whose handler (on a green thread) does the \
                  blocking work (see purloin::machine)"
             ),
             LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(
-                "purloin: a process step (stackless task {id} '{name}') has kept its worker's OS thread \
+                "purloin: a task step (stackless task {id} '{name}') has kept its worker's OS thread \
                  in an uninterruptible kernel wait for {for_:?} (page faults on fresh or \
                  swapped memory, or disk I/O: usually memory pressure); if it is file I/O, \
                  yield a command whose handler does it"
@@ -660,13 +969,15 @@ fn report_long_runner(
     match why {
         LongRun::Cpu(ran) => eprintln!(
             "purloin: {who} has run for {ran:?} of CPU time without a scheduling point (yield, \
-             park, lock, channel or I/O wait); it delays the other green threads of its worker — \
-             call purloin::yield_now() in long loops"
+             park, lock, channel or I/O wait); it delays the other green threads of its worker \
+             (a spare worker thread takes them if they wait for long) — call \
+             purloin::yield_now() in long loops"
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Sleeping) => eprintln!(
             "purloin: {who} has blocked its worker's OS thread for {for_:?} (a std lock, \
-             std::thread::sleep or blocking I/O); use purloin::sync / purloin::sleep, or wrap \
-             the call in purloin::blocking() so the worker's other green threads move on (see \
+             std::thread::sleep or blocking I/O); the other green threads move to a spare \
+             worker meanwhile, but purloin::sync / purloin::sleep (which do not block it) or \
+             purloin::blocking() around the call (a hand-off after 20 µs) cost less (see \
              \"Using async crates from green threads\" in the docs of purloin::future)"
         ),
         LongRun::Blocked(for_, crate::os::KernelWait::Uninterruptible) => eprintln!(

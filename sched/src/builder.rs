@@ -41,6 +41,9 @@ impl Default for Builder {
     }
 }
 
+/// [`Builder::max_spare_workers`]'s default.
+const DEFAULT_SPARE_WORKERS: usize = 32;
+
 impl Builder {
     /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
     /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
@@ -66,6 +69,7 @@ impl Builder {
                 blocking_threshold: Duration::from_micros(20),
                 long_run_threshold: Duration::from_millis(10),
                 max_threads: 10_000,
+                max_spare_workers: if cfg!(loom) { 0 } else { DEFAULT_SPARE_WORKERS },
                 park_histogram: false,
                 locals_destructor: None,
             },
@@ -256,6 +260,38 @@ impl Builder {
         self
     }
 
+    /// The most *spare workers* the monitor may add while workers are stalled (default 32;
+    /// 0 turns them off).
+    ///
+    /// A worker is stalled when one green thread has kept it from every scheduling point for
+    /// a while: blocked in a call nobody wrapped in [`blocking`](crate::blocking) (a std
+    /// lock, `std::thread::sleep`, blocking file or socket I/O, a foreign call), seen as one
+    /// continuous kernel wait of its OS thread for 1 ms, or computing for the
+    /// [long-run threshold](Builder::long_run_threshold) while the queues stand still (no
+    /// worker takes work from anyone, no spawn adds any). If runnable green threads wait (on its processor or in the global queue)
+    /// and no worker is idle to take them, the monitor adds a processor with a new worker
+    /// thread, which steals them; the stalled green thread keeps its worker and processor
+    /// and carries on when its call returns. Spares beyond the stalled workers retire once
+    /// they have been idle for 200 ms, and their threads end. Pinned green threads of a
+    /// stalled worker cannot move and wait for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = purloin_sched::Builder::new().workers(1).max_spare_workers(4).build().unwrap();
+    /// // An unmarked blocking call does not stop the other green threads for long.
+    /// let sleeper = sched.spawn(|| std::thread::sleep(Duration::from_millis(200)));
+    /// let other = sched.spawn(|| 7);
+    /// assert_eq!(other.join().unwrap(), 7);
+    /// sleeper.join().unwrap();
+    /// ```
+    pub fn max_spare_workers(mut self, n: usize) -> Builder {
+        self.config.max_spare_workers = n;
+        self
+    }
+
     /// Frees the local-storage pointer ([`set_current_locals`](crate::set_current_locals)) of
     /// the second closure of a [`join`](crate::join) that another worker stole and ran as a
     /// green thread of its own: called on that green thread's stack when the closure returns
@@ -382,6 +418,16 @@ impl Builder {
                 format!(
                     "purloin-sched: max_threads ({}) is below the worker count ({}); raise it",
                     c.max_threads, c.workers
+                ),
+            ));
+        }
+        if max + c.max_spare_workers > 32_767 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin-sched: max_workers ({max}) plus max_spare_workers ({}) is above \
+                     32767; lower either",
+                    c.max_spare_workers
                 ),
             ));
         }

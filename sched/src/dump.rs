@@ -24,6 +24,26 @@
 //!
 //! Symbolizing happens afterwards, on the caller's stack.
 //!
+//! # What a backtrace shows
+//!
+//! See [`StackTrace`]: the walk's own frames are dropped, the scheduler's park and switch
+//! frames hidden, its way in collapsed. How the walk tells its own frames without symbols
+//! (an optimized build names inlined frames without their paths): on a parked green thread's
+//! stack they are the frames below its saved stack pointer, then the visit function that
+//! `purloin_context` calls from the green thread's switch on its way in; on the caller's own
+//! stack, the frames up to the walker's, known by the start address of the enclosing
+//! function. Frames are sorted by crate (`Origin`) by their paths, or by their files' crate
+//! source directories, learned by resolving one known function of each runtime crate
+//! ([`note_runtime_code`] for the facade and purloin-sync) and from the path-named frames of
+//! the same dump.
+//!
+//! # Which schedulers
+//!
+//! Every scheduler of the process is listed, weakly, from its start until its shutdown
+//! begins ([`dump_all`]). A shutdown that begins while a `dump_all` looks at green threads
+//! waits until it is done looking, so a dump never holds a green thread of a scheduler that
+//! is stopping.
+//!
 //! # Memory ordering
 //!
 //! - (D1) `begin_inspect`'s CAS is AcqRel: its Acquire pairs with G1 (`publish_parked`'s
@@ -42,9 +62,11 @@
 //! Every change of state stamps the G with the coarse clock (`clock`: one load and one store,
 //! no OS clock read on the park, wake and switch paths); a dump subtracts the stamp from a
 //! precise reading. The result is never less than the true time in the state and exceeds it
-//! by at most the clock's lag (10 ms while the monitor runs). The spawner's id is written into
-//! the G when its record is prepared (for a lazy spawn, kept in the task cell until then, in
-//! the identity's slot, which is empty until the identity is made).
+//! by at most the coarse clock's lag (one monitor tick while the monitor runs). The
+//! spawner's id and the spawn's place in the source (the spawn functions are `#[track_caller]`: one pointer to a
+//! `'static` [`Location`]) are written into the G when its record is prepared (for a lazy
+//! spawn, kept in the task cell until then, in the identity's slot, which holds them until
+//! the identity is made).
 //!
 //! Running and runnable green threads are reported without a backtrace: a running one's
 //! stack changes under us, and a runnable one sits in a queue from which a worker may claim
@@ -52,6 +74,7 @@
 //! walked in place.
 
 use core::fmt;
+use core::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -163,17 +186,69 @@ pub struct Frame {
     pub line: Option<u32>,
 }
 
-/// A symbolized backtrace of a green thread's own stack, innermost frame first, starting at
-/// the scheduler's switch out (for a parked green thread: inside `park`).
+/// A symbolized backtrace of a green thread's own stack, innermost frame first, cut to read
+/// like Go's traceback: for a parked green thread, from the wait its code called to its own
+/// entry function.
+///
+/// Each frame is sorted by where its code comes from — the runtime's crates (`purloin*`), the
+/// standard library, or the user's (anything else) — by the function's path, or, for a
+/// function inlined without one (line tables only, as release builds have), by its source
+/// file's crate directory. Then:
+///
+/// - the walk's own frames (the `backtrace` crate, the walker, the context switch that visits
+///   the stack) are dropped;
+/// - the runtime's frames above the first frame of user code go to [`hidden`](Self::hidden),
+///   except the outermost of them, the call the user made, which comes first in
+///   [`frames`](Self::frames) (for a channel receive `Receiver::recv`, for a bare park
+///   `park`), as Go shows `chanrecv` and not the `gopark` and `mcall` above it;
+/// - everything below the last frame of user code (the entry trampoline, the task's call,
+///   `catch_unwind`, the facade's wrappers) is the runtime's way in,
+///   [`entry`](Self::entry), which `Display` shows as one line.
+///
+/// A stack with no user frame at all (a green thread running a runtime function directly,
+/// such as `spawn(park)`) hides only the scheduler's switch above the wait and collapses only
+/// the scheduler's own entry frames.
+///
+/// # Examples
+///
+/// ```
+/// #[inline(never)]
+/// fn wait_here() {
+///     purloin_sched::park();
+/// }
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(wait_here);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dump = sched.dump();
+/// let bt = dump.threads[0].backtrace.as_ref().unwrap();
+/// // The first frame is the wait; the scheduler's switch is hidden, its way in collapsed.
+/// let first = bt.frames[0].function.as_deref().unwrap();
+/// assert!(first.ends_with("park"), "{bt}");
+/// assert!(bt.contains("wait_here"), "{bt}");
+/// assert!(!bt.entry.is_empty());
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct StackTrace {
-    /// The frames.
+    /// The frames a reader needs: from the wait (or, for the green thread that asked for the
+    /// dump, the dump call) to the green thread's entry function.
     pub frames: Vec<Frame>,
+    /// The runtime's frames above `frames[0]`: its park and switch machinery (or the dump's
+    /// own frames), innermost first. Not shown by `Display`.
+    pub hidden: Vec<Frame>,
+    /// The runtime's frames below the last of `frames`: the entry trampoline, the task's
+    /// call, `catch_unwind` and the facade's wrappers, innermost first. `Display` shows them
+    /// as one line.
+    pub entry: Vec<Frame>,
 }
 
 impl StackTrace {
-    /// Whether some frame's function name contains `name`.
+    /// Whether some frame of [`frames`](Self::frames) has a function name containing `name`.
     ///
     /// # Examples
     ///
@@ -197,6 +272,9 @@ impl fmt::Display for StackTrace {
                 writeln!(f, "           at {}:{line}", file.display())?;
             }
         }
+        if !self.entry.is_empty() {
+            writeln!(f, "       ... runtime entry frames ({})", self.entry.len())?;
+        }
         Ok(())
     }
 }
@@ -210,7 +288,7 @@ impl fmt::Display for StackTrace {
 ///
 /// let sched = purloin_sched::Scheduler::new().unwrap();
 /// let opts = SpawnOptions { name: Some("idle".into()), ..SpawnOptions::default() };
-/// let h = sched.spawn_with(opts, purloin_sched::park).unwrap();
+/// let (h, line) = (sched.spawn_with(opts, purloin_sched::park).unwrap(), line!());
 /// while sched.parked().is_empty() {
 ///     std::thread::yield_now();
 /// }
@@ -220,6 +298,7 @@ impl fmt::Display for StackTrace {
 /// assert_eq!(t.state, GreenState::Parked);
 /// assert!(t.in_state_for.is_some()); // how long it has been parked
 /// assert_eq!(t.spawned_by, None); // spawned from a plain thread
+/// assert_eq!(t.created_at.unwrap().line(), line); // where `spawn_with` was called
 /// assert!(t.backtrace.as_ref().unwrap().contains("park"));
 /// h.thread().unpark();
 /// h.join().unwrap();
@@ -251,6 +330,9 @@ pub struct GreenDump {
     /// ([`join`](crate::join)'s second closure run by another worker). The spawner may have
     /// ended since: ids are never reused.
     pub spawned_by: Option<GreenId>,
+    /// Where in the source it was spawned: the call of the spawn function (they are all
+    /// `#[track_caller]`, as are the facade's). `None` for a fork-join job.
+    pub created_at: Option<&'static Location<'static>>,
     /// The child it runs inline (join-helping), if any.
     pub running_inline: Option<GreenId>,
     /// Its stack, innermost frame first: for parked green threads, and for the one calling
@@ -285,6 +367,9 @@ pub struct Dump {
     pub threads: Vec<GreenDump>,
     /// Number of processors (workers).
     pub workers: usize,
+    /// The scheduler's number ([`Scheduler::number`](crate::Scheduler::number)); 0 in a
+    /// `Dump::default()`.
+    pub scheduler: u64,
 }
 
 impl Dump {
@@ -304,7 +389,13 @@ impl Dump {
 
 impl fmt::Display for Dump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "purloin: {} green threads on {} workers", self.threads.len(), self.workers)?;
+        writeln!(
+            f,
+            "purloin: scheduler #{}: {} green threads on {} workers",
+            self.scheduler,
+            self.threads.len(),
+            self.workers
+        )?;
         for t in &self.threads {
             writeln!(f)?;
             write!(f, "green thread {}", t.id)?;
@@ -332,8 +423,11 @@ impl fmt::Display for Dump {
                 Some(bt) => write!(f, "{bt}")?,
                 None => writeln!(f, "  (no backtrace)")?,
             }
-            if let Some(by) = t.spawned_by {
-                writeln!(f, "spawned by green thread {by}")?;
+            match (t.spawned_by, t.created_at) {
+                (Some(by), Some(at)) => writeln!(f, "created by green thread {by} at {at}")?,
+                (Some(by), None) => writeln!(f, "created by green thread {by}")?,
+                (None, Some(at)) => writeln!(f, "created by a plain thread at {at}")?,
+                (None, None) => {}
             }
         }
         Ok(())
@@ -362,16 +456,35 @@ impl fmt::Display for ShortDuration {
 struct Ips {
     ips: [usize; MAX_FRAMES],
     len: usize,
+    /// How many of the first frames belong to the walk itself (the walker, and for a parked
+    /// green thread the visit of its stack), found without symbols: see `walk_here`.
+    own: usize,
+    /// For the walk of a parked green thread: its saved stack pointer. The walk's own frames
+    /// are the ones below it (their canonical frame address is at most it); the green
+    /// thread's frames are above.
+    parked_sp: usize,
+}
+
+/// A walk's instruction pointers and how many of the first ones are the walk's own frames.
+struct Walk {
+    ips: Vec<usize>,
+    own: usize,
 }
 
 impl Ips {
-    fn new() -> Ips {
-        Ips { ips: [0; MAX_FRAMES], len: 0 }
+    fn new(parked_sp: usize) -> Ips {
+        Ips { ips: [0; MAX_FRAMES], len: 0, own: 0, parked_sp }
     }
 
-    /// Walks the current stack into `self` (no allocation, no lock).
+    /// Walks the current stack into `self` (no allocation, no lock), counting the walk's own
+    /// first frames: on a parked green thread's stack, those below its saved stack pointer;
+    /// on the caller's own stack, those up to this function's frame, recognized by the start
+    /// address of the function that encloses it (so neither needs a symbol name, which an
+    /// optimized build may not keep for an inlined frame).
     #[inline(never)]
     fn walk_here(&mut self) {
+        let me = Ips::walk_here as fn(&mut Ips) as usize;
+        let mut found = false;
         // SAFETY: `trace_unsynchronized` requires that no other thread walks with it at the
         // same time *through the same unwinder state*: libgcc's `_Unwind_Backtrace` keeps no
         // global mutable state besides its own locked frame-description caches, so concurrent
@@ -381,11 +494,27 @@ impl Ips {
                 if self.len == MAX_FRAMES {
                     return false;
                 }
+                if !found {
+                    if self.parked_sp != 0 {
+                        if frame.sp() as usize <= self.parked_sp {
+                            self.own = self.len + 1;
+                        } else {
+                            found = true;
+                        }
+                    } else if frame.symbol_address() as usize == me {
+                        self.own = self.len + 1;
+                        found = true;
+                    }
+                }
                 self.ips[self.len] = frame.ip() as usize;
                 self.len += 1;
                 true
             })
         };
+    }
+
+    fn walk(&self) -> Walk {
+        Walk { ips: self.ips[..self.len].to_vec(), own: self.own }
     }
 }
 
@@ -398,58 +527,325 @@ fn walk_visited(data: usize) {
     ips.walk_here();
 }
 
-/// Symbolizes captured instruction pointers, dropping the leading frames of the capture itself
-/// (`purloin_context`'s visit, this module, the `backtrace` crate, the unwinder), so the trace
-/// starts at the switch out (or, for the caller's own stack, at the caller).
-fn symbolize(ips: &[usize]) -> StackTrace {
-    let mut frames = Vec::new();
-    for &ip in ips {
-        let mut any = false;
-        backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
-            any = true;
-            frames.push(Frame {
-                ip,
-                function: sym.name().map(|n| format!("{n:#}")),
-                file: sym.filename().map(|p| p.to_path_buf()),
-                line: sym.lineno(),
-            });
-        });
-        if !any {
-            frames.push(Frame { ip, function: None, file: None, line: None });
+/// The crates whose frames are the runtime's: this one, the ones built on it (the facade and
+/// purloin-sync) and the crates below.
+const RUNTIME_CRATES: [&str; 7] = [
+    "purloin",
+    "purloin_sync",
+    "purloin_sched",
+    "purloin_context",
+    "purloin_stack",
+    "purloin_parking",
+    "purloin_deque",
+];
+
+/// The crates of the standard library (and its unwinding glue).
+const STD_CRATES: [&str; 4] = ["std", "core", "alloc", "panic_unwind"];
+
+/// The frames a walk starts with, in the walker itself: each is called through a pointer or
+/// never inlined, so its frame always has its full path.
+const WALKER_FUNCTIONS: [&str; 2] =
+    ["purloin_sched::dump::Ips::walk_here", "purloin_sched::dump::walk_visited"];
+
+/// Frames of the scheduler's switch out, above the wait a green thread called, found by
+/// name when a stack has no user frame to anchor on (inlined frames carry their bare name).
+const SWITCH_FUNCTIONS: [&str; 6] =
+    ["switch_out_from", "switch_out", "park_on", "park_timed", "resume", "run_ontop"];
+
+/// Where a frame's code comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// One of [`RUNTIME_CRATES`], by its crate's name (the `usize`: its index there).
+    Runtime(usize),
+    /// The standard library.
+    Std,
+    /// Anything else: the program's own code and its other dependencies.
+    User,
+    /// No name and no file to tell.
+    Unknown,
+}
+
+/// The crate of a demangled function path (`purloin_sched` for
+/// `purloin_sched::thread::park`, `core` for `<core::panic::AssertUnwindSafe<F> as
+/// core::ops::FnOnce<()>>::call_once`), or `None` for a bare name (an inlined function
+/// described by line tables only, such as `park` or `{closure#0}`).
+fn crate_of(function: &str) -> Option<&str> {
+    let path = match function.strip_prefix('<') {
+        // `<Type as Trait>::f`: the type's crate.
+        Some(inner) => {
+            let end = inner.find(" as ").or_else(|| inner.find('>')).unwrap_or(inner.len());
+            inner[..end].trim_start_matches(['&', '*']).trim_start_matches("mut ")
+        }
+        None => function,
+    };
+    let head = &path[..path.find('<').unwrap_or(path.len())];
+    let end = head.find("::")?;
+    let name = &head[..end];
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+}
+
+/// The source directory of the crate that `file` belongs to: its path up to and including
+/// the last `src` component.
+fn source_root(file: &std::path::Path) -> Option<&std::path::Path> {
+    file.ancestors().skip(1).find(|dir| dir.file_name().is_some_and(|n| n == "src"))
+}
+
+/// Whether `file` is a source file of the standard library (its paths in the toolchain's
+/// debug info look like `/rustc/<hash>/library/std/src/panicking.rs`).
+fn is_std_file(file: &std::path::Path) -> bool {
+    let mut parts = file.components().map(|c| c.as_os_str());
+    while let Some(part) = parts.next() {
+        if part == "library" {
+            return parts.next().is_some_and(|c| STD_CRATES.iter().any(|s| c == *s));
         }
     }
-    let internal = |f: &Frame| {
-        f.function.as_deref().is_some_and(|n| {
-            n.starts_with("purloin_context::")
-                || n.starts_with("purloin_sched::dump::")
-                || n.starts_with("backtrace::")
-                || n.contains("Context>::visit")
-        })
-    };
-    let skip = frames
-        .iter()
-        .position(|f| {
-            !internal(f) && !f.function.as_deref().is_none_or(|n| n.starts_with("_Unwind"))
-        })
-        .unwrap_or(0);
-    frames.drain(..skip);
-    // The walk ends at the trampoline, or at a zero return address past it.
-    while frames.last().is_some_and(|f| f.ip == 0) {
-        frames.pop();
+    false
+}
+
+/// Sorts the frames of one or more walks by [`Origin`] and cuts each into a [`StackTrace`].
+/// Frames with a path name their crate; for the others (inlined frames under line tables
+/// only), the crate is learned from the source directories of the frames that have one.
+struct Sorter {
+    /// Crate source directories seen with a path-named frame, and their origin.
+    roots: Vec<(std::path::PathBuf, Origin)>,
+}
+
+impl Sorter {
+    fn learn<'a>(walks: impl Iterator<Item = &'a Vec<Vec<Frame>>>) -> Sorter {
+        let mut sorter = Sorter { roots: Vec::new() };
+        // The runtime's own functions first: their crates are known without their names.
+        for (addr, krate) in runtime_code() {
+            // The entry address itself: no return address to step back from.
+            let mut file = None;
+            backtrace::resolve((addr + 1) as *mut core::ffi::c_void, |sym| {
+                file = file.take().or_else(|| sym.filename().map(|p| p.to_path_buf()));
+            });
+            if let Some(file) = file {
+                sorter.note(&file, Self::origin_of_crate(krate));
+            }
+        }
+        for f in walks.flatten().flatten() {
+            let (Some(name), Some(file)) = (&f.function, &f.file) else { continue };
+            let Some(krate) = crate_of(name) else { continue };
+            sorter.note(file, Self::origin_of_crate(krate));
+        }
+        sorter
     }
-    StackTrace { frames }
+
+    /// Remembers that `file`'s crate source directory holds code of `origin` (the first
+    /// word on a directory stands).
+    fn note(&mut self, file: &std::path::Path, origin: Origin) {
+        if let Some(root) = source_root(file)
+            && !self.roots.iter().any(|(r, _)| r == root)
+        {
+            self.roots.push((root.to_path_buf(), origin));
+        }
+    }
+
+    fn origin_of_crate(krate: &str) -> Origin {
+        if let Some(i) = RUNTIME_CRATES.iter().position(|c| *c == krate) {
+            Origin::Runtime(i)
+        } else if STD_CRATES.contains(&krate) {
+            Origin::Std
+        } else {
+            Origin::User
+        }
+    }
+
+    fn origin(&self, f: &Frame) -> Origin {
+        if let Some(krate) = f.function.as_deref().and_then(crate_of) {
+            return Self::origin_of_crate(krate);
+        }
+        if f.function.as_deref().is_some_and(|n| n.starts_with("__rust")) {
+            return Origin::Std;
+        }
+        let Some(file) = &f.file else {
+            return if f.function.is_some() { Origin::User } else { Origin::Unknown };
+        };
+        if is_std_file(file) {
+            return Origin::Std;
+        }
+        let root = source_root(file);
+        match self.roots.iter().find(|(r, _)| Some(r.as_path()) == root) {
+            Some((_, origin)) => *origin,
+            None => Origin::User,
+        }
+    }
+
+    /// Cuts one walk's frames (innermost first, the walk's own frames already left out) as
+    /// [`StackTrace`] says. With `by_name`, the walk could not tell its own frames
+    /// apart: they are found by the walker's function names.
+    fn cut(&self, mut frames: Vec<Frame>, by_name: bool) -> StackTrace {
+        if by_name
+            && let Some(w) = frames.iter().rposition(|f| {
+                f.function
+                    .as_deref()
+                    .is_some_and(|n| WALKER_FUNCTIONS.iter().any(|w| n.starts_with(w)))
+            })
+        {
+            frames.drain(..=w);
+        }
+        // The walk ends at the trampoline, or at a zero return address past it.
+        while frames.last().is_some_and(|f| f.ip == 0) {
+            frames.pop();
+        }
+        if frames.is_empty() {
+            return StackTrace::default();
+        }
+        let origins: Vec<Origin> = frames.iter().map(|f| self.origin(f)).collect();
+        let (start, end) = match origins.iter().position(|o| *o == Origin::User) {
+            Some(first_user) => {
+                let last_user =
+                    origins.iter().rposition(|o| *o == Origin::User).unwrap_or(first_user);
+                // The outermost runtime frame above the user's code: the call it made.
+                let start = origins[..first_user]
+                    .iter()
+                    .rposition(|o| matches!(o, Origin::Runtime(_)))
+                    .unwrap_or(0);
+                (start, last_user + 1)
+            }
+            None => {
+                let start = frames
+                    .iter()
+                    .zip(&origins)
+                    .take_while(|(f, o)| matches!(o, Origin::Runtime(_)) && is_switch(f))
+                    .count()
+                    .min(frames.len().saturating_sub(1));
+                let (sched, context) =
+                    (crate_index("purloin_sched"), crate_index("purloin_context"));
+                let entry = origins[start..]
+                    .iter()
+                    .rev()
+                    .take_while(|o| match o {
+                        Origin::Std | Origin::Unknown => true,
+                        Origin::Runtime(i) => *i == sched || *i == context,
+                        Origin::User => false,
+                    })
+                    .count()
+                    .min(frames.len() - start - 1);
+                (start, frames.len() - entry)
+            }
+        };
+        let entry = frames.split_off(end);
+        let shown = frames.split_off(start);
+        StackTrace { frames: shown, hidden: frames, entry }
+    }
+}
+
+/// Whether `f` is one of [`SWITCH_FUNCTIONS`] (by its last path segment).
+fn is_switch(f: &Frame) -> bool {
+    f.function.as_deref().is_some_and(|n| {
+        let last = n.rsplit("::").next().unwrap_or(n);
+        SWITCH_FUNCTIONS.contains(&last)
+    })
+}
+
+/// Resolves captured instruction pointers to frames (one per inlined function).
+/// (One group of frames per instruction pointer: the functions inlined there, innermost
+/// first, then the function the code belongs to.)
+fn resolve(ips: &[usize]) -> Vec<Vec<Frame>> {
+    ips.iter()
+        .map(|&ip| {
+            let mut frames = Vec::new();
+            backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
+                frames.push(Frame {
+                    ip,
+                    function: sym.name().map(|n| format!("{n:#}")),
+                    file: sym.filename().map(|p| p.to_path_buf()),
+                    line: sym.lineno(),
+                });
+            });
+            if frames.is_empty() {
+                frames.push(Frame { ip, function: None, file: None, line: None });
+            }
+            frames
+        })
+        .collect()
+}
+
+/// Symbolizes the captured walks of one dump and cuts each into a [`StackTrace`].
+fn symbolize(walks: &[&Walk]) -> Vec<StackTrace> {
+    let resolved: Vec<Vec<Vec<Frame>>> = walks.iter().map(|w| resolve(&w.ips)).collect();
+    let sorter = Sorter::learn(resolved.iter());
+    resolved
+        .into_iter()
+        .zip(walks)
+        .map(|(mut groups, w)| {
+            // The walk's own frames, then, on a parked green thread's stack, the visit's
+            // function that its switch called on its way back in (code of purloin_context
+            // alone: the green thread's frame has the scheduler's code around it).
+            let mut own = w.own.min(groups.len());
+            if w.own > 0 {
+                let context = Origin::Runtime(crate_index("purloin_context"));
+                own += groups[own..]
+                    .iter()
+                    .take_while(|g| g.iter().all(|f| sorter.origin(f) == context))
+                    .count();
+            }
+            let frames = groups.split_off(own).into_iter().flatten().collect();
+            sorter.cut(frames, w.own == 0)
+        })
+        .collect()
+}
+
+/// The index of `krate` in [`RUNTIME_CRATES`].
+fn crate_index(krate: &str) -> usize {
+    RUNTIME_CRATES.iter().position(|c| *c == krate).expect("one of the runtime's crates")
+}
+
+/// Functions of the runtime's crates above this one (the facade), each with its crate's
+/// name, registered with [`note_runtime_code`].
+static RUNTIME_CODE: std::sync::Mutex<Vec<(usize, &'static str)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Registers the function at `addr` as code of `krate`, a crate of the runtime built on this
+/// one (the `purloin` facade registers itself and purloin-sync when it builds a runtime). A
+/// dump resolves it to learn the crate's source directory, so that it can tell that crate's
+/// inlined frames, which optimized builds describe by bare names and files only, from the
+/// user's. Unknown crate names are ignored.
+///
+/// # Examples
+///
+/// ```
+/// fn some_function_of_the_facade() {}
+/// purloin_sched::note_runtime_code("purloin", some_function_of_the_facade as fn() as usize);
+/// ```
+#[doc(hidden)]
+pub fn note_runtime_code(krate: &'static str, addr: usize) {
+    if !RUNTIME_CRATES.contains(&krate) {
+        return;
+    }
+    let mut code = RUNTIME_CODE.lock().unwrap_or_else(|e| e.into_inner());
+    if !code.iter().any(|(_, k)| *k == krate) {
+        code.push((addr, krate));
+    }
+}
+
+/// The functions a dump resolves first to learn the runtime crates' source directories: one
+/// of this crate, one of `purloin_context`, and the registered ones.
+fn runtime_code() -> Vec<(usize, &'static str)> {
+    let mut code = vec![
+        (Ips::walk_here as fn(&mut Ips) as usize, "purloin_sched"),
+        (
+            purloin_context::is_abandon_payload as fn(&(dyn core::any::Any + Send)) -> bool
+                as usize,
+            "purloin_context",
+        ),
+    ];
+    code.extend(RUNTIME_CODE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied());
+    code
 }
 
 /// Captures the stack of the parked green thread `g` of `generation`, or returns `None` if it
 /// is no longer parked (or has no stack to walk). Leaves it parked, or queues it if an unpark
 /// arrived during the walk.
-fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize>> {
+fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
     if !g.begin_inspect(generation) {
         return None;
     }
-    let mut ips = Ips::new();
     // SAFETY: INSPECTED: the dump owns the G's cells (D1), like g0 owns a PARKING G.
     let ctx = unsafe { g.context.with_mut(|c| (*c).take()) };
+    let mut ips = Ips::new(ctx.as_ref().map_or(0, |c| c.stack_pointer()));
     let mut walked = false;
     if let Some(mut ctx) = ctx {
         // SAFETY: as above.
@@ -472,18 +868,50 @@ fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Vec<usize
         // An unpark arrived meanwhile and left its token: we queue it (D2).
         crate::ready::schedule(g, shared, false);
     }
-    walked.then(|| ips.ips[..ips.len].to_vec())
+    walked.then(|| ips.walk())
+}
+
+/// A dump whose stacks are walked but not yet symbolized.
+struct Captured {
+    dump: Dump,
+    /// Each walked stack, with the index of its thread.
+    walks: Vec<(usize, Walk)>,
 }
 
 /// Dumps the green threads of `shared`; with `backtraces`, walks the stacks of the parked ones
-/// (and of the calling green thread).
+/// (and of the calling green thread) and symbolizes them.
 pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
+    let number = number_of(shared);
+    finish(vec![capture(shared, backtraces, number)]).pop().expect("one dump in, one out")
+}
+
+/// Symbolizes the walks of `captured` (on the caller's stack, after every green thread was
+/// let go), learning the crates' source directories from all of them at once.
+fn finish(captured: Vec<Captured>) -> Vec<Dump> {
+    let walks: Vec<&Walk> = captured.iter().flat_map(|c| c.walks.iter().map(|(_, w)| w)).collect();
+    let mut traces = symbolize(&walks).into_iter();
+    captured
+        .into_iter()
+        .map(|c| {
+            let mut dump = c.dump;
+            for (i, _) in c.walks {
+                dump.threads[i].backtrace = traces.next();
+            }
+            dump.threads.sort_by_key(|t| t.id);
+            dump
+        })
+        .collect()
+}
+
+/// Looks at every green thread of `shared` once; with `backtraces`, walks the stacks of the
+/// parked ones (and of the calling green thread).
+fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
     let me = crate::thread::running_g();
     let sched = Arc::as_ptr(shared);
     // Durations are measured against a precise reading (which also refreshes the clock).
     let now = crate::clock::refresh();
     let mut threads = Vec::new();
-    let mut raw_traces: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut walks: Vec<(usize, Walk)> = Vec::new();
     registry().for_each(|gref| {
         if !gref.try_ref() {
             return;
@@ -509,16 +937,16 @@ pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
                 let trace = if !backtraces {
                     None
                 } else if me == Some(gref) {
-                    let mut ips = Ips::new();
+                    let mut ips = Ips::new(0);
                     ips.walk_here();
-                    Some(ips.ips[..ips.len].to_vec())
+                    Some(ips.walk())
                 } else if state == GreenState::Parked {
                     capture_parked(gref, generation, shared)
                 } else {
                     None
                 };
                 if let Some(t) = trace {
-                    raw_traces.push((threads.len(), t));
+                    walks.push((threads.len(), t));
                 }
                 let timed = !matches!(state, GreenState::Finished | GreenState::RunInline);
                 let since = gref.since.load(crate::sync::STAT);
@@ -529,6 +957,7 @@ pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
                     state,
                     in_state_for: timed.then(|| crate::clock::elapsed(since, now)),
                     spawned_by: (spawner != 0).then_some(GreenId(spawner)),
+                    created_at: gref.created_at(),
                     wait: wait_info_of(gref),
                     running_inline: (inline != 0).then_some(GreenId(inline)),
                     backtrace: None,
@@ -539,12 +968,87 @@ pub(crate) fn dump_of(shared: &Arc<Shared>, backtraces: bool) -> Dump {
             recycle_anywhere(gref);
         }
     });
-    // Symbolize on the caller's stack, after every green thread was let go.
-    for (i, ips) in raw_traces {
-        threads[i].backtrace = Some(symbolize(&ips));
-    }
-    threads.sort_by_key(|t| t.id);
-    Dump { threads, workers: shared.active().len() }
+    Captured { dump: Dump { threads, workers: shared.active().len(), scheduler: number }, walks }
+}
+
+/// The schedulers of the process from their start until their shutdown begins, weakly, in
+/// the order they started, with their numbers. Dumps hold it for reading while they look at
+/// green threads; registering and unregistering (the start of a shutdown) take it for
+/// writing, so a shutdown waits for the dumps in progress.
+static SCHEDULERS: std::sync::RwLock<Live> =
+    std::sync::RwLock::new(Live { last: 0, list: Vec::new() });
+
+struct Live {
+    /// The last number given out.
+    last: u64,
+    list: Vec<(u64, std::sync::Weak<Shared>)>,
+}
+
+fn live_read() -> std::sync::RwLockReadGuard<'static, Live> {
+    // A panic never happens while the lock is held for writing (pushes and retains).
+    SCHEDULERS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn live_write() -> std::sync::RwLockWriteGuard<'static, Live> {
+    SCHEDULERS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lists a scheduler that just started; returns its number (1 for the process's first).
+pub(crate) fn register(shared: &Arc<Shared>) -> u64 {
+    let mut live = live_write();
+    live.last += 1;
+    let number = live.last;
+    live.list.retain(|(_, w)| w.strong_count() > 0);
+    live.list.push((number, Arc::downgrade(shared)));
+    number
+}
+
+/// Takes a scheduler whose shutdown begins off the list, once no dump looks at it.
+pub(crate) fn unregister(shared: &Arc<Shared>) {
+    let ptr = Arc::as_ptr(shared);
+    live_write().list.retain(|(_, w)| w.strong_count() > 0 && w.as_ptr() != ptr);
+}
+
+/// The number of a listed scheduler (0 once its shutdown began).
+fn number_of(shared: &Arc<Shared>) -> u64 {
+    let ptr = Arc::as_ptr(shared);
+    live_read().list.iter().find(|(_, w)| w.as_ptr() == ptr).map_or(0, |(n, _)| *n)
+}
+
+/// Every running scheduler of the process, each as [`Scheduler::dump`](crate::Scheduler::dump)
+/// shows it, in the order they started ([`Dump::scheduler`] tells them apart). Schedulers
+/// whose shutdown has begun are left out; one that starts or stops meanwhile waits until
+/// every green thread was looked at (not for the symbolization).
+///
+/// Made for a process-wide dump on a signal: it needs no handle to any scheduler.
+///
+/// # Examples
+///
+/// ```
+/// let a = purloin_sched::Builder::new().workers(1).build().unwrap();
+/// let b = purloin_sched::Builder::new().workers(2).build().unwrap();
+/// let h = b.spawn(purloin_sched::park);
+/// while b.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dumps = purloin_sched::dump_all();
+/// let of_b = dumps.iter().find(|d| d.scheduler == b.number()).unwrap();
+/// assert_eq!(of_b.workers, 2);
+/// assert!(of_b.threads.iter().any(|t| t.id == h.thread().id()));
+/// assert!(dumps.iter().any(|d| d.scheduler == a.number()));
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn dump_all() -> Vec<Dump> {
+    let captured: Vec<Captured> = {
+        let live = live_read();
+        live.list
+            .iter()
+            .filter_map(|(n, w)| Some((*n, w.upgrade()?)))
+            .map(|(n, shared)| capture(&shared, true, n))
+            .collect()
+    };
+    finish(captured)
 }
 
 /// Where a RUNNING G runs: the processor whose `running` names it, and whether that

@@ -1,6 +1,9 @@
 //! The run-queue entry: a G record, a fork-join job with no G yet, or a lazily spawned green
 //! thread's task cell with no G yet.
 //!
+//! This file holds `impl M`'s part that takes entries (`M::accept`, `adopt_job`,
+//! `adopt_task`); the rest of `impl M` is in `worker.rs` (its first lines say where).
+//!
 //! Local queues, runnext and the global queue hold [`Entry`] words; a [`GRef`] is always a
 //! real record. An entry is decoded in one place, [`Entry::kind`], and every dequeue by a
 //! worker goes through [`M::accept`], which gives a job or a task its G (a task's from the

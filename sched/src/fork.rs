@@ -1,5 +1,5 @@
 //! Fork-join on green threads: [`join`] runs two closures potentially in parallel, like
-//! rayon's `join`, with work-first semantics (seed 004): the second closure becomes a green
+//! rayon's `join`, with work-first semantics (Cilk's and rayon's): the second closure becomes a green
 //! thread in this worker's local queue (where idle workers can steal it), the first runs right
 //! here, and at the join the second is taken back and run inline if nobody stole it.
 //!

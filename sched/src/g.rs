@@ -1,4 +1,4 @@
-//! G: the green-thread record and its state machine (protocol 4 of the design).
+//! G: the green-thread record and its state machine.
 //!
 //! A G is a small record: its state word, the entry it will run, and — once it has run — its
 //! saved [`Context`] and its [`Stack`]. Records are never freed while the scheduler lives
@@ -50,6 +50,7 @@
 //!   reads none of the cells written for it.
 
 use core::fmt;
+use core::panic::Location;
 use core::ptr::NonNull;
 
 use purloin_context::Context;
@@ -94,6 +95,10 @@ pub(crate) const fn bits_of(w: u64) -> u32 {
 pub(crate) const fn status_of(w: u64) -> u32 {
     (w as u32) & STATUS_MASK
 }
+
+/// Where a green thread was spawned: the spawn call's place in the source
+/// (`#[track_caller]`), kept as one pointer.
+pub(crate) type SpawnSite = &'static Location<'static>;
 
 /// "Not pinned" in [`G::pinned_to`].
 pub(crate) const NOT_PINNED: usize = usize::MAX;
@@ -162,6 +167,9 @@ pub(crate) struct G {
     /// fork-join job). Written by `prepare_*` before the record is published; read racily by
     /// dumps.
     pub(crate) spawned_by: crate::sync::DiagU64,
+    /// Where in the source it was spawned (null: unknown, as for a fork-join job). Written with
+    /// `spawned_by`; read racily by dumps (every value ever stored is a `'static` location).
+    pub(crate) created_at: crate::sync::DiagPtr<Location<'static>>,
 }
 
 /// What a G runs: one field for both kinds, since a record is either a green thread or a
@@ -210,6 +218,7 @@ impl G {
             state: AtomicU64::new(word(1, FREE)),
             since: crate::sync::DiagU64::new(0),
             spawned_by: crate::sync::DiagU64::new(0),
+            created_at: crate::sync::DiagPtr::new(core::ptr::null_mut()),
             refs: AtomicU32::new(0),
             slot,
             pinned_to: AtomicU32::new(NOT_PINNED as u32),
@@ -274,11 +283,34 @@ impl G {
         self.since.store(crate::clock::coarse(), crate::sync::STAT);
     }
 
-    /// Makes a FREE record RUNNABLE for a new green thread spawned by the green thread with id
-    /// `spawner` (0: none): one scheduling reference.
-    pub(crate) fn prepare_spawn(&self, spawner: u64) -> u32 {
-        let gen_now = self.generation();
+    /// Records who spawned the G and where (the caller owns the record: see `spawned_by`).
+    #[inline]
+    pub(crate) fn set_creator(&self, spawner: u64, at: Option<SpawnSite>) {
         self.spawned_by.store(spawner, crate::sync::STAT);
+        let at = at.map_or(core::ptr::null_mut(), |l| core::ptr::from_ref(l).cast_mut());
+        self.created_at.store(at, crate::sync::STAT);
+    }
+
+    /// Where the G was spawned, if known (racy read for dumps: any value is a `'static`
+    /// location or null).
+    pub(crate) fn created_at(&self) -> Option<SpawnSite> {
+        let at = self.created_at.load(crate::sync::STAT);
+        // SAFETY: every non-null value stored in `created_at` came from a
+        // `&'static Location<'static>` (`set_creator`).
+        unsafe { at.cast_const().as_ref() }
+    }
+
+    /// Makes a FREE record RUNNABLE for a new green thread spawned by the green thread with id
+    /// `spawner` (0: none), at no known place: one scheduling reference.
+    pub(crate) fn prepare_spawn(&self, spawner: u64) -> u32 {
+        self.prepare_spawn_at(spawner, None)
+    }
+
+    /// [`G::prepare_spawn`] for a green thread spawned at `at` in the source.
+    #[inline]
+    pub(crate) fn prepare_spawn_at(&self, spawner: u64, at: Option<SpawnSite>) -> u32 {
+        let gen_now = self.generation();
+        self.set_creator(spawner, at);
         self.stamp();
         // Release (G4): a reference taken on this life (`try_ref`, Acquire) comes after the
         // recycle that ended the last one, so a stale handle that takes it finds the new
@@ -295,7 +327,7 @@ impl G {
     /// identity (`lazy`, L2), and by the switch to it.
     pub(crate) fn prepare_running(&self, spawner: u64) -> u32 {
         let gen_now = self.generation();
-        self.spawned_by.store(spawner, crate::sync::STAT);
+        self.set_creator(spawner, None);
         // Release: as in `prepare_spawn` (G4).
         self.refs.store(1, Ordering::Release);
         self.state.store(word(gen_now, RUNNING), Ordering::Relaxed);
@@ -306,9 +338,9 @@ impl G {
     /// inline (a lazily spawned child that needed an identity during the run; see `lazy`;
     /// `spawner` as for `prepare_spawn`): one scheduling reference, held by the joiner; unparks
     /// are forwarded to the host.
-    pub(crate) fn prepare_claimed(&self, host: GRef, spawner: u64) -> u32 {
+    pub(crate) fn prepare_claimed(&self, host: GRef, spawner: u64, at: Option<SpawnSite>) -> u32 {
         let gen_now = self.generation();
-        self.spawned_by.store(spawner, crate::sync::STAT);
+        self.set_creator(spawner, at);
         // Release: as in `prepare_spawn` (G4).
         self.refs.store(1, Ordering::Release);
         self.host.store(host.as_ptr(), Ordering::Relaxed);
@@ -597,7 +629,7 @@ impl G {
         self.state.store(word(generation, FREE), Ordering::Release);
     }
 
-    /// Whether this G is a stackless task's record (a process step), not a green thread
+    /// Whether this G is a stackless task's record (a state-machine step), not a green thread
     /// (caller holds a reference or knows the G is alive).
     pub(crate) fn is_step(&self) -> bool {
         // SAFETY: the step task is written only at spawn (before the G is published) and
@@ -687,10 +719,12 @@ mod tests {
 
     /// A G record is memory every parked green thread keeps (a million parked threads hold a
     /// million records), so its size is pinned here: a field that grows it fails this test and
-    /// has to earn its bytes (or share a word with another field).
+    /// has to earn its bytes (or share a word with another field). The spawn's place
+    /// (`created_at`, 8 bytes) earns them as Go's `gopc` does: a dump shows where every
+    /// green thread was created.
     #[test]
     fn record_size_is_pinned() {
         assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
-        assert!(size_of::<G>() <= 208, "G record grew to {} bytes", size_of::<G>());
+        assert!(size_of::<G>() <= 216, "G record grew to {} bytes", size_of::<G>());
     }
 }

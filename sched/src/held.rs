@@ -1,5 +1,10 @@
 //! `HeldP`: the proof that the running worker holds its P, and the P's owner-only parts
-//! (the owner end of the local queue, the free-record cache) as safe methods on it.
+//! (the owner end of the local queue, the free-record cache) as safe methods on it. The
+//! methods that queue an entry on it (`HeldP::enqueue`, `push_spawn`, `push_fork`) are in
+//! `ready.rs`.
+//!
+//! This file holds `impl M`'s part about the P it holds (`M::held`, `alloc_g`, `recycle`); the
+//! rest of `impl M` is in `worker.rs` (its first lines say where).
 //!
 //! A P's owner-only parts may be used only by the worker that holds it, and only while it is
 //! not in a blocking section (the monitor may retake the P then; see `p`, R2). That fact is

@@ -1,4 +1,4 @@
-//! Who is searching, who is parked, and whom to wake (protocol 2: Go's "delicate dance").
+//! Who is searching, who is parked, and whom to wake (Go's "delicate dance").
 //!
 //! Workers are *running* (executing green threads), *searching* (spinning: looking for work to
 //! steal) or *parked* (asleep on their P's parking lot). One word counts searching and unparked
@@ -156,6 +156,23 @@ impl Idle {
         } else {
             false
         }
+    }
+
+    /// Takes P `p`'s worker off the sleepers list if it is parked (then counted unparked, not
+    /// searching, as [`Idle::take_sleeper`] does) and runs `removed` before the lock is
+    /// released; returns whether it did. The monitor retires a spare this way (S2 in
+    /// `blocking`): `removed` shrinks the active processors, and the worker, which always
+    /// takes this lock ([`Idle::unpark_self`]) after its wait returns and before it looks for
+    /// work, sees the shrink then. A worker that left the list first (it woke for work) is not
+    /// retired.
+    pub(crate) fn take_sleeper_then(&self, p: usize, removed: impl FnOnce()) -> bool {
+        let mut sleepers = lock(&self.sleepers);
+        let Some(i) = sleepers.list.iter().position(|&s| s == p) else { return false };
+        sleepers.list.swap_remove(i);
+        sleepers.granted_search[p] = false;
+        self.state.fetch_add(UNPARK_ONE, Ordering::SeqCst);
+        removed();
+        true
     }
 
     /// A worker asks to start searching. Refused when half of the workers already search.

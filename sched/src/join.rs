@@ -373,14 +373,23 @@ fn run_lazy_inline(
 
 /// Claims `child` for an inline run. The child is usually one of the newest entries of our own
 /// local queue (fork then join): then pop it, so no stale entry is left behind; otherwise
-/// claim it where it is and let its entry go stale.
+/// claim it where it is and let its entry go stale (for a worker that pulls it, or for
+/// [`drop_stale_at_global_head`], to drop).
 fn claim(m: &M, child: GreenThread) -> bool {
     if let Some(held) = m.held()
         && find_child(held, Wanted { entry: child.g.into(), generation: child.generation })
     {
         return true;
     }
-    child.g.claim_inline(child.generation)
+    if !child.g.claim_inline(child.generation) {
+        return false;
+    }
+    if m.looks.note_stale()
+        && let Some(held) = m.held()
+    {
+        drop_stale_at_global_head(held);
+    }
+    true
 }
 
 /// A child's queue entry that a join looks for: a G (claimed once popped) or a lazily spawned
@@ -490,6 +499,8 @@ fn find_child(held: HeldP<'_>, child: Wanted) -> bool {
 pub(crate) struct Looks {
     misses: [Cell<u32>; 3],
     skip: [Cell<u32>; 3],
+    /// Children claimed where they were since the last [`drop_stale_at_global_head`].
+    stale: Cell<u32>,
 }
 
 /// After `k` misses in a row, the next `2^(k-1)` looks (at most 64) skip.
@@ -500,7 +511,17 @@ impl Looks {
         Looks {
             misses: [Cell::new(0), Cell::new(0), Cell::new(0)],
             skip: [Cell::new(0), Cell::new(0), Cell::new(0)],
+            stale: Cell::new(0),
         }
+    }
+
+    /// Counts a child claimed where it was (its entry is stale now); true every
+    /// [`STALE_DRAIN`]th time: the joiner then drops the stale entries at the global queue's
+    /// head.
+    fn note_stale(&self) -> bool {
+        let n = self.stale.get() + 1;
+        self.stale.set(n % STALE_DRAIN);
+        n == STALE_DRAIN
     }
 
     /// Whether to skip this look (counts it down).
@@ -616,6 +637,43 @@ fn take_from_global_head_here(held: HeldP<'_>, child: Wanted) -> bool {
         held.enqueue(entry, Slot::Local);
     }
     false
+}
+
+/// Children a joiner claims where they are between two [`drop_stale_at_global_head`]s.
+const STALE_DRAIN: u32 = 64;
+
+/// Drops the stale entries at the head of the global queue, up to the first live one (which
+/// goes to the local queue). A joiner calls it every [`STALE_DRAIN`] children it claimed where
+/// they were: children that overflowed to the global queue and were then joined in spawn order
+/// leave their stale entries there, at its head, each holding its finished G's record. A
+/// worker that pulls from the global queue drops them, but while the joiner runs its children
+/// inline without ever switching, and no other worker pulls (one worker, or the others asleep
+/// or searching elsewhere), nobody does: a parent that spawns and joins waves of children
+/// would grow the queue, and the records, by a wave's worth each time. Each stale entry is
+/// dropped once, so the cost is a constant per claim.
+///
+/// It runs on the worker's own stack: each steal's epoch pin may collect garbage
+/// (`switch::on_worker_stack`).
+#[inline(never)]
+fn drop_stale_at_global_head(held: HeldP<'_>) {
+    crate::switch::on_worker_stack(held.m(), || {
+        let m = held.m();
+        while let purloin_deque::Steal::Success(entry) = m.shared.injector.steal() {
+            if let Some(g) = entry.record()
+                && !g.is_runnable()
+            {
+                // Stale, as in `take_from_global_head_here`: drop the entry's reference.
+                if g.drop_ref() {
+                    m.recycle(g);
+                }
+                continue;
+            }
+            // Live work: now local. The global queue may have looked non-empty to a worker
+            // about to park, which then finds it here: the notify rule applies.
+            held.enqueue(entry, Slot::Local);
+            break;
+        }
+    });
 }
 
 /// Takes a lazily spawned child from the far end of the local queue (where the oldest entry

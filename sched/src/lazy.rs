@@ -52,7 +52,7 @@
 //!   start pairs with L1 of a handle that made a record before the join.
 
 use crate::GreenThread;
-use crate::g::GRef;
+use crate::g::{GRef, SpawnSite};
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 
 const UNBOUND: u32 = 0;
@@ -66,47 +66,70 @@ const ENDED: u32 = 5;
 pub(crate) struct Identity {
     bind: AtomicU32,
     /// The identity: written by the holder of BINDING, read after BOUND (L1). Before that,
-    /// the green thread that spawned the task (`None`: not a green thread), written by the
-    /// spawner before it queues the entry (published with it) and read only by a party that
-    /// holds BINDING or that left UNBOUND for STARTED (after which no binder can start): the
-    /// spawner needs no room of its own in every task cell.
-    bound: UnsafeCell<Option<GreenThread>>,
+    /// who spawned the task and where ([`Bound::spawn`]), written by the spawner before it
+    /// queues the entry (published with it) and read only by a party that holds BINDING or
+    /// that left UNBOUND for STARTED (after which no binder can start): the spawner needs no
+    /// room of its own in every task cell.
+    bound: UnsafeCell<Bound>,
     /// Written by whoever dequeued the entry, before it leaves UNBOUND (L2): at STARTED the
     /// identity it runs the task with, at INLINE the joiner running it (unparks of a G made
     /// during the run are forwarded there).
     taker: UnsafeCell<Option<GreenThread>>,
 }
 
+/// The two lives of [`Identity::bound`] in one slot of two words: the spawn's facts until an
+/// identity is made, the identity after. Which one it holds follows from `bind` (see
+/// `bound`).
+#[derive(Clone, Copy)]
+union Bound {
+    spawn: Spawn,
+    identity: Option<GreenThread>,
+}
+
+// The spawn's facts share the identity's two words: task cells do not grow for them.
+const _: () = assert!(size_of::<Bound>() == size_of::<Option<GreenThread>>());
+
+/// Who spawned a lazily spawned green thread, and where.
+#[derive(Clone, Copy)]
+struct Spawn {
+    /// The spawning green thread's id (0: none).
+    by: u64,
+    at: Option<SpawnSite>,
+}
+
 impl Identity {
     pub(crate) fn new() -> Identity {
         Identity {
             bind: AtomicU32::new(UNBOUND),
-            bound: UnsafeCell::new(None),
+            bound: UnsafeCell::new(Bound { spawn: Spawn { by: 0, at: None } }),
             taker: UnsafeCell::new(None),
         }
     }
 
-    /// Records the green thread that spawns the task (see `bound`).
+    /// Records the green thread that spawns the task, by its id, and where it does (see
+    /// `bound`).
     ///
     /// # Safety
     /// The caller is the spawner and has not queued the entry yet (nobody else can see the
     /// cell).
     #[inline]
-    pub(crate) unsafe fn set_spawner(&self, spawner: GreenThread) {
+    pub(crate) unsafe fn set_spawner(&self, by: u64, at: SpawnSite) {
         // SAFETY: nobody else sees the cell yet (the caller's obligation).
-        unsafe { self.bound.with_mut(|b| *b = Some(spawner)) };
+        unsafe { self.bound.with_mut(|b| *b = Bound { spawn: Spawn { by, at: Some(at) } }) };
     }
 
-    /// The spawner's id for `G::spawned_by` (0: none).
+    /// The spawner's id for `G::spawned_by` (0: none) and the place of the spawn.
     ///
     /// # Safety
     /// The caller holds BINDING, entered from UNBOUND or INLINE, or left UNBOUND for STARTED
     /// (see `bound`).
-    unsafe fn spawner(&self) -> u64 {
-        // SAFETY: `bound` still holds the spawner and nobody writes it now (the caller's
+    unsafe fn spawner(&self) -> (u64, Option<SpawnSite>) {
+        // SAFETY: `bound` still holds the spawn's facts (no identity was published: the
+        // states the caller is in come before any) and nobody writes it now (the caller's
         // obligation); the spawner's write was published with the entry (or, for a handle
         // binding in another thread, with the handle).
-        unsafe { self.bound.with(|b| *b) }.map_or(0, |t| t.id().0)
+        let spawn = unsafe { self.bound.with(|b| (*b).spawn) };
+        (spawn.by, spawn.at)
     }
 
     /// The identity, if one was made (never makes one).
@@ -136,7 +159,7 @@ impl Identity {
     fn publish(&self, t: GreenThread) -> GreenThread {
         // SAFETY: we hold BINDING: nobody else writes `bound`, and nobody reads it before
         // BOUND.
-        unsafe { self.bound.with_mut(|b| *b = Some(t)) };
+        unsafe { self.bound.with_mut(|b| *b = Bound { identity: Some(t) }) };
         // Release: L1.
         self.bind.store(BOUND, Ordering::Release);
         t
@@ -145,10 +168,16 @@ impl Identity {
     /// The identity in final state `s` (BOUND or STARTED), seen with Acquire (or written by
     /// this thread, L3).
     fn read(&self, s: u32) -> GreenThread {
-        let slot = if s == STARTED { &self.taker } else { &self.bound };
-        // SAFETY: the caller saw the final state with Acquire (L1, L2) or made it (L3): the
-        // slot is written and never written again.
-        unsafe { slot.with(|b| *b) }.expect("a final identity state holds a green thread")
+        let t = if s == STARTED {
+            // SAFETY: the caller saw STARTED with Acquire (L2): `taker` is written and never
+            // written again.
+            unsafe { self.taker.with(|t| *t) }
+        } else {
+            // SAFETY: the caller saw BOUND with Acquire (L1) or made it (L3): `bound` holds
+            // the identity `publish` wrote, and is never written again.
+            unsafe { self.bound.with(|b| (*b).identity) }
+        };
+        t.expect("a final identity state holds a green thread")
     }
 
     /// The identity, made now if nobody has yet (a handle's `thread()`, or `current()` inside
@@ -173,16 +202,16 @@ impl Identity {
             // SAFETY: the record is FREE and unpublished: we own its cells (as in `spawn_g`).
             unsafe { g.sched.with_mut(|p| *p = sched) };
             // SAFETY: we hold BINDING.
-            let spawner = unsafe { self.spawner() };
+            let (spawner, at) = unsafe { self.spawner() };
             let t = match s {
                 // Not started: a RUNNABLE record that whoever dequeues the entry claims.
-                UNBOUND => GreenThread { g, generation: g.prepare_spawn(spawner) },
+                UNBOUND => GreenThread { g, generation: g.prepare_spawn_at(spawner, at) },
                 // Running inline: claimed by its joiner, to which unparks are forwarded.
                 INLINE => {
                     // SAFETY: written before INLINE, seen through our Acquire CAS (L2); the
                     // joiner does not write it again.
                     let host = unsafe { self.taker.with(|h| *h) }.expect("INLINE has a host");
-                    GreenThread { g, generation: g.prepare_claimed(host.g, spawner) }
+                    GreenThread { g, generation: g.prepare_claimed(host.g, spawner, at) }
                 }
                 // Ended without a G: the identity of a green thread that has ended.
                 _ => {
@@ -215,7 +244,8 @@ impl Identity {
             {
                 Ok(_) => {
                     // SAFETY: we left UNBOUND for STARTED: no binder can start now.
-                    g.spawned_by.store(unsafe { self.spawner() }, crate::sync::STAT);
+                    let (spawner, at) = unsafe { self.spawner() };
+                    g.set_creator(spawner, at);
                     return g;
                 }
                 Err(BINDING) => {

@@ -54,6 +54,7 @@
 
 mod blocking;
 mod builder;
+mod callback_timer;
 mod cells;
 mod clock;
 #[cfg(not(loom))]
@@ -72,6 +73,8 @@ mod lazy;
 mod loom_idle;
 #[cfg(all(test, loom))]
 mod loom_monitor;
+#[cfg(all(test, loom))]
+mod loom_spare;
 mod os;
 mod outside;
 mod p;
@@ -88,23 +91,25 @@ mod switch;
 mod sync;
 mod task;
 mod thread;
-mod timer;
-mod timers;
+mod timer_heap;
 mod worker;
 
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
+pub use callback_timer::{Timer, call_at, call_every};
 #[cfg(not(loom))]
 pub use dump::{
-    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states,
+    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    note_runtime_code,
 };
 pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
 pub use outside::{
-    BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, blocking_on_futures, idle_events,
-    note_idle_event, note_outside_event, outside_events, wait_idle_event, wait_outside_event,
+    BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, ThreadMark, blocking_on_futures,
+    helper_thread, helper_threads, idle_events, note_idle_event, note_outside_event,
+    outside_events, wait_idle_event, wait_outside_event,
 };
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
@@ -121,7 +126,6 @@ pub use thread::{
     in_green_thread, park, park_deadline, park_timeout, preemption_point, set_current_locals,
     set_wait_info, sleep, sleep_until, yield_now,
 };
-pub use timer::{Timer, call_at, call_every};
 
 /// Spawns a green thread on the scheduler running the current green thread.
 ///
@@ -139,6 +143,7 @@ pub use timer::{Timer, call_at, call_every};
 /// });
 /// assert_eq!(h.join().unwrap(), 42);
 /// ```
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,

@@ -1,4 +1,4 @@
-//! Loom models of protocol 2 (submit vs. going idle) on the real worker code: `find_runnable`
+//! Loom models of the idle protocol (submit vs. going idle) on the real worker code: `find_runnable`
 //! (search, give up, the dance, park on the lot) against `Shared::push_global` +
 //! `notify_work`, without context switches (the models stop at "a worker found the G"), also
 //! with the worker blocking in an I/O poller instead of on its lot (F3/F4 in `poll`).
@@ -13,18 +13,20 @@ use crate::worker::M;
 
 /// Like `loom::model`, with room for crossbeam-epoch's own branches (the injector pins
 /// the epoch; its collector's teardown alone takes thousands of loom branches).
-fn model(f: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.max_branches = b.max_branches.max(200_000);
     b.check(f);
 }
 
-fn shared(workers: usize) -> Arc<Shared> {
+/// A `Shared` with `workers` P's and no monitor, built without threads.
+pub(crate) fn shared(workers: usize) -> Arc<Shared> {
     let b = crate::Builder::new().workers(workers).monitor(false);
     Arc::new(Shared::new(b.config_for_tests()))
 }
 
-fn new_g(shared: &Arc<Shared>) -> GRef {
+/// A fresh G record of `shared`, counted live, ready to be queued.
+pub(crate) fn new_g(shared: &Arc<Shared>) -> GRef {
     let g = registry().alloc();
     // SAFETY: a fresh FREE record, not yet published.
     unsafe { g.sched.with_mut(|s| *s = Arc::as_ptr(shared)) };

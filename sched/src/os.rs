@@ -19,6 +19,46 @@ pub(crate) fn current_thread() -> u64 {
     }
 }
 
+/// [`current_thread`] without a system call after the first on each thread: a thread-local
+/// copy, dropped in a forked child (whose only thread has a new id) by a fork counter.
+pub(crate) fn current_thread_cached() -> u64 {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        use crate::sync::{AtomicU32, Ordering};
+        use core::cell::Cell;
+        static FORKS: AtomicU32 = AtomicU32::new(0);
+        extern "C" fn in_child() {
+            // Relaxed: the child has one thread when this runs.
+            FORKS.fetch_add(1, Ordering::Relaxed);
+        }
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        std::thread_local! {
+            static TID: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
+        }
+        INSTALL.call_once(|| {
+            // SAFETY: registers a child handler that only increments an atomic
+            // (async-signal-safe, as a fork child handler must be).
+            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        });
+        // Relaxed: a fork happens-before everything in the child.
+        let forks = FORKS.load(Ordering::Relaxed);
+        TID.try_with(|c| {
+            let (at, tid) = c.get();
+            if tid != 0 && at == forks {
+                return tid;
+            }
+            let tid = current_thread();
+            c.set((forks, tid));
+            tid
+        })
+        .unwrap_or_else(|_| current_thread())
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    {
+        current_thread()
+    }
+}
+
 /// CPU time consumed by the thread `t` (from [`current_thread`]), if known.
 pub(crate) fn thread_cpu_time(t: u64) -> Option<Duration> {
     #[cfg(target_os = "linux")]

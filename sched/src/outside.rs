@@ -42,12 +42,14 @@ fn lock() -> DiagMutexGuard<'static, Vec<(usize, usize)>> {
 #[must_use = "the wait is counted while the guard lives"]
 pub struct OutsideWait {
     sched: usize,
+    _mark: ThreadMark,
 }
 
 impl OutsideWait {
     /// Counts the calling OS thread as waiting on `sched` (a `Shared` address).
     pub(crate) fn new(sched: *const crate::shared::Shared) -> OutsideWait {
         let sched = sched as usize;
+        let mark = ThreadMark::new(sched);
         let mut list = lock();
         match list.iter_mut().find(|(s, _)| *s == sched) {
             Some((_, n)) => *n += 1,
@@ -55,7 +57,7 @@ impl OutsideWait {
         }
         drop(list);
         note_outside_event();
-        OutsideWait { sched }
+        OutsideWait { sched, _mark: mark }
     }
 }
 
@@ -68,6 +70,122 @@ impl Drop for OutsideWait {
                 list.swap_remove(i);
             }
         }
+    }
+}
+
+/// OS threads that cannot wake a scheduler's green threads by surprise: `(kernel thread id,
+/// owner)`, where the owner is a scheduler's `Shared` address (its workers and monitor, and
+/// the OS threads waiting on it) or [`ANY`] (a helper of the runtime that never wakes a green
+/// thread). Every other thread of the process might (a program's own thread holding a
+/// channel's sender, a tokio runtime's driver, the signal dispatcher): see
+/// [`Scheduler::unknown_threads`](crate::Scheduler::unknown_threads).
+static MARKED: DiagMutex<Vec<(u64, usize)>> = DiagMutex::new(Vec::new());
+
+/// The owner of a [`helper_thread`] mark: known to every scheduler.
+const ANY: usize = 0;
+
+fn marked() -> DiagMutexGuard<'static, Vec<(u64, usize)>> {
+    MARKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The mark of an OS thread that cannot wake green threads by surprise (see [`helper_thread`]),
+/// while it lives. Dropping it on another thread removes the mark of the thread that made it.
+#[derive(Debug)]
+#[must_use = "the thread is marked while the guard lives"]
+pub struct ThreadMark {
+    tid: u64,
+    owner: usize,
+}
+
+impl ThreadMark {
+    /// Marks the calling thread for `owner` (unknown thread ids, off Linux, mark nothing).
+    pub(crate) fn new(owner: usize) -> ThreadMark {
+        let tid = crate::os::current_thread_cached();
+        if tid != 0 {
+            marked().push((tid, owner));
+        }
+        ThreadMark { tid, owner }
+    }
+}
+
+impl Drop for ThreadMark {
+    fn drop(&mut self) {
+        if self.tid == 0 {
+            return;
+        }
+        let mut list = marked();
+        if let Some(i) = list.iter().position(|m| *m == (self.tid, self.owner)) {
+            list.swap_remove(i);
+        }
+    }
+}
+
+/// Marks the calling OS thread, while the guard lives, as a helper of the runtime that never
+/// wakes a green thread (a trace writer, a deadlock watch, a thread printing statistics), so a
+/// deadlock check does not count it among the threads that might
+/// ([`Scheduler::unknown_threads`](crate::Scheduler::unknown_threads)). Mark nothing else: a
+/// thread marked by mistake can make a check report a deadlock that this thread would have
+/// ended.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let helper = std::thread::spawn(|| {
+///     let _mark = purloin_sched::helper_thread();
+///     std::thread::park();
+/// });
+/// let other = std::thread::spawn(|| std::thread::park());
+/// // On Linux, once the threads have started (and the scheduler's own have marked themselves),
+/// // only this thread and `other` could wake a green thread: not the helper.
+/// # let settled = |want| (0..10_000).any(|_| { std::thread::yield_now(); sched.unknown_threads() == want });
+/// assert!(sched.unknown_threads().is_none() || settled(Some(2)));
+/// # helper.thread().unpark(); other.thread().unpark();
+/// # helper.join().unwrap(); other.join().unwrap();
+/// ```
+pub fn helper_thread() -> ThreadMark {
+    ThreadMark::new(ANY)
+}
+
+/// How many threads carry a [`helper_thread`] mark now.
+#[doc(hidden)]
+pub fn helper_threads() -> usize {
+    marked().iter().filter(|(_, o)| *o == ANY).count()
+}
+
+/// Marks the calling thread as a worker or the monitor of `sched`.
+pub(crate) fn mark_own_thread(sched: *const crate::shared::Shared) -> ThreadMark {
+    ThreadMark::new(sched as usize)
+}
+
+/// The threads of this process that are not marked for `sched` nor as helpers (and are not the
+/// stack scavenger); `None` where the process's threads cannot be listed.
+pub(crate) fn unknown_threads(sched: *const crate::shared::Shared) -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        let sched = sched as usize;
+        let scavenger = purloin_stack::scavenger_thread_id();
+        // The marks first, then the listing: a thread that starts meanwhile is listed without
+        // its mark and counted, and one that ends was counted either way; both err towards
+        // "a thread might wake it".
+        let known: Vec<u64> = marked()
+            .iter()
+            .filter(|(_, owner)| *owner == ANY || *owner == sched)
+            .map(|(tid, _)| *tid)
+            .collect();
+        let mut unknown = 0;
+        for entry in std::fs::read_dir("/proc/self/task").ok()? {
+            let tid: u64 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            if !known.contains(&tid) && Some(tid) != scavenger {
+                unknown += 1;
+            }
+        }
+        Some(unknown)
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    {
+        let _ = sched;
+        None
     }
 }
 

@@ -32,7 +32,7 @@ use crate::stats::PStats;
 use crate::sync::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell, lock,
 };
-use crate::timers::Timers;
+use crate::timer_heap::Timers;
 
 /// Local run-queue capacity (Go and tokio use 256; loom models use 4).
 #[cfg(not(loom))]
@@ -78,7 +78,7 @@ pub(crate) struct P {
     /// itself with F1 even onto a non-empty queue (`ready`'s notify rule). Holder only
     /// (Relaxed: written and read by the holding worker).
     pub(crate) fork_unannounced: AtomicBool,
-    /// Deadlines: timed parks and callback timers (fired by anyone: `timers`).
+    /// Deadlines: timed parks and callback timers (fired by anyone: `timer_heap`).
     pub(crate) timers: Timers,
     /// Free G records (holder only).
     pub(crate) free_gs: UnsafeCell<Vec<GRef>>,
@@ -244,7 +244,7 @@ impl P {
 }
 
 /// Loom models of the P's own protocols: runnext taken by the owner vs. a last-pass thief
-/// (c), and the blocking handoff's retake vs. the holder's return (d, protocol 5).
+/// (c), and the blocking handoff's retake vs. the holder's return (d).
 #[cfg(all(test, loom))]
 mod loom_p {
     use super::*;

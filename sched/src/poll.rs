@@ -1,5 +1,5 @@
 //! The hook through which an I/O poller (the runtime's netpoller) plugs into the scheduler
-//! (seed 000's find-work order: local, global, **network poller**, steal).
+//! (Go's find-work order: local, global, **network poller**, steal).
 //!
 //! A poller reports green threads whose I/O became ready. Workers call it non-blocking in
 //! every search; when a worker would otherwise park, at most one worker blocks in the poller

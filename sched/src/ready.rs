@@ -36,7 +36,7 @@ use std::io;
 
 use crate::GreenThread;
 use crate::entry::Entry;
-use crate::g::{GRef, NOT_PINNED, Unparked, Work};
+use crate::g::{GRef, NOT_PINNED, SpawnSite, Unparked, Work};
 use crate::held::HeldP;
 use crate::hook::{self, Event};
 use crate::registry::registry;
@@ -310,13 +310,15 @@ pub(crate) fn alloc_record() -> GRef {
 }
 
 /// Spawns `task` lazily if it may be (see `lazy`): from a green thread of `shared` on a worker
-/// holding its P, with default options. Gives the task back otherwise.
+/// holding its P, with default options; `at` is the spawn's place in the source. Gives the
+/// task back otherwise.
 pub(crate) fn spawn_lazy(
     shared: &Arc<Shared>,
     opts: &crate::SpawnOptions,
     task: OwnedTask,
+    at: SpawnSite,
 ) -> Result<(), OwnedTask> {
-    spawn_lazy_from(current_worker(), shared, opts, task)
+    spawn_lazy_from(current_worker(), shared, opts, task, at)
 }
 
 /// [`spawn_lazy`] from `here`, the calling thread's worker as its caller just looked it up
@@ -327,6 +329,7 @@ pub(crate) fn spawn_lazy_from(
     shared: &Arc<Shared>,
     opts: &crate::SpawnOptions,
     task: OwnedTask,
+    at: SpawnSite,
 ) -> Result<(), OwnedTask> {
     let default_opts =
         !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
@@ -349,16 +352,18 @@ pub(crate) fn spawn_lazy_from(
     // SAFETY: the cell is ours until the push below publishes it; its head is at offset 0.
     let head = unsafe { &*cell.cast::<crate::task::CellHead>().as_ptr() };
     // SAFETY: the entry is not queued yet (above).
-    unsafe { head.identity.set_spawner(GreenThread { g: me, generation: me.generation() }) };
+    unsafe { head.identity.set_spawner(me.id_with(me.generation()), at) };
     h.push_spawn(Entry::task(cell));
     Ok(())
 }
 
-/// Spawns a G on `shared` (the body of the public spawn functions).
+/// Spawns a G on `shared` (the body of the public spawn functions); `at` is the spawn's place
+/// in the source.
 pub(crate) fn spawn_g(
     shared: &Arc<Shared>,
     body: Body,
     opts: &crate::SpawnOptions,
+    at: SpawnSite,
 ) -> io::Result<GreenThread> {
     let here = current_worker().filter(|m| Arc::ptr_eq(&m.shared, shared));
     if !shared.is_running() && here.is_none() {
@@ -404,7 +409,7 @@ pub(crate) fn spawn_g(
         g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
     let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
-    let generation = g.prepare_spawn(spawner);
+    let generation = g.prepare_spawn_at(spawner, Some(at));
     if here.is_none() {
         stamp_queued(g, false);
     }

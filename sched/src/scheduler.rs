@@ -1,12 +1,13 @@
 //! The scheduler handle: starting it, spawning on it, observing it, shutting it down (the
 //! steps are in `shutdown`).
 
+use core::panic::Location;
 use std::io;
 use std::sync::Arc as StdArc;
 use std::time::Duration;
 
 use crate::builder::{Builder, SpawnOptions};
-use crate::g;
+use crate::g::{self, SpawnSite};
 use crate::join::JoinHandle;
 use crate::registry::for_each_parked;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
@@ -39,7 +40,11 @@ impl Scheduler {
             }
         }
         let monitor = if shared.config.monitor { start_monitor(&shared)? } else { None };
-        Ok(Scheduler { shared, monitor })
+        #[cfg(not(loom))]
+        let number = crate::dump::register(&shared);
+        #[cfg(loom)]
+        let number = 0;
+        Ok(Scheduler { shared, monitor, number })
     }
 }
 
@@ -85,11 +90,16 @@ fn start_monitor(_shared: &Arc<Shared>) -> io::Result<Option<std::thread::JoinHa
 pub struct Scheduler {
     pub(crate) shared: Arc<Shared>,
     monitor: Option<std::thread::JoinHandle<()>>,
+    /// See [`Scheduler::number`].
+    number: u64,
 }
 
 impl core::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Scheduler").field("workers", &self.shared.active().len()).finish()
+        f.debug_struct("Scheduler")
+            .field("number", &self.number)
+            .field("workers", &self.shared.active().len())
+            .finish()
     }
 }
 
@@ -185,7 +195,9 @@ impl Scheduler {
     /// assert_eq!(sched.workers(), 2);
     /// ```
     pub fn workers(&self) -> usize {
-        self.shared.active().len()
+        // The monitor's spare processors (`Builder::max_spare_workers`) are not counted.
+        let spares = self.shared.spare_procs.load(Ordering::Relaxed);
+        self.shared.active().len().saturating_sub(spares).max(1)
     }
 
     /// Changes the number of processors while the scheduler runs (Go's `procresize`, what
@@ -214,13 +226,13 @@ impl Scheduler {
     pub fn set_workers(&self, n: usize) -> io::Result<()> {
         let s = &self.shared;
         let _resize = lock(&s.resize.0);
-        if n == 0 || n > s.ps.len() {
+        let max = s.ps.len() - s.config.max_spare_workers;
+        if n == 0 || n > max {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "purloin-sched: set_workers({n}): use between 1 and max_workers ({}); raise \
-                     Builder::max_workers to grow further",
-                    s.ps.len()
+                    "purloin-sched: set_workers({n}): use between 1 and max_workers ({max}); \
+                     raise Builder::max_workers to grow further"
                 ),
             ));
         }
@@ -230,7 +242,21 @@ impl Scheduler {
             ));
         }
         let old = s.nprocs.load(Ordering::Acquire);
+        // The monitor's spare processors (changed only under this lock) stay on top of `n`.
+        let asked = n;
+        let n = n + s.spare_procs.load(Ordering::Relaxed);
         if n > old {
+            // A spare the monitor just removed may still be retiring: its P is reused only
+            // once its worker let go of it (R2: the Acquire pairs with `retire`'s Release).
+            let mut guard = _resize;
+            while s.ps[old..n].iter().any(|p| p.status.load(Ordering::Acquire) != crate::p::RETIRED)
+            {
+                guard = match s.resize.1.wait_timeout(guard, Duration::from_millis(1)) {
+                    Ok((g, _)) => g,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            let _resize = guard;
             for p in &s.ps[old..n] {
                 p.status.store(crate::p::RUNNING, Ordering::Release);
             }
@@ -245,7 +271,7 @@ impl Scheduler {
         }
         if let Some(i) = (n..old).find(|&i| s.ps[i].pinned.load(Ordering::Acquire) > 0) {
             return Err(io::Error::other(format!(
-                "purloin-sched: set_workers({n}): worker {i} has pinned green threads, which may \
+                "purloin-sched: set_workers({asked}): worker {i} has pinned green threads, which may \
                  not move to another OS thread; let them finish first"
             )));
         }
@@ -290,12 +316,13 @@ impl Scheduler {
     /// let bad = SpawnOptions { stack_size: Some(StackSize::Bytes(0)), ..SpawnOptions::default() };
     /// assert!(sched.spawn_with(bad, || ()).is_err());
     /// ```
+    #[track_caller]
     pub fn spawn_with<F, T>(&self, opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        spawn_on(&self.shared, opts, f)
+        spawn_on(&self.shared, opts, f, Location::caller())
     }
 
     /// Spawns a green thread running `f` with default options.
@@ -311,6 +338,7 @@ impl Scheduler {
     /// let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
     /// assert_eq!(sum, 328_350);
     /// ```
+    #[track_caller]
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -363,6 +391,7 @@ impl Scheduler {
     /// assert!(rx.recv().is_err()); // every sender dropped: the closure is gone
     /// assert!(flag.load(Ordering::Relaxed));
     /// ```
+    #[track_caller]
     pub unsafe fn spawn_detached_unchecked<F>(
         &self,
         opts: SpawnOptions,
@@ -372,7 +401,8 @@ impl Scheduler {
     where
         F: FnOnce() + Send,
     {
-        spawn_detached_on(current_worker(), &self.shared, opts, DetachedCell::allocate(group, f))
+        let task = DetachedCell::allocate(group, f);
+        spawn_detached_on(current_worker(), &self.shared, opts, task, Location::caller())
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -390,6 +420,22 @@ impl Scheduler {
     /// ```
     pub fn stats(&self) -> Stats {
         stats_of(&self.shared)
+    }
+
+    /// This scheduler's number in the process: 1 for the first one started, 2 for the next,
+    /// and so on (never reused). Dumps carry it ([`Dump::scheduler`](crate::Dump::scheduler)),
+    /// so that a dump of every scheduler ([`dump_all`](crate::dump_all)) tells them apart.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = purloin_sched::Scheduler::new().unwrap();
+    /// let b = purloin_sched::Scheduler::new().unwrap();
+    /// assert!(b.number() > a.number());
+    /// assert_eq!(a.dump().scheduler, a.number());
+    /// ```
+    pub fn number(&self) -> u64 {
+        self.number
     }
 
     /// The green threads of this scheduler that are parked now, with what each waits on (a
@@ -500,6 +546,54 @@ impl Scheduler {
         crate::outside::count(Arc::as_ptr(&self.shared))
     }
 
+    /// How many OS threads of this process could still wake one of this scheduler's green
+    /// threads from outside it: every thread except this scheduler's workers and monitor, the
+    /// OS threads waiting on it ([`Scheduler::outside_waiters`]), the runtime's helper threads
+    /// ([`helper_thread`](crate::helper_thread)) and the stack scavenger. `None` where the
+    /// process's threads cannot be listed (off Linux).
+    ///
+    /// With [`Scheduler::is_quiescent`], what makes a deadlock certain (Go's `checkdead`
+    /// counts its M's the same way): every green thread is parked with no timer, I/O wait or
+    /// blocking section to wake it, and no thread is left that could. A program's own threads,
+    /// a tokio runtime's, or a signal dispatcher's might send on a channel or unpark a green
+    /// thread at any time, so while one exists nothing is certain.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let other = std::thread::spawn(|| std::thread::park());
+    /// // On Linux, once the scheduler's own threads have started: this thread and `other`.
+    /// # let settled = |want| (0..10_000).any(|_| { std::thread::yield_now(); sched.unknown_threads() == want });
+    /// assert!(sched.unknown_threads().is_none() || settled(Some(2)));
+    /// other.thread().unpark();
+    /// other.join().unwrap();
+    /// ```
+    pub fn unknown_threads(&self) -> Option<usize> {
+        crate::outside::unknown_threads(Arc::as_ptr(&self.shared))
+    }
+
+    /// Marks the calling OS thread, while the guard lives, as one that waits on this
+    /// scheduler without counting it among [`Scheduler::outside_waiters`] (a `block_on` that
+    /// watches for a deadlock itself): it is not among the
+    /// [`Scheduler::unknown_threads`] that could wake a green thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let mark = sched.mark_waiting_thread();
+    /// // On Linux, once the scheduler's own threads have started, no thread is left that
+    /// // could wake a green thread: this one is marked as waiting on the scheduler.
+    /// # let settled = |want| (0..10_000).any(|_| { std::thread::yield_now(); sched.unknown_threads() == want });
+    /// assert!(sched.unknown_threads().is_none() || settled(Some(0)));
+    /// assert_eq!(sched.outside_waiters(), 0);
+    /// drop(mark);
+    /// ```
+    pub fn mark_waiting_thread(&self) -> crate::ThreadMark {
+        crate::outside::mark_own_thread(Arc::as_ptr(&self.shared))
+    }
+
     /// Counts the calling OS thread as waiting on a green thread of this scheduler while the
     /// guard lives (for waits the layer above implements, such as a scope's owner).
     ///
@@ -594,6 +688,10 @@ impl Scheduler {
                  threads (it would wait for itself); drop it from the thread that owns it"
             );
         }
+        // Off the process's list first: a dump of every scheduler (`dump_all`) in progress is
+        // let finish, and none starts, while this one stops.
+        #[cfg(not(loom))]
+        crate::dump::unregister(&shared);
         shared.phase.store(PHASE_DRAINING, Ordering::Release);
         shared.wake_all();
         let mut report = ShutdownReport::default();
@@ -623,6 +721,11 @@ impl Scheduler {
             drain_queues(&shared, false);
             report.unfinished = shared.live().saturating_sub(report.leaked);
         }
+        // Nothing fires timers any more: drop them now (a ticker's channel disconnects even
+        // though its `Timer` handle keeps this scheduler's shared state alive).
+        for p in shared.ps.iter() {
+            p.timers.clear();
+        }
         report
     }
 }
@@ -649,11 +752,13 @@ impl Drop for Scheduler {
     }
 }
 
-/// Spawns on `shared` (the body of every spawn function).
+/// Spawns on `shared` (the body of every spawn function); `at` is the spawn's place in the
+/// source, shown by dumps.
 pub(crate) fn spawn_on<F, T>(
     shared: &Arc<Shared>,
     opts: SpawnOptions,
     f: F,
+    at: SpawnSite,
 ) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -668,12 +773,12 @@ where
     // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
     // the spawning worker) is not to be used.
     let sched = Arc::as_ptr(shared);
-    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task) {
+    let (thread, lazy) = match crate::ready::spawn_lazy(shared, &opts, task, at) {
         Ok(()) => (std::sync::OnceLock::new(), true),
         // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
         // is `packet`, which then frees the cell.
         Err(task) => {
-            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
             (std::sync::OnceLock::from(t), false)
         }
     };
@@ -689,10 +794,11 @@ fn spawn_detached_on(
     shared: &Arc<Shared>,
     opts: SpawnOptions,
     task: crate::task::OwnedTask,
+    at: SpawnSite,
 ) -> io::Result<()> {
-    if let Err(task) = crate::ready::spawn_lazy_from(here, shared, &opts, task) {
+    if let Err(task) = crate::ready::spawn_lazy_from(here, shared, &opts, task, at) {
         // On an error `task` is dropped unrun (its closure with it).
-        crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts)?;
+        crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
     }
     Ok(())
 }
@@ -734,6 +840,7 @@ fn spawn_detached_on(
 ///     .is_err());
 /// ```
 #[inline]
+#[track_caller]
 pub unsafe fn spawn_detached_unchecked<F>(opts: SpawnOptions, group: usize, f: F) -> io::Result<()>
 where
     F: FnOnce() + Send,
@@ -746,7 +853,13 @@ where
              which starts one)",
         ));
     };
-    spawn_detached_on(Some(m), &m.shared, opts, DetachedCell::allocate(group, f))
+    spawn_detached_on(
+        Some(m),
+        &m.shared,
+        opts,
+        DetachedCell::allocate(group, f),
+        Location::caller(),
+    )
 }
 
 /// Spawns on the scheduler running the current green thread.
@@ -769,6 +882,7 @@ where
 /// // Outside a green thread there is no scheduler to spawn on.
 /// assert!(purloin_sched::spawn_with(SpawnOptions::default(), || ()).is_err());
 /// ```
+#[track_caller]
 pub fn spawn_with<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -782,7 +896,7 @@ where
     };
     // No clone of the Arc: a read-modify-write of the scheduler's shared reference count on
     // every spawn would bounce its cache line between the workers.
-    spawn_on(&m.shared, opts, f)
+    spawn_on(&m.shared, opts, f, Location::caller())
 }
 
 /// Calls `f` with the data attached (by [`Scheduler::set_user_data`]) to the scheduler running

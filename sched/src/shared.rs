@@ -3,7 +3,8 @@
 //! submit-side operations every party uses (notify and wake, global and pinned pushes).
 //!
 //! The worker loop that consumes this state is in `worker`; what makes a G runnable is in
-//! `ready`.
+//! `ready`. `impl Shared` has a second part in `blocking.rs`: the monitor's kicks, the
+//! blocking hand-off and the spare workers.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ use crate::sync::{
     Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Padded, STAT, fence, lock,
     thread,
 };
-use crate::timers::Epoch;
+use crate::timer_heap::Epoch;
 use crate::worker::NO_P;
 
 /// Scheduler lifecycle (`Shared::phase`).
@@ -43,6 +44,8 @@ pub(crate) struct Config {
     pub(crate) blocking_threshold: Duration,
     pub(crate) long_run_threshold: Duration,
     pub(crate) max_threads: usize,
+    /// Processors the monitor may add for stalled workers (`Builder::max_spare_workers`).
+    pub(crate) max_spare_workers: usize,
     /// Record park durations (`Builder::park_histogram`).
     pub(crate) park_histogram: bool,
     /// Frees a green thread's local-storage pointer when a fork-join job that ran as its own
@@ -67,8 +70,12 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) stats: SharedStats,
     pub(crate) epoch: Epoch,
-    /// Active P's: `ps[..nprocs]` (changed by `Scheduler::set_workers`; the rest are RETIRED).
+    /// Active P's: `ps[..nprocs]` (changed by `Scheduler::set_workers` and by the monitor's
+    /// spares; the rest are RETIRED or retiring).
     pub(crate) nprocs: AtomicUsize,
+    /// How many of the active P's are spares the monitor added for stalled workers
+    /// (`blocking`'s spare workers). Changed only under `resize`'s lock.
+    pub(crate) spare_procs: AtomicUsize,
     /// Serialises `set_workers`; the condvar is signalled when a removed P retires.
     pub(crate) resize: (Mutex<()>, Condvar),
     pub(crate) threads: Mutex<Vec<thread::JoinHandle<()>>>,
@@ -86,7 +93,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config) -> Shared {
         let n = config.workers;
-        let max = config.max_workers.max(n);
+        let max = config.max_workers.max(n) + config.max_spare_workers;
         let ps: Box<[Padded<P>]> = (0..max).map(|i| Padded(P::new(i))).collect();
         for p in &ps[n..] {
             p.status.store(p::RETIRED, Ordering::Relaxed);
@@ -104,6 +111,7 @@ impl Shared {
             stats: SharedStats::default(),
             epoch: Epoch::now(),
             nprocs: AtomicUsize::new(n),
+            spare_procs: AtomicUsize::new(0),
             resize: (Mutex::new(()), Condvar::new()),
             threads: Mutex::new(Vec::new()),
             spares: Mutex::new(Vec::new()),

@@ -244,21 +244,10 @@ pub(crate) fn drain_queues(shared: &Shared, workers_stopped: bool) {
 #[cfg(all(test, loom))]
 mod loom_drain {
     use super::*;
+    use crate::loom_idle::{model, shared};
     use crate::shared::PHASE_DRAINING;
     use crate::sync::{AtomicBool, thread};
     use crate::worker::M;
-
-    /// Like `loom::model`, with room for crossbeam-epoch's branches (the injector's teardown).
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        b.max_branches = b.max_branches.max(200_000);
-        b.check(f);
-    }
-
-    fn shared(workers: usize) -> Arc<Shared> {
-        let b = crate::Builder::new().workers(workers).monitor(false);
-        Arc::new(Shared::new(b.config_for_tests()))
-    }
 
     /// (L1) A green thread alive throughout (started from outside) while a child is spawned
     /// on P 0 and finishes on P 1 (the flag stands for the queue the child passes through):

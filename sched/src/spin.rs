@@ -183,8 +183,8 @@ pub enum Step {
 
 impl Spin {
     /// A worker searching for work, which parks when the search ends: rounds 1–3 spin 2, 4
-    /// and 8 hints, rounds 4–15 yield the OS thread, round 16 is [`Step::Sleep`] (seed 003's
-    /// adaptive spinning). Under loom the first round sleeps.
+    /// and 8 hints, rounds 4–15 yield the OS thread, round 16 is [`Step::Sleep`] (adaptive
+    /// spinning: spin, then yield, then sleep). Under loom the first round sleeps.
     ///
     /// # Examples
     ///

@@ -1,7 +1,7 @@
 //! Stackless tasks: units of work that run on the same processors, queues, stealing and
 //! wake-ups as green threads, but without a stack of their own. A task is *stepped* on the
 //! worker's own stack; between steps it waits (parked, like a green thread) until something
-//! unparks it. This is what purloin's process host (seed 003's state machines) runs on.
+//! unparks it. This is what purloin's state-machine host (`purloin::machine`) runs on.
 
 use core::any::Any;
 use std::io;
@@ -128,8 +128,10 @@ impl crate::Scheduler {
     ///     std::thread::yield_now();
     /// }
     /// ```
+    #[track_caller]
     pub fn spawn_task(&self, task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
-        crate::ready::spawn_g(&self.shared, Body::Step(task), &crate::SpawnOptions::default())
+        let at = core::panic::Location::caller();
+        crate::ready::spawn_g(&self.shared, Body::Step(task), &crate::SpawnOptions::default(), at)
     }
 }
 
@@ -157,6 +159,7 @@ impl crate::Scheduler {
 /// // Outside a green thread there is no scheduler to start it on.
 /// assert!(purloin_sched::spawn_task(Arc::new(Once)).is_err());
 /// ```
+#[track_caller]
 pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
     let Some(m) = crate::worker::current_worker() else {
         return Err(io::Error::other(
@@ -165,5 +168,6 @@ pub fn spawn_task(task: Arc<dyn Task>) -> io::Result<crate::GreenThread> {
         ));
     };
     let shared = m.shared.clone();
-    crate::ready::spawn_g(&shared, Body::Step(task), &crate::SpawnOptions::default())
+    let at = core::panic::Location::caller();
+    crate::ready::spawn_g(&shared, Body::Step(task), &crate::SpawnOptions::default(), at)
 }

@@ -83,6 +83,11 @@ counters! {
         handoffs,
         /// Worker OS threads started (including ones started for handoffs).
         threads_started,
+        /// Spare workers the monitor added for stalled workers
+        /// ([`Builder::max_spare_workers`](crate::Builder::max_spare_workers)).
+        spares_added,
+        /// Spare workers that retired after the stall ended.
+        spares_retired,
         /// Green threads reported for running too long without a scheduling point.
         long_runners,
         /// Rounds of the monitor (each follows one of its sleeps).
@@ -249,7 +254,8 @@ impl ParkBuckets {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Per processor.
+    /// Per active processor, the spares the monitor added for stalled workers included
+    /// ([`Builder::max_spare_workers`](crate::Builder::max_spare_workers)).
     pub procs: Vec<ProcStats>,
     /// Sum over processors.
     pub total: ProcStats,

@@ -1,12 +1,15 @@
 //! The g0 switch protocol: switching a claimed G in, and finishing on g0 what it asked for
 //! when it switches back out.
 //!
+//! This file holds `impl M`'s part that runs a G (`M::execute`, `step`, `finish`); the rest
+//! of `impl M` is in `worker.rs` (its first lines say where).
+//!
 //! A worker runs its loop on its own stack (Go's g0). To run a G it resumes the G's context,
 //! passing a pointer to its `M`; the G runs until it calls [`switch_out`] with an [`Action`],
 //! which resumes g0 with the action's word. The finishing work — re-queue the G (yield), mark
 //! it parked (park), release its stack (exit), queue it globally (it lost its P in a blocking
 //! section) — runs on g0 *after* the switch, so a G becomes visible to other workers only once
-//! its registers are saved (protocol 4): Go's `park_m` on g0, brpc's "remained" callback.
+//! its registers are saved (the G state machine's rule, `g.rs`): Go's `park_m` on g0, brpc's "remained" callback.
 //!
 //! # Thread-locals and migration
 //!
@@ -192,7 +195,7 @@ impl M {
         let p = self.p();
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // While stepping, a task this one wakes goes to runnext (like a green thread's wake-up):
-        // a process ring stays on one core instead of being stolen hop by hop.
+        // a state-machine ring stays on one core instead of being stolen hop by hop.
         self.stepping.set(true);
         let outcome = if g.is_cancelled() {
             panic::catch_unwind(AssertUnwindSafe(|| task.cancel()))

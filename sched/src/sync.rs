@@ -82,6 +82,7 @@ pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
 pub(crate) type DiagU8 = core::sync::atomic::AtomicU8;
 pub(crate) type DiagUsize = core::sync::atomic::AtomicUsize;
 pub(crate) type DiagU64 = core::sync::atomic::AtomicU64;
+pub(crate) type DiagPtr<T> = core::sync::atomic::AtomicPtr<T>;
 /// The switch hook's "installed" flag (`hook`): a plain `core` atomic, also under loom (set
 /// once per process, never by a model, and a `static`, which loom's atomics cannot be).
 pub(crate) type HookFlag = core::sync::atomic::AtomicBool;

@@ -485,7 +485,7 @@ pub(crate) fn running_g() -> Option<GRef> {
 /// Adds a timer waking `g` at `deadline`; returns the P whose heap holds it and its sequence
 /// (for the deletion when the wait ends).
 fn add_timer(m: &worker::M, deadline: Instant, g: GreenThread) -> (usize, u64) {
-    let wake = crate::timers::Action::Wake(g);
+    let wake = crate::timer_heap::Action::Wake(g);
     if let Some(h) = m.held() {
         (m.p.get(), h.p().timers.add(m.shared.epoch, deadline, wake))
     } else {
@@ -571,7 +571,7 @@ pub enum WaitKind {
     Once,
     /// I/O readiness.
     Io,
-    /// A message (processes).
+    /// A message (the state machines of `purloin::machine`).
     Message,
 }
 

@@ -1,5 +1,11 @@
 //! M: the worker threads and their scheduling loop: finding work, stealing, spinning, parking.
 //!
+//! `impl M` is split by concern over four files: here the loop and finding work (`run`,
+//! `find_runnable`, `steal_work`, `park`, `retire`); `held.rs` the proof of holding a P and
+//! the record cache (`M::held`, `alloc_g`, `recycle`); `entry.rs` turning a dequeued entry
+//! into a G (`M::accept`, `adopt_job`, `adopt_task`); `switch.rs` running a G and finishing
+//! its switch on g0 (`M::execute`, `step`, `finish`).
+//!
 //! Each worker (an OS thread, Go's M) holds one P and runs a loop on its own stack (Go's g0):
 //! find a runnable G, switch to it (`switch`), and when the G switches back, finish what it
 //! asked for (also `switch`). Where runnable G's are queued is `ready`.
@@ -482,6 +488,11 @@ impl M {
                 if self.p.get() == NO_P {
                     return None;
                 }
+                if self.p.get() >= self.shared.nprocs.load(Ordering::Acquire) {
+                    // Retired while parked (a spare the monitor removed, S2 in `blocking`, or
+                    // `set_workers`): take no work for a P nobody steals from any more.
+                    return None;
+                }
                 round = 0;
             }
         }
@@ -515,8 +526,8 @@ impl M {
         let p = &shared.ps[pi];
         // Every P's earliest timer, not only this one's: a timer of a P whose holder is busy
         // running a green thread is fired by a worker that wakes for it and steals it (the
-        // last steal pass), Go's `stealWork` timer stealing (issue 20 item 2).
-        let due = crate::timers::earliest(shared.active(), shared.epoch);
+        // last steal pass), Go's `stealWork` timer stealing.
+        let due = crate::timer_heap::earliest(shared.active(), shared.epoch);
         let recheck = shared.any_work(pi)
             || shared.phase.load(Ordering::Acquire) == PHASE_STOPPED
             || due.is_some_and(|d| d <= Instant::now())
@@ -615,7 +626,11 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
     let spawn = thread::Builder::new().name(name).spawn(move || worker_main(shared2, p, id));
     match spawn {
         Ok(h) => {
-            lock(&shared.threads).push(h);
+            let mut threads = lock(&shared.threads);
+            // Threads of retired workers (spares come and go) have ended: drop their handles.
+            #[cfg(not(loom))]
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
             Ok(())
         }
         Err(e) => {
@@ -628,6 +643,7 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
+    let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
     if shared.ps[p].status.load(Ordering::Acquire) == p::HANDOFF {
         // Started by the monitor for a retaken P (blocking handoff).
         shared.ps[p].take_handed();

@@ -205,7 +205,9 @@ fn states_and_text() {
     parked.join().unwrap();
 }
 
-/// A green thread dumping its own scheduler sees itself running, with its own stack.
+/// A green thread dumping its own scheduler sees itself running, with its own stack: a frame
+/// of this test's closure (named after the test, or, inlined under line tables only, a bare
+/// `{closure#0}` in this file).
 #[test]
 fn the_caller_sees_itself_running() {
     let _w = common::watchdog("dump self", Duration::from_secs(60));
@@ -214,11 +216,15 @@ fn the_caller_sees_itself_running() {
         let me = purloin_sched::current().unwrap().id();
         let dump = purloin_sched::current_dump().unwrap();
         let t = dump.threads.into_iter().find(|t| t.id == me).unwrap();
-        (t.state, t.backtrace.unwrap().contains("the_caller_sees_itself_running"))
+        (t.state, t.backtrace.unwrap())
     });
-    let (state, has_self) = h.join().unwrap();
+    let (state, bt) = h.join().unwrap();
     assert!(matches!(state, GreenState::Running { .. }), "{state:?}");
-    assert!(has_self);
+    let here = |f: &purloin_sched::Frame| {
+        f.function.as_deref().is_some_and(|n| n.contains("the_caller_sees_itself_running"))
+            || f.file.as_ref().is_some_and(|p| p.ends_with("tests/dump.rs"))
+    };
+    assert!(bt.frames.iter().any(here), "{bt}");
 }
 
 /// How long a green thread has been parked: a thread that parked earlier shows a longer time
@@ -288,15 +294,18 @@ fn spawned_by_names_the_spawning_green_thread() {
     let _w = common::watchdog("spawned_by", Duration::from_secs(120));
     let sched = Builder::new().workers(1).build().unwrap();
     let marker = |object| WaitInfo { kind: WaitKind::Park, object, holder: None };
+    let parent_line = line!() + 1;
     let parent = sched.spawn(move || {
         let me = purloin_sched::current().unwrap().id();
         let named = SpawnOptions { name: Some("eager".into()), ..Default::default() };
         let eager = purloin_sched::spawn_with(named, purloin_sched::park).unwrap();
+        let eager_line = line!() - 1;
         // Lazy (default options); `thread()` before it could start (one worker, and this
         // green thread does not switch) binds its identity: the binder's path.
-        let bound = purloin_sched::spawn(purloin_sched::park).unwrap();
+        let (bound, bound_line) = (purloin_sched::spawn(purloin_sched::park).unwrap(), line!());
         let _ = bound.thread().id();
         // Lazy, and nobody asks for its identity: the worker that dequeues it makes its record.
+        let adopted_line = line!() + 1;
         let adopted = purloin_sched::spawn(move || {
             purloin_sched::set_wait_info(Some(marker(0xad0)));
             purloin_sched::park();
@@ -306,15 +315,16 @@ fn spawned_by_names_the_spawning_green_thread() {
         // reported as spawned by the record running it.
         let named = SpawnOptions { name: Some("inline".into()), ..Default::default() };
         let middle = purloin_sched::spawn_with(named, move || {
+            let grandchild_line = line!() + 1;
             let grandchild = purloin_sched::spawn(move || {
                 purloin_sched::set_wait_info(Some(marker(0x9c)));
                 purloin_sched::park();
             })
             .unwrap();
-            (purloin_sched::current().unwrap().id(), grandchild)
+            (purloin_sched::current().unwrap().id(), grandchild, grandchild_line)
         })
         .unwrap();
-        let (middle_id, grandchild) = middle.join().unwrap();
+        let (middle_id, grandchild, grandchild_line) = middle.join().unwrap();
         let parked = |n| {
             purloin_sched::current_worker_states()
                 .unwrap()
@@ -328,9 +338,10 @@ fn spawned_by_names_the_spawning_green_thread() {
             purloin_sched::yield_now();
         }
         let dump = purloin_sched::current_dump().unwrap();
-        (me, middle_id, dump, [eager, bound, adopted, grandchild])
+        let lines = [eager_line, bound_line, adopted_line, grandchild_line];
+        (me, middle_id, dump, [eager, bound, adopted, grandchild], lines)
     });
-    let (parent_id, middle_id, dump, handles) = parent.join().unwrap();
+    let (parent_id, middle_id, dump, handles, lines) = parent.join().unwrap();
     let text = dump.to_string();
     let by = |pick: &dyn Fn(&purloin_sched::GreenDump) -> bool| {
         dump.threads.iter().find(|t| pick(t)).unwrap_or_else(|| panic!("{text}")).spawned_by
@@ -346,9 +357,227 @@ fn spawned_by_names_the_spawning_green_thread() {
         grandchild_by == Some(middle_id) || grandchild_by == Some(parent_id),
         "the inline child or its joiner: {text}"
     );
-    assert!(text.contains(&format!("spawned by green thread {parent_id}")), "{text}");
+    assert!(text.contains(&format!("created by green thread {parent_id} at ")), "{text}");
+    // Where: each spawn call's line in this file, whichever path made the record.
+    let at = |pick: &dyn Fn(&purloin_sched::GreenDump) -> bool| {
+        let t = dump.threads.iter().find(|t| pick(t)).unwrap_or_else(|| panic!("{text}"));
+        let at = t.created_at.unwrap_or_else(|| panic!("no place for {}: {text}", t.id));
+        assert!(at.file().ends_with("dump.rs"), "{at}");
+        at.line()
+    };
+    assert_eq!(at(&|t| t.id == parent_id), parent_line, "{text}");
+    assert_eq!(at(&|t| t.name.as_deref() == Some("eager")), lines[0], "{text}");
+    assert_eq!(at(&|t| t.id == handles[1].thread().id()), lines[1], "bound: {text}");
+    assert_eq!(at(&marked(0xad0)), lines[2], "adopted: {text}");
+    assert_eq!(at(&marked(0x9c)), lines[3], "inline child's spawn: {text}");
     for h in handles {
         h.thread().unpark();
         h.join().unwrap();
     }
+}
+
+/// Whether a frame's function is `name` (its path ends with it, or it is the bare name an
+/// inlined frame has under line tables only).
+fn is_fn(f: &purloin_sched::Frame, name: &str) -> bool {
+    f.function.as_deref().is_some_and(|n| n == name || n.ends_with(&format!("::{name}")))
+}
+
+/// No frame of the stack walk itself (the walker, the `backtrace` crate, the visit of the
+/// parked stack) anywhere in the trace.
+fn assert_no_walker_frames(bt: &purloin_sched::StackTrace) {
+    for f in bt.frames.iter().chain(&bt.hidden).chain(&bt.entry) {
+        let name = f.function.as_deref().unwrap_or("");
+        let file = f.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        assert!(
+            !name.contains("walk_here")
+                && !name.contains("walk_visited")
+                && !name.contains("trace_unsynchronized")
+                && !name.contains("visit")
+                && !file.contains("/backtrace-"),
+            "a walker frame {name} at {file}:\n{bt}"
+        );
+    }
+}
+
+/// The function the green thread of the next test waits in.
+#[inline(never)]
+fn waits_for_its_turn(turn: &AtomicBool) {
+    while !turn.load(Ordering::Acquire) {
+        purloin_sched::park();
+    }
+    black_box(turn);
+}
+
+/// A parked green thread's stack reads like Go's: it starts at the wait (`park`, the call the
+/// green thread's own code made), then the function that waits; the scheduler's switch is
+/// hidden and no frame of the walk itself shows; the scheduler's way in is one line; and the
+/// dump ends the thread with where it was created (this file and line).
+#[test]
+fn a_parked_thread_starts_at_its_wait_and_ends_with_its_creation() {
+    let _w = common::watchdog("dump reads like Go", Duration::from_secs(120));
+    let sched = Builder::new().workers(2).build().unwrap();
+    let turn = Arc::new(AtomicBool::new(false));
+    let t2 = turn.clone();
+    let (h, line) = (sched.spawn(move || waits_for_its_turn(&t2)), line!());
+    while sched.parked().is_empty() {
+        std::thread::yield_now();
+    }
+    let dump = sched.dump();
+    let t = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
+    let bt = t.backtrace.as_ref().unwrap();
+    assert!(is_fn(&bt.frames[0], "park"), "starts at the wait:\n{bt}");
+    assert!(is_fn(&bt.frames[1], "waits_for_its_turn"), "then its caller:\n{bt}");
+    assert!(bt.hidden.iter().any(|f| is_fn(f, "switch_out_from")), "{:?}", bt.hidden);
+    assert!(!bt.frames.iter().any(|f| is_fn(f, "switch_out_from")), "{bt}");
+    assert!(bt.entry.iter().any(|f| is_fn(f, "g_entry")), "{:?}", bt.entry);
+    assert_no_walker_frames(bt);
+    let at = t.created_at.expect("a spawn records its place");
+    assert!(at.file().ends_with("tests/dump.rs"), "{at}");
+    assert_eq!(at.line(), line);
+    let text = dump.to_string();
+    let header = format!("scheduler #{}: ", sched.number());
+    assert!(text.contains(&header), "{text}");
+    assert!(text.contains("... runtime entry frames"), "{text}");
+    let created = format!("created by a plain thread at {}:{line}:", at.file());
+    assert!(text.contains(&created), "{text}");
+    turn.store(true, Ordering::Release);
+    h.thread().unpark();
+    h.join().unwrap();
+}
+
+/// The green thread that asks for a dump sees its own stack start at the dump call, with the
+/// dump's own frames hidden.
+#[test]
+fn the_caller_s_own_stack_starts_at_the_dump_call() {
+    let _w = common::watchdog("dump of the caller", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let bt = sched
+        .spawn(|| {
+            let me = purloin_sched::current().unwrap().id();
+            let dump = purloin_sched::current_dump().unwrap();
+            dump.threads.into_iter().find(|t| t.id == me).unwrap().backtrace.unwrap()
+        })
+        .join()
+        .unwrap();
+    assert!(is_fn(&bt.frames[0], "current_dump"), "{bt}");
+    assert_no_walker_frames(&bt);
+}
+
+/// `dump_all` lists every running scheduler of the process by its number, with its green
+/// threads, and leaves out one whose shutdown began.
+#[test]
+fn dump_all_lists_every_running_scheduler() {
+    let _w = common::watchdog("dump_all", Duration::from_secs(120));
+    let a = Builder::new().workers(1).build().unwrap();
+    let b = Builder::new().workers(2).build().unwrap();
+    assert_ne!(a.number(), b.number());
+    let ha = a.spawn(purloin_sched::park);
+    let hb = b.spawn(purloin_sched::park);
+    while a.parked().is_empty() || b.parked().is_empty() {
+        std::thread::yield_now();
+    }
+    let dumps = purloin_sched::dump_all();
+    let of = |n: u64| dumps.iter().find(|d| d.scheduler == n).unwrap_or_else(|| panic!("#{n}"));
+    let (da, db) = (of(a.number()), of(b.number()));
+    assert_eq!((da.workers, db.workers), (1, 2));
+    assert!(da.threads.iter().any(|t| t.id == ha.thread().id()));
+    assert!(db.threads.iter().any(|t| t.id == hb.thread().id()));
+    assert!(!da.threads.iter().any(|t| t.id == hb.thread().id()));
+    let parked = db.threads.iter().find(|t| t.id == hb.thread().id()).unwrap();
+    assert!(parked.backtrace.as_ref().is_some_and(|bt| is_fn(&bt.frames[0], "park")), "{db}");
+    ha.thread().unpark();
+    ha.join().unwrap();
+    let gone = a.number();
+    drop(a);
+    assert!(purloin_sched::dump_all().iter().all(|d| d.scheduler != gone));
+    hb.thread().unpark();
+    hb.join().unwrap();
+}
+
+/// Dumps of every scheduler racing schedulers that start and shut down: every shutdown ends
+/// (its parked green threads unwound or woken, each exactly once), and no dump shows a
+/// scheduler after its shutdown returned.
+#[test]
+fn dump_all_races_schedulers_starting_and_stopping() {
+    let _w = common::watchdog("dump_all vs shutdown", Duration::from_secs(300));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let dumper = {
+        let (stop, stopped) = (stop.clone(), stopped.clone());
+        std::thread::spawn(move || {
+            let mut dumps = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                let gone = stopped.lock().unwrap().clone();
+                for d in purloin_sched::dump_all() {
+                    assert!(!gone.contains(&d.scheduler), "#{} after its shutdown", d.scheduler);
+                }
+                dumps += 1;
+            }
+            dumps
+        })
+    };
+    let ends = Arc::new(AtomicU64::new(0));
+    for _ in 0..30 {
+        let sched = Builder::new().workers(1).build().unwrap();
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let ends = ends.clone();
+                sched.spawn(move || {
+                    struct End(Arc<AtomicU64>);
+                    impl Drop for End {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    let _end = End(ends);
+                    purloin_sched::park();
+                })
+            })
+            .collect();
+        while sched.parked().len() < 3 {
+            std::thread::yield_now();
+        }
+        let number = sched.number();
+        let report = sched.shutdown_timeout(Duration::from_millis(10));
+        assert_eq!(report.unfinished, 0, "{report:?}");
+        stopped.lock().unwrap().push(number);
+        for h in handles {
+            // Unwound by the shutdown, or woken by it while a dump held it: either way ended.
+            let _ = h.join();
+        }
+    }
+    stop.store(true, Ordering::Release);
+    let dumps = dumper.join().unwrap();
+    assert_eq!(ends.load(Ordering::Relaxed), 90, "each green thread ended exactly once");
+    eprintln!("{dumps} dumps raced 30 shutdowns");
+}
+
+/// A scheduler leaves `dump_all` as soon as its shutdown begins, while that shutdown still
+/// waits for a green thread: a dump never looks at a stopping scheduler.
+#[test]
+fn a_scheduler_leaves_dump_all_when_its_shutdown_begins() {
+    let _w = common::watchdog("dump_all during shutdown", Duration::from_secs(60));
+    let sched = Builder::new().workers(1).build().unwrap();
+    let number = sched.number();
+    let (running, release) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (r2, l2) = (running.clone(), release.clone());
+    // Runnable until released: the shutdown waits for it.
+    let h = sched.spawn(move || {
+        r2.store(true, Ordering::Release);
+        while !l2.load(Ordering::Acquire) {
+            purloin_sched::yield_now();
+        }
+    });
+    while !running.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    assert!(purloin_sched::dump_all().iter().any(|d| d.scheduler == number));
+    let stopper = std::thread::spawn(move || sched.shutdown_timeout(Duration::from_secs(60)));
+    while purloin_sched::dump_all().iter().any(|d| d.scheduler == number) {
+        std::thread::yield_now();
+    }
+    assert!(!stopper.is_finished(), "left the list before its shutdown ended");
+    release.store(true, Ordering::Release);
+    assert_eq!(stopper.join().unwrap(), purloin_sched::ShutdownReport::default());
+    h.join().unwrap();
 }

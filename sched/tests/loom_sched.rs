@@ -3,7 +3,7 @@
 //! to), every atomic and lock is loom's — nothing is mocked but time.
 //!
 //! The protocols themselves are checked at preemption bound 2 by the unit models next to their
-//! code (`worker.rs` protocol 2, `g.rs` protocol 4, `p.rs` runnext and blocking handoff). The
+//! code (`worker.rs` the idle protocol, `g.rs` park against unpark, `p.rs` runnext and blocking handoff). The
 //! whole machine has thousands of atomic steps per execution (and the injector's
 //! crossbeam-epoch), so these integration models run at preemption bound 1 with one worker:
 //! bound 2 takes from minutes to hours each on this 2-core machine (measured: 11 s, 47 s and
@@ -34,7 +34,7 @@ fn sched(workers: usize) -> Scheduler {
     Builder::new().workers(workers).monitor(false).build().unwrap()
 }
 
-/// (a)/(e) Protocol 2, submit vs. going idle: a green thread submitted from outside while the
+/// (a)/(e) The idle protocol, submit vs. going idle: a green thread submitted from outside while the
 /// only worker searches, gives up and parks always runs (work conservation: a lost wake-up
 /// leaves every thread blocked and loom reports the deadlock).
 #[test]
@@ -47,7 +47,7 @@ fn outside_submission_vs_worker_going_idle() {
     });
 }
 
-/// (b) Protocol 4, unpark racing park on the same green thread: the wake-up is never lost
+/// (b) The state machine, unpark racing park on the same green thread: the wake-up is never lost
 /// (the green thread finishes) and never doubled (a second queue entry would run the green
 /// thread twice: its context would be missing and the scheduler's invariant check panics).
 #[test]

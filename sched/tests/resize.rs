@@ -13,7 +13,9 @@ use purloin_sched::{Builder, SpawnOptions};
 #[test]
 fn shrinking_and_growing_keeps_every_green_thread() {
     let _w = common::watchdog("resize", Duration::from_secs(120));
-    let sched = Builder::new().workers(4).max_workers(8).build().unwrap();
+    // No spare processors: this test counts the processors `set_workers` makes (a worker
+    // thread the loaded OS leaves waiting for a lock may get a spare; `tests/unmarked.rs`).
+    let sched = Builder::new().workers(4).max_workers(8).max_spare_workers(0).build().unwrap();
     let done = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     // Busy green threads that yield and sleep (timers) while the processor count changes.

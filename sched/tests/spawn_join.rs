@@ -111,6 +111,40 @@ fn joining_overflowed_children_in_order_leaves_no_stale_entries() {
     }
 }
 
+/// The same, wave after wave: a parent on one worker spawns a burst of named children (a G
+/// each from the start), joins them in spawn order, and again. The entries a wave leaves at
+/// the global queue's head (stale ones, or the next wave's children behind them) must not make
+/// the joins claim the children where they are wave after wave, leaving a stale entry, and
+/// the finished G's record, for each: the global queue and the records stay at about a wave.
+#[test]
+fn waves_of_overflowed_children_leave_no_stale_entries() {
+    let _w = common::watchdog("waves_no_stale_entries", Duration::from_secs(60));
+    const WAVE: usize = 5_000;
+    let sched = Arc::new(Builder::new().workers(1).build().unwrap());
+    let sched2 = sched.clone();
+    let left: Vec<usize> = sched
+        .spawn(move || {
+            (0..4)
+                .map(|_| {
+                    let hs: Vec<_> = (0..WAVE)
+                        .map(|i| {
+                            let opts =
+                                SpawnOptions { name: Some("kid".into()), ..Default::default() };
+                            purloin_sched::spawn_with(opts, move || i).unwrap()
+                        })
+                        .collect();
+                    for (i, h) in hs.into_iter().enumerate() {
+                        assert_eq!(h.join().unwrap(), i);
+                    }
+                    sched2.stats().global_queue_len
+                })
+                .collect()
+        })
+        .join()
+        .unwrap();
+    assert!(left.iter().all(|&n| n < WAVE / 10), "global queue after each wave: {left:?}");
+}
+
 #[test]
 fn names_and_ids() {
     let _w = common::watchdog("names", Duration::from_secs(60));

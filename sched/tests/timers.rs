@@ -1,4 +1,4 @@
-//! Timers (issue 20): a timer of a worker busy with a CPU-bound green thread still fires.
+//! Timers: a timer of a worker busy with a CPU-bound green thread still fires.
 #![cfg(not(loom))]
 
 mod common;

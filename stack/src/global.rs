@@ -417,6 +417,23 @@ pub fn page_size() -> usize {
     os::page_size()
 }
 
+/// The kernel thread id (Linux `gettid`) of this process's scavenger thread, the background
+/// thread that gives back the memory of stacks returned beyond the pools' bounds, if it runs;
+/// `None` before the first such return, and off Linux. A runtime's deadlock check uses it to
+/// tell its own helper threads, which never wake a green thread, from the program's threads.
+///
+/// # Examples
+///
+/// ```
+/// // A program that never returned more stacks than the pools keep has no scavenger yet.
+/// if let Some(tid) = purloin_stack::scavenger_thread_id() {
+///     assert!(tid > 0);
+/// }
+/// ```
+pub fn scavenger_thread_id() -> Option<u64> {
+    crate::scavenger::thread_id()
+}
+
 /// Calls `f(limit, usable)` for every stack slot handed out so far (the valgrind hook).
 pub(crate) fn for_each_carved_slot(mut f: impl FnMut(*mut u8, usize)) {
     for class in global().classes() {

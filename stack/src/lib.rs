@@ -99,6 +99,8 @@ mod cache;
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod fault;
+// Under loom only its models use it (the caches are left out of loom builds).
+#[cfg_attr(all(loom, not(test)), allow(dead_code))]
 mod gate;
 mod global;
 mod options;
@@ -113,7 +115,7 @@ mod stats;
 mod sync;
 pub mod valgrind;
 
-pub use global::{configure, guard_backend, lease, page_size, stats, trim};
+pub use global::{configure, guard_backend, lease, page_size, scavenger_thread_id, stats, trim};
 pub use options::Options;
 pub use os::GuardBackend;
 pub use size::StackSize;

@@ -222,13 +222,15 @@ extern "C" fn after_fork_in_child() {
     release_fork_locks();
 }
 
+/// The process whose scavenger thread is running (0: none yet).
+#[cfg(not(loom))]
+static RUNNING_IN: crate::sync::real::AtomicU32 = crate::sync::real::AtomicU32::new(0);
+
 /// Wakes the process-wide scavenger after a deferred return, starting it on first use in
 /// this process (a forked child starts its own: its parent's thread does not exist there).
 #[cfg(not(loom))]
 pub(crate) fn wake() {
-    use crate::sync::real::{AtomicU32, Ordering as RealOrdering, lock};
-    /// The process whose scavenger thread is running (0: none yet).
-    static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
+    use crate::sync::real::{Ordering as RealOrdering, lock};
     static AT_FORK: std::sync::Once = std::sync::Once::new();
     let g = crate::global::global();
     if !g.scavenger.notify() {
@@ -272,9 +274,36 @@ pub(crate) fn wake() {
 #[cfg(loom)]
 pub(crate) fn wake() {}
 
+/// The kernel thread id of the running scavenger thread (0: none in this process).
+#[cfg(not(loom))]
+static THREAD_ID: crate::sync::real::AtomicU64 = crate::sync::real::AtomicU64::new(0);
+
+/// See [`crate::scavenger_thread_id`].
+pub(crate) fn thread_id() -> Option<u64> {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        use crate::sync::real::Ordering as RealOrdering;
+        // Relaxed: an identifier, read by a diagnostic that re-checks what it sees. A forked
+        // child has no scavenger until it starts its own: the pid check drops the parent's.
+        let pid = std::process::id();
+        let running = RUNNING_IN.load(RealOrdering::Relaxed) == pid;
+        let tid = THREAD_ID.load(RealOrdering::Relaxed);
+        (running && tid != 0).then_some(tid)
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    None
+}
+
 /// The scavenger thread's loop.
 #[cfg(not(loom))]
 fn run() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        // Relaxed: see `thread_id`.
+        THREAD_ID.store(tid as u64, crate::sync::real::Ordering::Relaxed);
+    }
     let g = crate::global::global();
     loop {
         g.scavenger.wait();

@@ -1,13 +1,13 @@
-//! One process on the scheduler: a stackless task ([`purloin_sched::Task`]) whose step runs
-//! the process — drains its events, calls [`Process::step`], dispatches the yields — and
-//! then, inline, the processes that step woke (`chain.rs`).
+//! One machine on the scheduler: a stackless task ([`purloin_sched::Task`]) whose step runs
+//! the machine — drains its events, calls [`Machine::step`], dispatches the yields — and
+//! then, inline, the machines that step woke (`chain.rs`).
 //!
-//! # States (seed 003)
+//! # States
 //!
-//! The process's own `state` word holds seed 003's state and **decides who runs the
-//! process**; the scheduler's task underneath is only one way to get it run:
+//! The machine's own `state` word holds the machine's state and **decides who runs the
+//! machine**; the scheduler's task underneath is only one way to get it run:
 //!
-//! | seed 003 | `state`    | who owns the process                                        |
+//! | state    | `state`    | who owns the machine                                        |
 //! |----------|------------|-------------------------------------------------------------|
 //! | Ready    | `READY`    | its task, queued in the scheduler (or about to be)          |
 //! | Running  | `RUNNING`  | the worker stepping it (or about to: an inline hand-off)    |
@@ -15,41 +15,41 @@
 //! | Idle     | `IDLE`     | nobody (parked: waiting for messages)                       |
 //! | Complete | `COMPLETE` | nobody (finished)                                           |
 //!
-//! A waker (a send, an answer, a cancellation, a close request) that finds the process
+//! A waker (a send, an answer, a cancellation, a close request) that finds the machine
 //! `IDLE` (or `BLOCKED`, for the last answer, a cancellation or a close) wins it with a CAS
 //! and then either runs it on its own worker right after the current step (`=> RUNNING`, an
 //! inline hand-off: the sender is a step of the same host and the hand-off slot is free) or
 //! hands it to the scheduler (`=> READY`, then [`GreenThread::unpark`] of its task, whose
-//! next step claims it `READY => RUNNING`). A process handed off inline never touches its
+//! next step claims it `READY => RUNNING`). A machine handed off inline never touches its
 //! task: the task stays parked in the scheduler.
 //!
-//! **The wakeup flag** of seed 003 ("a handler completes a yield while the worker still owns
-//! the process") is the `NOTIFY` bit: an event for a process that is `RUNNING` (or `READY`,
+//! **The wakeup flag** ("a handler completes a yield while the worker still owns
+//! the machine") is the `NOTIFY` bit: an event for a machine that is `RUNNING` (or `READY`,
 //! or `BLOCKED` by a message) sets it; the worker, ending a step with Idle or WaitYields,
 //! parks with a CAS from plain `RUNNING`, which fails while `NOTIFY` is set: it clears the
 //! flag, drains the new events and steps again instead of losing the wake-up.
 //!
-//! A message that wins an `IDLE` process is not queued at all: the winner owns the process,
+//! A message that wins an `IDLE` machine is not queued at all: the winner owns the machine,
 //! so it leaves the message in the owner's `direct` slot, which the next step reads first
 //! (the hop of a token ring allocates no queue node and touches no queue atomics).
 //!
 //! # Memory ordering
 //!
-//! The guarantee: an event published to a process (a pushed message or answer, a close
+//! The guarantee: an event published to a machine (a pushed message or answer, a close
 //! request) is seen by a step that starts after the publisher's wake decision, and if no such
-//! step was already going to happen, the publisher wakes the process. No wake-up is lost, and
-//! a parked process is run once per wake.
+//! step was already going to happen, the publisher wakes the machine. No wake-up is lost, and
+//! a parked machine is run once per wake.
 //!
 //! - (P1) Every write to `state` is a read-modify-write (CAS or swap), so every write
 //!   continues the release sequence of the ones before it, and each one reads the latest
 //!   value. A publisher publishes (queue push, close flag store, `inflight` decrement), then
-//!   does its RMW on `state` (Release): the transition that wakes the process, or setting
+//!   does its RMW on `state` (Release): the transition that wakes the machine, or setting
 //!   `NOTIFY`. The owner's claim (`READY => RUNNING`) and its flag clear (`swap(RUNNING)`)
 //!   are Acquire and come later in `state`'s modification order, so they synchronise with
 //!   the publisher's RMW, and the drain that follows sees the publication. There is no
 //!   store→load (Dekker) pattern and no fence: a publisher never concludes from a plain load.
 //! - (W1) A wake (`IDLE/BLOCKED => READY/RUNNING`) is a CAS: exactly one waker wins. AcqRel:
-//!   Acquire pairs with the park (R1) of the step that made the process Idle/Blocked, so the
+//!   Acquire pairs with the park (R1) of the step that made the machine Idle/Blocked, so the
 //!   winner owns the owner fields (it writes `direct`); Release hands them, and the direct
 //!   message, to the claim (the task's `READY => RUNNING`, Acquire), or to itself (inline).
 //! - (R1) The park (`RUNNING => IDLE/BLOCKED`, CAS from plain `RUNNING`) is Release: the
@@ -59,7 +59,7 @@
 //! - (C1) `inflight`: the dispatcher adds before any handler can answer; each answer pushes
 //!   its event *then* decrements (AcqRel). The decrement that reaches zero therefore happens
 //!   after every answer's push (release sequence of the RMWs), and that publisher wakes a
-//!   Blocked process, whose next step drains all of them.
+//!   Blocked machine, whose next step drains all of them.
 //! - (H1) The task's handle is known only after `spawn_task` returns, and the task may run
 //!   before that. The spawner writes `handle` then swaps `handle_state` to `SET` (AcqRel); a
 //!   waker loads it with Acquire (pairs) before reading `handle`. A waker that finds it not
@@ -83,19 +83,19 @@ use purloin_sched::{GreenThread, Task, TaskStep};
 use super::error::CompleteErrorKind;
 use super::step::StepBuf;
 use super::{
-    Command, Error, ErrorKind, Event, EventKind, Events, HostHandle, Payload, Pid, Process,
-    ProcessState, Status, StepOutput, chain,
+    Command, Error, ErrorKind, Event, EventKind, Events, HostHandle, Machine, MachineId,
+    MachineState, Payload, Status, StepOutput, chain,
 };
 use crate::loom::{AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell, lock};
 
-/// `state` values (seed 003's states), in the low bits.
+/// `state` values (the machine's states), in the low bits.
 pub(crate) const READY: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;
 pub(crate) const BLOCKED: u32 = 2;
 pub(crate) const IDLE: u32 = 3;
 pub(crate) const COMPLETE: u32 = 4;
 const STATUS: u32 = 0b111;
-/// The wakeup flag: an event arrived for a process that was not parked.
+/// The wakeup flag: an event arrived for a machine that was not parked.
 const NOTIFY: u32 = 1 << 3;
 
 /// `handle_state` values (H1).
@@ -103,7 +103,7 @@ const UNSET: u32 = 0;
 const SET: u32 = 1;
 const PENDING: u32 = 2;
 
-/// How to wake the task under a process: its scheduler handle (or, in the crate's own loom
+/// How to wake the task under a machine: its scheduler handle (or, in the crate's own loom
 /// models, an emulation of the scheduler's token rules).
 #[derive(Clone)]
 pub(crate) enum TaskRef {
@@ -125,13 +125,13 @@ impl TaskRef {
     }
 }
 
-/// A process a waker won (W1): what the waker must do, outside any lock.
-#[must_use = "a won process runs only if the wake-up is carried out"]
+/// A machine a waker won (W1): what the waker must do, outside any lock.
+#[must_use = "a won machine runs only if the wake-up is carried out"]
 pub(crate) enum Wakeup {
     /// Unpark its task (`READY`).
     Unpark(TaskRef),
     /// Hand it off to this worker's chain (`RUNNING`, see `chain.rs`).
-    Inline(*const ProcCell),
+    Inline(*const MachineCell),
 }
 
 impl Wakeup {
@@ -154,20 +154,20 @@ impl Drop for AbortOnUnwind {
     }
 }
 
-/// The process completed: a message for it was not delivered.
+/// The machine completed: a message for it was not delivered.
 #[derive(Debug)]
 pub(crate) struct Completed;
 
-/// Which events wake a process in which state.
+/// Which events wake a machine in which state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Wake {
-    /// A message or an answer that is not the last one: wakes only an Idle process.
+    /// A message or an answer that is not the last one: wakes only an Idle machine.
     IfIdle,
-    /// The last answer, a cancellation, a close request: wakes Idle and Blocked processes.
+    /// The last answer, a cancellation, a close request: wakes Idle and Blocked machines.
     IfWaiting,
 }
 
-/// How a run of an owned process ended.
+/// How a run of an owned machine ended.
 enum Ran {
     /// Parked (`IDLE`/`BLOCKED`): nothing to do until a waker wins it.
     Parked,
@@ -188,19 +188,19 @@ enum After {
     Finished,
 }
 
-/// What the owner of the process has (touched only by the worker that owns it: see the
+/// What the owner of the machine has (touched only by the worker that owns it: see the
 /// module docs). Hot fields first.
 ///
 /// The step's [`Events`] and [`StepBuf`] live here between steps and are lent to
-/// `Process::step` in place, so a hop builds and moves no per-step structures: the waker that
-/// wins an Idle process writes its message straight into `events.direct`. Between steps,
+/// `Machine::step` in place, so a hop builds and moves no per-step structures: the waker that
+/// wins an Idle machine writes its message straight into `events.direct`. Between steps,
 /// `events.direct` and `events.fresh` are empty and `events.carry` holds only the events kept
 /// while Blocked.
 #[repr(C)]
 struct Owner {
-    process: Option<Box<dyn Process>>,
+    machine: Option<Box<dyn Machine>>,
     events: Events,
-    /// Yields dispatched minus answers drained: what the process still waits for.
+    /// Yields dispatched minus answers drained: what the machine still waits for.
     outstanding: usize,
     /// The last status was `WaitYields`.
     blocked: bool,
@@ -213,29 +213,29 @@ struct Owner {
 pub(crate) struct Exit {
     pub(crate) done: bool,
     pub(crate) result: Option<Result<Payload, Error>>,
-    /// A waiter took the result; later waits fail with `UnknownPid`.
+    /// A waiter took the result; later waits fail with `UnknownMachine`.
     pub(crate) taken: bool,
-    /// Nobody will wait: drop the result and forget the pid when the process completes.
+    /// Nobody will wait: drop the result and forget the id when the machine completes.
     pub(crate) detached: bool,
     pub(crate) green_waiters: Vec<GreenThread>,
     pub(crate) os_waiters: usize,
 }
 
-/// One process: the task the scheduler steps, and what senders, handlers and waiters share.
+/// One machine: the task the scheduler steps, and what senders, handlers and waiters share.
 ///
 /// `repr(C)` with the fields every message and step touches first: with the `Arc` header
 /// they share the first cache line, the owner's fields the second (a ring of 10,000
-/// processes touches each process once per lap, so every line a hop touches is a miss).
+/// machines touches each machine once per lap, so every line a hop touches is a miss).
 #[repr(C)]
-pub(crate) struct ProcCell {
-    /// Seed 003's state (`READY`..`COMPLETE`) and the wakeup flag: see the module docs.
+pub(crate) struct MachineCell {
+    /// The machine's state (`READY`..`COMPLETE`) and the wakeup flag: see the module docs.
     state: AtomicU32,
     /// `UNSET` / `SET` / `PENDING` (H1).
     handle_state: AtomicU32,
     pub(crate) queue: super::queue::EventQueue,
     pub(crate) host: HostHandle,
-    pub(crate) pid: Pid,
-    /// Shutdown asks the process to close (no further `Process::step`).
+    pub(crate) id: MachineId,
+    /// Shutdown asks the machine to close (no further `Machine::step`).
     close_requested: AtomicBool,
     owner: UnsafeCell<Owner>,
     /// The task's handle, written once by the spawner before `handle_state = SET`.
@@ -248,19 +248,19 @@ pub(crate) struct ProcCell {
     pub(crate) exit_cv: Condvar,
 }
 
-// SAFETY: `owner` is touched only by the process's owner: the worker that claimed it or won
+// SAFETY: `owner` is touched only by the machine's owner: the worker that claimed it or won
 // it (W1/R1 and the claim order the hand-overs, module docs); `handle` is written once before
 // `handle_state = SET` (Release) and read only after an Acquire load of `SET` (H1).
-// Everything else is atomics, locks, or the `Sync` queue. The process inside `owner` is
+// Everything else is atomics, locks, or the `Sync` queue. The machine inside `owner` is
 // `Send`, which is all a value touched by one thread at a time needs.
-unsafe impl Sync for ProcCell {}
-// SAFETY: as above; all fields are `Send` (`Box<dyn Process>` is `Send`).
-unsafe impl Send for ProcCell {}
+unsafe impl Sync for MachineCell {}
+// SAFETY: as above; all fields are `Send` (`Box<dyn Machine>` is `Send`).
+unsafe impl Send for MachineCell {}
 
-impl ProcCell {
-    pub(crate) fn new(pid: Pid, host: HostHandle, process: Box<dyn Process>) -> ProcCell {
-        ProcCell {
-            pid,
+impl MachineCell {
+    pub(crate) fn new(id: MachineId, host: HostHandle, machine: Box<dyn Machine>) -> MachineCell {
+        MachineCell {
+            id,
             host,
             state: AtomicU32::new(READY),
             close_requested: AtomicBool::new(false),
@@ -270,7 +270,7 @@ impl ProcCell {
             handle_state: AtomicU32::new(UNSET),
             handle: UnsafeCell::new(None),
             owner: UnsafeCell::new(Owner {
-                process: Some(process),
+                machine: Some(machine),
                 events: Events::default(),
                 out: StepBuf::default(),
                 outstanding: 0,
@@ -282,13 +282,13 @@ impl ProcCell {
     }
 
     /// The state, for `HostHandle::status` (a racy snapshot).
-    pub(crate) fn state(&self) -> ProcessState {
+    pub(crate) fn state(&self) -> MachineState {
         match self.state.load(Ordering::Relaxed) & STATUS {
-            READY => ProcessState::Ready,
-            RUNNING => ProcessState::Running,
-            BLOCKED => ProcessState::Blocked,
-            IDLE => ProcessState::Idle,
-            _ => ProcessState::Complete,
+            READY => MachineState::Ready,
+            RUNNING => MachineState::Running,
+            BLOCKED => MachineState::Blocked,
+            IDLE => MachineState::Idle,
+            _ => MachineState::Complete,
         }
     }
 
@@ -297,7 +297,7 @@ impl ProcCell {
         self.state.load(Ordering::Acquire) & STATUS == COMPLETE
     }
 
-    /// The identity of this process's host, for the inline hand-off (`chain.rs`).
+    /// The identity of this machine's host, for the inline hand-off (`chain.rs`).
     fn host_id(&self) -> usize {
         self.host.shared() as *const super::host::HostShared as usize
     }
@@ -336,7 +336,7 @@ impl ProcCell {
         unsafe { self.handle.with(|h| (*h).clone()) }
     }
 
-    /// Where a process this thread may win goes: inline (`RUNNING`) or to its task (`READY`).
+    /// Where a machine this thread may win goes: inline (`RUNNING`) or to its task (`READY`).
     fn wake_target(&self) -> u32 {
         if chain::available(self.host_id()) { RUNNING } else { READY }
     }
@@ -350,9 +350,9 @@ impl ProcCell {
         }
     }
 
-    /// Sends a message: to an Idle process directly (the winner of W1 owns it and leaves the
+    /// Sends a message: to an Idle machine directly (the winner of W1 owns it and leaves the
     /// message in `direct`), otherwise through the queue, and carries out the wake-up (no
-    /// lock is held here). `Err(Completed)` if the process completed: then the message is
+    /// lock is held here). `Err(Completed)` if the machine completed: then the message is
     /// still in `*message`.
     ///
     /// Two details keep a token ring's hop free of store-forwarding stalls (each was about a
@@ -372,11 +372,11 @@ impl ProcCell {
             match self.state.compare_exchange_weak(s, target, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
                     // SAFETY: winning W1 made this thread the owner (Acquire: the last owner's
-                    // writes happen before), and no step runs until it hands the process on.
+                    // writes happen before), and no step runs until it hands the machine on.
                     let no_unwind = self.owner.with_mut(|o| unsafe {
                         debug_assert!(
                             (*o).events.direct.is_none(),
-                            "an Idle process has no direct message"
+                            "an Idle machine has no direct message"
                         );
                         // The caller gives up the message on `Ok` (the contract). Between this
                         // read and that `Ok`, a panic would drop the message twice (here and
@@ -419,14 +419,14 @@ impl ProcCell {
         sent
     }
 
-    /// Pushes `event` and decides the wake-up. Gives the event back if the process completed.
+    /// Pushes `event` and decides the wake-up. Gives the event back if the machine completed.
     pub(crate) fn push(&self, event: Event, wake: Wake) -> Result<Option<Wakeup>, Event> {
         self.queue.push(event)?;
         Ok(self.publish(wake))
     }
 
     /// After a publication (event push, close flag, `inflight` decrement): the RMW on `state`
-    /// (P1) that wakes the process (W1) or sets the wakeup flag.
+    /// (P1) that wakes the machine (W1) or sets the wakeup flag.
     fn publish(&self, wake: Wake) -> Option<Wakeup> {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
@@ -447,7 +447,7 @@ impl ProcCell {
         }
     }
 
-    /// Asks the process to close at its next step (shutdown after the timeout).
+    /// Asks the machine to close at its next step (shutdown after the timeout).
     pub(crate) fn request_close(&self) -> Option<Wakeup> {
         self.close_requested.store(true, Ordering::Relaxed);
         self.publish(Wake::IfWaiting)
@@ -474,14 +474,14 @@ impl ProcCell {
         Ok(self.publish(if last { Wake::IfWaiting } else { Wake::IfIdle }))
     }
 
-    /// Closes a process whose task was never handed to the scheduler (its spawn failed).
+    /// Closes a machine whose task was never handed to the scheduler (its spawn failed).
     pub(crate) fn abandon(&self) {
         self.state.swap(COMPLETE, Ordering::AcqRel);
         drop(self.queue.close());
         // SAFETY: the task was never given to the scheduler, so no step runs or will run: the
         // spawner (the caller) is the only one touching the owner fields.
-        let process = self.owner.with_mut(|o| unsafe { (*o).process.take() });
-        if let Some(mut p) = process {
+        let machine = self.owner.with_mut(|o| unsafe { (*o).machine.take() });
+        if let Some(mut p) = machine {
             p.close();
         }
     }
@@ -508,7 +508,7 @@ impl ProcCell {
         }
     }
 
-    /// Parks the owned process as `to` (R1). False if the wakeup flag was set: it is cleared
+    /// Parks the owned machine as `to` (R1). False if the wakeup flag was set: it is cleared
     /// (Acquire, P1) and the caller drains again.
     fn park(&self, to: u32) -> bool {
         // R1: Release.
@@ -520,7 +520,7 @@ impl ProcCell {
         false
     }
 
-    /// Gives a process won for an inline hand-off to its task instead (the chain unwound).
+    /// Gives a machine won for an inline hand-off to its task instead (the chain unwound).
     pub(crate) fn requeue(&self) {
         // Release: hands the owner fields to the claim (W1's role).
         self.state.swap(READY, Ordering::AcqRel);
@@ -529,10 +529,10 @@ impl ProcCell {
         }
     }
 
-    /// Steps a process handed off inline (`chain.rs`); the caller owns it (`RUNNING`).
+    /// Steps a machine handed off inline (`chain.rs`); the caller owns it (`RUNNING`).
     pub(crate) fn run_inline(&self) {
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: the caller owns the process (it won W1 on this thread).
+            // SAFETY: the caller owns the machine (it won W1 on this thread).
             self.owner.with_mut(|o| self.run_owned(unsafe { &mut *o }))
         }));
         let ran = ran.unwrap_or_else(|payload| {
@@ -551,23 +551,23 @@ impl ProcCell {
         }
     }
 
-    /// The host's own code panicked while this worker owned the process: fail it rather than
+    /// The host's own code panicked while this worker owned the machine: fail it rather than
     /// leave its waiters hanging.
     fn fail_host(&self, payload: Box<dyn core::any::Any + Send>) {
-        let why = Error::from_panic(&format!("the host while stepping {}", self.pid), &*payload);
+        let why = Error::from_panic(&format!("the host while stepping {}", self.id), &*payload);
         self.owner.with_mut(|o| {
             // SAFETY: only the owner calls this (the step or the inline run that panicked).
             let o = unsafe { &mut *o };
-            if o.process.is_some() {
+            if o.machine.is_some() {
                 self.finish(o, Err(why));
             }
         });
     }
 
-    /// Runs the owned process (`RUNNING`): steps it, then parks it, or steps it again while
+    /// Runs the owned machine (`RUNNING`): steps it, then parks it, or steps it again while
     /// the wakeup flag brings new events.
     fn run_owned(&self, o: &mut Owner) -> Ran {
-        // A claim or a wake steps the process even without events (its first step, a
+        // A claim or a wake steps the machine even without events (its first step, a
         // `Continue`); a cleared wakeup flag only if it brought some.
         let mut must_step = true;
         let mut park_as = IDLE;
@@ -580,7 +580,7 @@ impl ProcCell {
                         "{} was closed by the host's shutdown: it did not complete within the \
                          timeout after its Cancel event; complete soon after EventKind::Cancel, \
                          or give shutdown a longer timeout",
-                        self.pid
+                        self.id
                     ),
                 );
                 self.finish(o, Err(why));
@@ -638,21 +638,21 @@ impl ProcCell {
         }
     }
 
-    /// One `Process::step` with the owner's events; dispatches the yields and acts on the
-    /// status (`Complete` and failures finish the process here).
+    /// One `Machine::step` with the owner's events; dispatches the yields and acts on the
+    /// status (`Complete` and failures finish the machine here).
     ///
     /// The status is read in place and only a `Complete` one is moved out: on a hop this
     /// function touches no large temporaries (moving freshly written aggregates through the
     /// stack cost the ring stalls in `perf annotate`).
     fn step_once(&self, o: &mut Owner) -> After {
-        let Owner { process, events, out, .. } = o;
-        let process = process.as_mut().expect("a process is stepped only before it finishes");
-        let mut step_out = StepOutput::new(self.pid, &self.host, out);
+        let Owner { machine, events, out, .. } = o;
+        let machine = machine.as_mut().expect("a machine is stepped only before it finishes");
+        let mut step_out = StepOutput::new(self.id, &self.host, out);
         // The step's error is kept aside and only a flag crosses `catch_unwind` (its result
         // goes through memory; a small one keeps the hop free of store-forwarding stalls).
         let mut error = None;
         let stepped =
-            catch_unwind(AssertUnwindSafe(|| match process.step(events, &mut step_out) {
+            catch_unwind(AssertUnwindSafe(|| match machine.step(events, &mut step_out) {
                 Ok(()) => true,
                 Err(e) => {
                     error = Some(e);
@@ -666,7 +666,7 @@ impl ProcCell {
             Ok(true) => None,
             Ok(false) => error,
             Err(payload) => {
-                Some(Error::from_panic(&format!("Process::step of {}", self.pid), &*payload))
+                Some(Error::from_panic(&format!("Machine::step of {}", self.id), &*payload))
             }
         };
         if let Some(why) = failed {
@@ -711,7 +711,7 @@ impl ProcCell {
                         "{} returned Status::WaitYields with no yields in flight, so nothing \
                          would ever wake it; yield a command in the same step, or return \
                          Status::Idle to wait for messages",
-                        self.pid
+                        self.id
                     ),
                 );
                 self.finish(o, Err(why));
@@ -740,8 +740,8 @@ impl ProcCell {
                         ErrorKind::Protocol,
                         format!(
                             "{} yielded tag {} while a yield with that tag is in flight; tags \
-                             must be unique among a process's unanswered yields",
-                            self.pid, c.tag
+                             must be unique among a machine's unanswered yields",
+                            self.id, c.tag
                         ),
                     ));
                 }
@@ -755,7 +755,7 @@ impl ProcCell {
         Ok(())
     }
 
-    /// Ends the process: `COMPLETE`, queue closed, `Process::close`, exit published.
+    /// Ends the machine: `COMPLETE`, queue closed, `Machine::close`, exit published.
     fn finish(&self, o: &mut Owner, result: Result<Payload, Error>) {
         // E1: an RMW (P1); Release: a waiter that sees COMPLETE (without the lock) sees the
         // writes before.
@@ -764,21 +764,21 @@ impl ProcCell {
         lock(&self.tags).clear();
         o.events.clear();
         drop(leftovers);
-        if let Some(mut process) = o.process.take() {
+        if let Some(mut machine) = o.machine.take() {
             // `close` must not take the host down; its panic is reported by the panic hook.
-            let _ = catch_unwind(AssertUnwindSafe(|| process.close()));
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(process)));
+            let _ = catch_unwind(AssertUnwindSafe(|| machine.close()));
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(machine)));
         }
-        self.host.shared().process_finished(self, result);
+        self.host.shared().machine_finished(self, result);
     }
 }
 
-impl Task for ProcCell {
+impl Task for MachineCell {
     fn step(&self) -> TaskStep {
         if let Some(done_or_wait) = self.claim() {
             return done_or_wait;
         }
-        // One epoch pin for every pid lookup of the chain (`table.rs`).
+        // One epoch pin for every id lookup of the chain (`table.rs`).
         let _pin = super::table::pin();
         chain::run(self.host_id(), || {
             // SAFETY: the claim made this worker the owner (Acquire: pairs with W1/P1).
@@ -791,15 +791,15 @@ impl Task for ProcCell {
     }
 
     fn panicked(&self, payload: Box<dyn core::any::Any + Send>) {
-        // Only the host's own code can get here (the process's step and close are caught,
+        // Only the host's own code can get here (the machine's step and close are caught,
         // and so is each inline run): `panicked` runs on the worker that ran the panicking
-        // step, which still owns the process.
+        // step, which still owns the machine.
         self.fail_host(payload);
     }
 
     fn cancel(&self) -> TaskStep {
-        // The scheduler stops (the host's shutdown closed every process before, unless a step
-        // never returned). Finish a process nobody owns; leave one a worker owns to it.
+        // The scheduler stops (the host's shutdown closed every machine before, unless a step
+        // never returned). Finish a machine nobody owns; leave one a worker owns to it.
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             match s & STATUS {
@@ -818,7 +818,7 @@ impl Task for ProcCell {
         }
         let why = Error::with_kind(
             ErrorKind::Closed,
-            format!("{} was closed because its runtime shut down", self.pid),
+            format!("{} was closed because its runtime shut down", self.id),
         );
         // SAFETY: the CAS above made this worker the owner (Acquire: pairs with R1/W1).
         self.owner.with_mut(|o| self.finish(unsafe { &mut *o }, Err(why)));

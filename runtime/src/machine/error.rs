@@ -1,42 +1,49 @@
-//! Errors: a process's [`Error`], and the error values of [`send`](super::HostHandle::send)
+//! Errors: a machine's [`Error`], and the error values of [`send`](super::HostHandle::send)
 //! and [`complete_yield`](super::HostHandle::complete_yield).
 
 use core::fmt;
 use std::sync::Arc;
 
-use super::{Payload, Pid};
+use super::{MachineId, Payload};
 
 /// What went wrong, for code that reacts to the cause (the message is for people).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The process (or a handler) reported a failure of its own ([`Error::new`]).
+    /// The machine (or a handler) reported a failure of its own ([`Error::new`]).
     Failed,
-    /// [`Process::init`](super::Process::init) does not know the requested entry point.
+    /// [`Machine::init`](super::Machine::init) does not know the requested entry point.
     UnknownMethod,
-    /// [`Process::step`](super::Process::step) panicked; the message is the panic's.
+    /// [`Machine::step`](super::Machine::step) panicked; the message is the panic's.
     Panicked,
-    /// The process gave up after a [`Cancel`](super::EventKind::Cancel) event.
+    /// The machine gave up after a [`Cancel`](super::EventKind::Cancel) event.
     Cancelled,
-    /// The host closed the process at shutdown because it did not finish in time.
+    /// The host closed the machine at shutdown because it did not finish in time.
     Closed,
     /// A yield named a command that has no registered handler.
     NoHandler,
     /// A handler let go of a yield without answering it.
     HandlerLost,
-    /// The process broke the host's rules (for example it waited for yields it never made,
+    /// The machine broke the host's rules (for example it waited for yields it never made,
     /// or reused a tag that is still in flight).
     Protocol,
     /// A blocking call was made where it would block a worker thread (inside a step).
     WouldBlock,
-    /// No process with this pid is known to the host (never spawned, its result was already
+    /// No machine with this id is known to the host (never spawned, its result was already
     /// taken, or the host shut down).
-    UnknownPid,
-    /// A timed wait ended before the process finished.
+    UnknownMachine,
+    /// A timed wait ended before the machine finished.
     TimedOut,
 }
 
-/// The error of a process: why it failed, why a yield failed, or why waiting for it failed.
+impl ErrorKind {
+    /// The former name of [`UnknownMachine`](ErrorKind::UnknownMachine).
+    #[deprecated(note = "renamed to `UnknownMachine`")]
+    #[allow(non_upper_case_globals)]
+    pub const UnknownPid: ErrorKind = ErrorKind::UnknownMachine;
+}
+
+/// The error of a machine: why it failed, why a yield failed, or why waiting for it failed.
 ///
 /// Cheap to clone (the message is shared).
 ///
@@ -54,7 +61,7 @@ pub struct Error {
 }
 
 impl Error {
-    /// A failure reported by a process or a handler ([`ErrorKind::Failed`]). Say what failed
+    /// A failure reported by a machine or a handler ([`ErrorKind::Failed`]). Say what failed
     /// and what to do about it.
     pub fn new(message: impl Into<String>) -> Error {
         Error::with_kind(ErrorKind::Failed, message)
@@ -65,7 +72,7 @@ impl Error {
         Error { kind, message: Arc::from(message.into()) }
     }
 
-    /// The error [`Process::init`](super::Process::init) should return for a method it does
+    /// The error [`Machine::init`](super::Machine::init) should return for a method it does
     /// not have: names the method and the entry points that exist.
     ///
     /// ```
@@ -75,18 +82,18 @@ impl Error {
     /// assert_eq!(e.kind(), ErrorKind::UnknownMethod);
     /// assert_eq!(
     ///     e.to_string(),
-    ///     "unknown method `compile`: this process has the entry points `build`, `test`"
+    ///     "unknown method `compile`: this machine has the entry points `build`, `test`"
     /// );
     /// ```
     pub fn unknown_method(method: &str, known: &[&str]) -> Error {
         let list = known.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
         Error::with_kind(
             ErrorKind::UnknownMethod,
-            format!("unknown method `{method}`: this process has the entry points {list}"),
+            format!("unknown method `{method}`: this machine has the entry points {list}"),
         )
     }
 
-    /// The error a process completes with when it stops because of a
+    /// The error a machine completes with when it stops because of a
     /// [`Cancel`](super::EventKind::Cancel) event.
     pub fn cancelled(message: impl Into<String>) -> Error {
         Error::with_kind(ErrorKind::Cancelled, message)
@@ -131,23 +138,30 @@ impl std::error::Error for Error {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SendErrorKind {
-    /// No process with this pid on this host: never spawned here, its result was already
+    /// No machine with this id on this host: never spawned here, its result was already
     /// taken, or the host shut down.
-    UnknownPid,
-    /// The process has completed; it takes no more messages.
+    UnknownMachine,
+    /// The machine has completed; it takes no more messages.
     Finished,
+}
+
+impl SendErrorKind {
+    /// The former name of [`UnknownMachine`](SendErrorKind::UnknownMachine).
+    #[deprecated(note = "renamed to `UnknownMachine`")]
+    #[allow(non_upper_case_globals)]
+    pub const UnknownPid: SendErrorKind = SendErrorKind::UnknownMachine;
 }
 
 /// A message that could not be delivered, with the message itself (nothing is lost).
 pub struct SendError {
     kind: SendErrorKind,
-    pid: Pid,
+    id: MachineId,
     payload: Payload,
 }
 
 impl SendError {
-    pub(crate) fn new(kind: SendErrorKind, pid: Pid, payload: Payload) -> SendError {
-        SendError { kind, pid, payload }
+    pub(crate) fn new(kind: SendErrorKind, id: MachineId, payload: Payload) -> SendError {
+        SendError { kind, id, payload }
     }
 
     /// Why.
@@ -155,9 +169,15 @@ impl SendError {
         self.kind
     }
 
-    /// The pid it was sent to.
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// The machine it was sent to.
+    pub fn machine_id(&self) -> MachineId {
+        self.id
+    }
+
+    /// The former name of [`machine_id`](SendError::machine_id).
+    #[deprecated(note = "renamed to `machine_id`")]
+    pub fn pid(&self) -> MachineId {
+        self.id
     }
 
     /// The undelivered message.
@@ -170,7 +190,7 @@ impl fmt::Debug for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SendError")
             .field("kind", &self.kind)
-            .field("pid", &self.pid)
+            .field("machine", &self.id)
             .field("payload", &self.payload)
             .finish()
     }
@@ -179,17 +199,17 @@ impl fmt::Debug for SendError {
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            SendErrorKind::UnknownPid => write!(
+            SendErrorKind::UnknownMachine => write!(
                 f,
-                "cannot send to {}: no such process on this host (never spawned here, already \
-                 waited for, or the host shut down); check the pid and the host",
-                self.pid
+                "cannot send to {}: no such machine on this host (never spawned here, already \
+                 waited for, or the host shut down); check the machine id and the host",
+                self.id
             ),
             SendErrorKind::Finished => write!(
                 f,
-                "cannot send to {}: the process has completed and takes no more messages; \
+                "cannot send to {}: the machine has completed and takes no more messages; \
                  wait() for its result instead",
-                self.pid
+                self.id
             ),
         }
     }
@@ -201,25 +221,32 @@ impl std::error::Error for SendError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CompleteErrorKind {
-    /// No process with this pid on this host.
-    UnknownPid,
-    /// The process has completed (or was closed); the answer is no longer needed.
+    /// No machine with this id on this host.
+    UnknownMachine,
+    /// The machine has completed (or was closed); the answer is no longer needed.
     Finished,
-    /// The process has no yield with this tag in flight (never yielded, or already answered).
+    /// The machine has no yield with this tag in flight (never yielded, or already answered).
     NotInFlight,
+}
+
+impl CompleteErrorKind {
+    /// The former name of [`UnknownMachine`](CompleteErrorKind::UnknownMachine).
+    #[deprecated(note = "renamed to `UnknownMachine`")]
+    #[allow(non_upper_case_globals)]
+    pub const UnknownPid: CompleteErrorKind = CompleteErrorKind::UnknownMachine;
 }
 
 /// An answer to a yield that could not be delivered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompleteError {
     kind: CompleteErrorKind,
-    pid: Pid,
+    id: MachineId,
     tag: u64,
 }
 
 impl CompleteError {
-    pub(crate) fn new(kind: CompleteErrorKind, pid: Pid, tag: u64) -> CompleteError {
-        CompleteError { kind, pid, tag }
+    pub(crate) fn new(kind: CompleteErrorKind, id: MachineId, tag: u64) -> CompleteError {
+        CompleteError { kind, id, tag }
     }
 
     /// Why.
@@ -227,9 +254,15 @@ impl CompleteError {
         self.kind
     }
 
-    /// The pid the answer was for.
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// The machine the answer was for.
+    pub fn machine_id(&self) -> MachineId {
+        self.id
+    }
+
+    /// The former name of [`machine_id`](CompleteError::machine_id).
+    #[deprecated(note = "renamed to `machine_id`")]
+    pub fn pid(&self) -> MachineId {
+        self.id
     }
 
     /// The tag the answer was for.
@@ -240,21 +273,21 @@ impl CompleteError {
 
 impl fmt::Display for CompleteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (pid, tag) = (self.pid, self.tag);
+        let (id, tag) = (self.id, self.tag);
         match self.kind {
-            CompleteErrorKind::UnknownPid => write!(
+            CompleteErrorKind::UnknownMachine => write!(
                 f,
-                "cannot complete yield {tag} of {pid}: no such process on this host; answer \
-                 with the pid and tag the handler received"
+                "cannot complete yield {tag} of {id}: no such machine on this host; answer \
+                 with the machine id and tag the handler received"
             ),
             CompleteErrorKind::Finished => write!(
                 f,
-                "cannot complete yield {tag} of {pid}: the process has already completed, so \
+                "cannot complete yield {tag} of {id}: the machine has already completed, so \
                  the answer is not needed"
             ),
             CompleteErrorKind::NotInFlight => write!(
                 f,
-                "cannot complete yield {tag} of {pid}: no yield with this tag is in flight \
+                "cannot complete yield {tag} of {id}: no yield with this tag is in flight \
                  (never yielded, or already answered: each yield is answered exactly once)"
             ),
         }

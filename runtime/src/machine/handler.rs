@@ -1,10 +1,10 @@
-//! Command handlers: what runs a process's yields, and the [`Yield`] a handler answers.
+//! Command handlers: what runs a machine's yields, and the [`Yield`] a handler answers.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{CompleteError, Error, ErrorKind, HostHandle, Payload, Pid};
+use super::{CompleteError, Error, ErrorKind, HostHandle, MachineId, Payload};
 
 /// The function type of a handler.
 pub(crate) type HandlerFn = dyn Fn(Yield) + Send + Sync + 'static;
@@ -31,12 +31,12 @@ pub(crate) struct Entry {
 /// [`complete`](Yield::complete) — from the handler, or later from any thread.
 ///
 /// A `Yield` dropped without an answer (the handler returned or panicked without completing
-/// it) answers itself with an [`ErrorKind::HandlerLost`] error, so a process never waits for
+/// it) answers itself with an [`ErrorKind::HandlerLost`] error, so a machine never waits for
 /// an answer that cannot come. To answer through
 /// [`HostHandle::complete_yield`] instead, take the parts out with
 /// [`into_parts`](Yield::into_parts).
 pub struct Yield {
-    pid: Pid,
+    id: MachineId,
     tag: u64,
     command: Cow<'static, str>,
     data: Payload,
@@ -46,18 +46,24 @@ pub struct Yield {
 
 impl Yield {
     pub(crate) fn new(
-        pid: Pid,
+        id: MachineId,
         tag: u64,
         command: Cow<'static, str>,
         data: Payload,
         host: HostHandle,
     ) -> Yield {
-        Yield { pid, tag, command, data, host, answered: false }
+        Yield { id, tag, command, data, host, answered: false }
     }
 
-    /// The process that yielded.
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// The machine that yielded.
+    pub fn machine_id(&self) -> MachineId {
+        self.id
+    }
+
+    /// The former name of [`machine_id`](Yield::machine_id).
+    #[deprecated(note = "renamed to `machine_id`")]
+    pub fn pid(&self) -> MachineId {
+        self.id
     }
 
     /// The yield's correlation tag.
@@ -80,28 +86,28 @@ impl Yield {
         core::mem::take(&mut self.data)
     }
 
-    /// The host (to send messages or spawn processes from a handler).
+    /// The host (to send messages or spawn machines from a handler).
     pub fn host(&self) -> &HostHandle {
         &self.host
     }
 
-    /// Answers the yield: the process receives a
+    /// Answers the yield: the machine receives a
     /// [`YieldComplete`](super::EventKind::YieldComplete) event with this tag and `result`.
     ///
     /// # Errors
-    /// The process has already completed ([`CompleteErrorKind::Finished`](super::CompleteErrorKind::Finished)):
+    /// The machine has already completed ([`CompleteErrorKind::Finished`](super::CompleteErrorKind::Finished)):
     /// the answer is not needed and is dropped.
     pub fn complete(mut self, result: Result<Payload, Error>) -> Result<(), CompleteError> {
         self.answered = true;
-        self.host.complete_yield(self.pid, self.tag, result)
+        self.host.complete_yield(self.id, self.tag, result)
     }
 
-    /// Takes the pid, tag and argument out, to answer later with
+    /// Takes the id, tag and argument out, to answer later with
     /// [`HostHandle::complete_yield`]. The caller is then responsible for answering (the
     /// automatic error answer on drop is disarmed).
-    pub fn into_parts(mut self) -> (Pid, u64, Payload) {
+    pub fn into_parts(mut self) -> (MachineId, u64, Payload) {
         self.answered = true;
-        (self.pid, self.tag, core::mem::take(&mut self.data))
+        (self.id, self.tag, core::mem::take(&mut self.data))
     }
 }
 
@@ -113,10 +119,10 @@ impl Drop for Yield {
                 format!(
                     "the handler for command `{}` dropped yield {} of {} without answering it \
                      (it returned or panicked); call Yield::complete on every path",
-                    self.command, self.tag, self.pid
+                    self.command, self.tag, self.id
                 ),
             );
-            let _ = self.host.complete_yield(self.pid, self.tag, Err(why));
+            let _ = self.host.complete_yield(self.id, self.tag, Err(why));
         }
     }
 }
@@ -124,7 +130,7 @@ impl Drop for Yield {
 impl fmt::Debug for Yield {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Yield")
-            .field("pid", &self.pid)
+            .field("machine", &self.id)
             .field("tag", &self.tag)
             .field("command", &self.command)
             .field("data", &self.data)

@@ -1,9 +1,9 @@
-//! The host: the `Pid → process` table, spawning, message routing, yield dispatch, exit
+//! The host: the `MachineId → machine` table, spawning, message routing, yield dispatch, exit
 //! status and shutdown.
 //!
 //! # Memory ordering
 //!
-//! Most shared state here is under locks (the table's shards, a process's exit slot, the
+//! Most shared state here is under locks (the table's shards, a machine's exit slot, the
 //! handler registry). Three orderings are atomic:
 //!
 //! - (D1) Shutdown waits for `live` to reach zero. The finisher whose decrement makes `live`
@@ -14,7 +14,7 @@
 //! - (D2) `closing` is checked by spawners under the shard lock they insert with, and stored
 //!   by shutdown before it walks the shards (taking each lock): a spawner either inserts
 //!   before shutdown's snapshot of that shard or sees `closing` and gives up.
-//! - (D3) A finishing process stores `COMPLETE` and then decrements `live` with Release;
+//! - (D3) A finishing machine stores `COMPLETE` and then decrements `live` with Release;
 //!   shutdown reads `live` with Acquire, so once it has seen the count reach zero, every
 //!   `is_complete()` it checks is true.
 
@@ -26,23 +26,24 @@ use std::time::{Duration, Instant};
 
 use purloin_sched::{SpawnOptions, WaitInfo, WaitKind};
 
-use super::cell::{ProcCell, Wake};
+use super::cell::{MachineCell, Wake};
 use super::error::{CompleteErrorKind, SendErrorKind};
 use super::handler::{self, HandlerFn, Mode};
 use super::table::{InsertError, Table};
 use super::{
-    CompleteError, Error, ErrorKind, Event, Payload, Pid, Process, ProcessState, SendError, Yield,
+    CompleteError, Error, ErrorKind, Event, Machine, MachineId, MachineState, Payload, SendError,
+    Yield,
 };
 use crate::Runtime;
 use crate::loom::{
     Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, StatCounter, fence, lock,
 };
 
-/// Host ids, so that a pid from another host is never routed here by mistake.
+/// Host ids, so that an id from another host is never routed here by mistake.
 static NEXT_HOST: StatCounter = StatCounter::new(1);
 
 fn new_host_id() -> u64 {
-    NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << Pid::HOST_BITS) - 1)
+    NEXT_HOST.fetch_add(1, Ordering::Relaxed) & ((1 << MachineId::HOST_BITS) - 1)
 }
 
 type Handlers = HashMap<Cow<'static, str>, handler::Entry>;
@@ -52,7 +53,7 @@ pub(crate) struct HostShared {
     table: Table,
     /// Copy-on-write: dispatch clones the `Arc` under the lock and reads without it.
     handlers: Mutex<StdArc<Handlers>>,
-    /// Processes spawned and not yet finished (D1).
+    /// Machines spawned and not yet finished (D1).
     live: AtomicUsize,
     /// Shutdown started: spawns fail (D2), finishers notify (D1).
     closing: AtomicBool,
@@ -64,7 +65,7 @@ pub(crate) struct HostShared {
 }
 
 /// A cloneable handle to a [`Host`]: routes messages, answers yields, waits for results, and
-/// spawns processes from the host's own green threads and process steps. Get one with
+/// spawns machines from the host's own green threads and machine steps. Get one with
 /// [`Host::handle`]; a [`Host`] also dereferences to its handle.
 #[derive(Clone)]
 pub struct HostHandle(Arc<HostShared>);
@@ -78,22 +79,21 @@ impl std::fmt::Debug for HostHandle {
     }
 }
 
-/// Runs [`Process`]es on a purloin runtime: seed 003's process scheduler, built on the
-/// runtime's workers, queues and stealing (each process is a stackless task of the
-/// scheduler).
+/// Runs [`Machine`]s on a purloin runtime, on the runtime's own workers, queues and stealing
+/// (each machine is a stackless task of the scheduler).
 ///
 /// The host owns its runtime, so it can always spawn and so that shutdown happens in the
-/// right order: processes first (cancel, wait, close), then the runtime. Use
+/// right order: machines first (cancel, wait, close), then the runtime. Use
 /// [`runtime`](Host::runtime) to run green threads on the same workers.
 ///
 /// ```
-/// use purloin::machine::{Error, Events, Host, Payload, Process, StepOutput};
+/// use purloin::machine::{Error, Events, Host, Payload, Machine, StepOutput};
 /// use purloin::runtime::Runtime;
 ///
 /// /// Asks the `double` handler for 2 × its input and completes with the answer.
 /// struct Doubler(u64);
 ///
-/// impl Process for Doubler {
+/// impl Machine for Doubler {
 ///     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
 ///         if method != "run" {
 ///             return Err(Error::unknown_method(method, &["run"]));
@@ -116,8 +116,8 @@ impl std::fmt::Debug for HostHandle {
 ///     let n = *y.data().downcast_ref::<u64>().unwrap();
 ///     let _ = y.complete(Ok(Payload::new(2 * n)));
 /// });
-/// let pid = host.spawn_process(Doubler(0), "run", Payload::new(21u64)).unwrap();
-/// let result = host.wait(pid).unwrap();
+/// let id = host.spawn_machine(Doubler(0), "run", Payload::new(21u64)).unwrap();
+/// let result = host.wait(id).unwrap();
 /// assert_eq!(result.downcast::<u64>().unwrap(), 42);
 /// let report = host.shutdown(std::time::Duration::from_secs(1));
 /// assert_eq!(report.cancelled + report.timed_out, 0);
@@ -133,17 +133,18 @@ impl std::fmt::Debug for Host {
     }
 }
 
-/// What [`Host::shutdown`] did.
+/// What [`Host::shutdown`] did to the host's machines, with the runtime's own
+/// [`ShutdownReport`](crate::runtime::ShutdownReport) inside.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShutdownReport {
-    /// Processes that were running at shutdown and completed after their
+pub struct HostShutdownReport {
+    /// Machines that were running at shutdown and completed after their
     /// [`Cancel`](super::EventKind::Cancel) event, within the timeout.
     pub cancelled: usize,
-    /// Processes that did not complete within the timeout and were closed by the host
-    /// ([`Process::close`] without another step; their waiters see
+    /// Machines that did not complete within the timeout and were closed by the host
+    /// ([`Machine::close`] without another step; their waiters see
     /// [`ErrorKind::Closed`]).
     pub timed_out: usize,
-    /// Processes that could not even be closed: a step that never returned keeps its worker
+    /// Machines that could not even be closed: a step that never returned keeps its worker
     /// (the runtime's report then counts that worker's work as unfinished too).
     pub unfinished: usize,
     /// The runtime's own shutdown report (green threads, including handlers).
@@ -151,7 +152,7 @@ pub struct ShutdownReport {
 }
 
 impl Host {
-    /// A host running its processes on `runtime` (which it owns from now on).
+    /// A host running its machines on `runtime` (which it owns from now on).
     ///
     /// # Panics
     /// If called from one of `runtime`'s own green threads with a single worker (it waits
@@ -170,7 +171,7 @@ impl Host {
         Host { handle: HostHandle(Arc::new(shared)), rt: Some(runtime) }
     }
 
-    /// The runtime the processes run on (to run green threads next to them).
+    /// The runtime the machines run on (to run green threads next to them).
     ///
     /// # Panics
     /// Never while the host exists (the runtime is only taken by shutdown, which consumes
@@ -179,15 +180,15 @@ impl Host {
         self.rt.as_ref().expect("the host owns its runtime until shutdown")
     }
 
-    /// A cloneable handle (for handlers, processes, other threads).
+    /// A cloneable handle (for handlers, machines, other threads).
     pub fn handle(&self) -> HostHandle {
         self.handle.clone()
     }
 
-    /// Starts `process` at its entry point `method` with `input`, from any thread.
+    /// Starts `machine` at its entry point `method` with `input`, from any thread.
     ///
-    /// [`Process::init`] runs here, on the caller's thread; if it fails, the process is
-    /// closed and never runs. Otherwise the process is queued on the runtime (the caller's
+    /// [`Machine::init`] runs here, on the caller's thread; if it fails, the machine is
+    /// closed and never runs. Otherwise the machine is queued on the runtime (the caller's
     /// local queue when called from one of its workers, the global queue otherwise) and its
     /// first step runs with no events.
     ///
@@ -195,42 +196,56 @@ impl Host {
     /// - `ErrorKind::InvalidInput` with the [`Error`] of `init` inside (an unknown method,
     ///   bad input): `err.get_ref()` downcasts to [`Error`];
     /// - the host or its runtime is shutting down.
-    pub fn spawn_process<P: Process>(
+    pub fn spawn_machine<M: Machine>(
         &self,
-        process: P,
+        machine: M,
         method: &str,
         input: Payload,
-    ) -> io::Result<Pid> {
-        self.handle.0.spawn(Some(self.runtime()), &self.handle, Box::new(process), method, input)
+    ) -> io::Result<MachineId> {
+        self.handle.0.spawn(Some(self.runtime()), &self.handle, Box::new(machine), method, input)
     }
 
-    /// Shuts down: sends a [`Cancel`](super::EventKind::Cancel) event to every process that
+    /// The former name of [`spawn_machine`](Host::spawn_machine).
+    ///
+    /// # Errors
+    /// As [`spawn_machine`](Host::spawn_machine).
+    #[deprecated(note = "renamed to `spawn_machine`")]
+    pub fn spawn_process<M: Machine>(
+        &self,
+        machine: M,
+        method: &str,
+        input: Payload,
+    ) -> io::Result<MachineId> {
+        self.spawn_machine(machine, method, input)
+    }
+
+    /// Shuts down: sends a [`Cancel`](super::EventKind::Cancel) event to every machine that
     /// has not completed, waits up to `timeout` for them to complete, then closes the rest
-    /// (each gets [`Process::close`] and no further step) and waits up to `timeout` again for
+    /// (each gets [`Machine::close`] and no further step) and waits up to `timeout` again for
     /// that; then shuts the runtime down with the same timeout. Results not yet taken with
-    /// [`wait`](HostHandle::wait) are dropped; handles see every pid as unknown afterwards.
+    /// [`wait`](HostHandle::wait) are dropped; handles see every id as unknown afterwards.
     ///
     /// # Panics
-    /// If called from a green thread or process step of this host's runtime (it would wait
+    /// If called from a green thread or machine step of this host's runtime (it would wait
     /// for itself).
-    pub fn shutdown(mut self, timeout: Duration) -> ShutdownReport {
+    pub fn shutdown(mut self, timeout: Duration) -> HostShutdownReport {
         self.shutdown_inner(timeout)
     }
 
-    fn shutdown_inner(&mut self, timeout: Duration) -> ShutdownReport {
-        let Some(rt) = self.rt.take() else { return ShutdownReport::default() };
+    fn shutdown_inner(&mut self, timeout: Duration) -> HostShutdownReport {
+        let Some(rt) = self.rt.take() else { return HostShutdownReport::default() };
         if self.handle.0.on_runtime() {
             // Put it back so that Drop does not try again while we unwind.
             self.rt = Some(rt);
             panic!(
                 "purloin::machine: Host::shutdown called from the host's own runtime (a green \
-                 thread, handler or process step); it would wait for itself. Shut the host \
+                 thread, handler or machine step); it would wait for itself. Shut the host \
                  down from the thread that owns it"
             );
         }
-        let (cancelled, timed_out, unfinished) = self.handle.0.shutdown_processes(timeout);
+        let (cancelled, timed_out, unfinished) = self.handle.0.shutdown_machines(timeout);
         let runtime = rt.shutdown_timeout(timeout);
-        ShutdownReport { cancelled, timed_out, unfinished, runtime }
+        HostShutdownReport { cancelled, timed_out, unfinished, runtime }
     }
 }
 
@@ -257,7 +272,7 @@ impl Drop for Host {
             let report = self.shutdown_inner(Duration::from_secs(5));
             if report.unfinished > 0 {
                 eprintln!(
-                    "purloin::machine: {} processes were still inside a step when the host \
+                    "purloin::machine: {} machines were still inside a step when the host \
                      was dropped; their workers were detached",
                     report.unfinished
                 );
@@ -300,7 +315,7 @@ fn data_addr(d: &(dyn core::any::Any + Send + Sync)) -> usize {
     d as *const (dyn core::any::Any + Send + Sync) as *const () as usize
 }
 
-/// Whether this code runs on a worker's own stack (a process step or an inline handler): a
+/// Whether this code runs on a worker's own stack (a machine step or an inline handler): a
 /// blocking wait there would block the worker thread.
 fn on_worker_stack() -> bool {
     !purloin_sched::in_green_thread() && purloin_sched::with_user_data(|d| d.is_some())
@@ -311,65 +326,79 @@ impl HostHandle {
         &self.0
     }
 
-    /// Starts `process` (see [`Host::spawn_process`]) from a green thread, handler or process
-    /// step of the host's runtime (from elsewhere use [`Host::spawn_process`]).
+    /// Starts `machine` (see [`Host::spawn_machine`]) from a green thread, handler or machine
+    /// step of the host's runtime (from elsewhere use [`Host::spawn_machine`]).
     ///
     /// # Errors
-    /// As [`Host::spawn_process`], and: called from outside the host's runtime.
-    pub fn spawn_process<P: Process>(
+    /// As [`Host::spawn_machine`], and: called from outside the host's runtime.
+    pub fn spawn_machine<M: Machine>(
         &self,
-        process: P,
+        machine: M,
         method: &str,
         input: Payload,
-    ) -> io::Result<Pid> {
-        self.0.spawn(None, self, Box::new(process), method, input)
+    ) -> io::Result<MachineId> {
+        self.0.spawn(None, self, Box::new(machine), method, input)
     }
 
-    /// Sends `message` to process `pid`: it arrives as a [`Message`](super::EventKind::Message)
-    /// event and wakes the process if it is Idle (a Blocked process sees it when its yields
-    /// are answered). Never blocks.
-    ///
-    /// `Ok` means the message was queued; a process that completes before its next step
-    /// never sees it (it is dropped with the process's queue).
+    /// The former name of [`spawn_machine`](HostHandle::spawn_machine).
     ///
     /// # Errors
-    /// The pid is unknown to this host, or the process has completed; the message is in the
+    /// As [`spawn_machine`](HostHandle::spawn_machine).
+    #[deprecated(note = "renamed to `spawn_machine`")]
+    pub fn spawn_process<M: Machine>(
+        &self,
+        machine: M,
+        method: &str,
+        input: Payload,
+    ) -> io::Result<MachineId> {
+        self.spawn_machine(machine, method, input)
+    }
+
+    /// Sends `message` to machine `id`: it arrives as a [`Message`](super::EventKind::Message)
+    /// event and wakes the machine if it is Idle (a Blocked machine sees it when its yields
+    /// are answered). Never blocks.
+    ///
+    /// `Ok` means the message was queued; a machine that completes before its next step
+    /// never sees it (it is dropped with the machine's queue).
+    ///
+    /// # Errors
+    /// The id is unknown to this host, or the machine has completed; the message is in the
     /// error.
-    pub fn send(&self, pid: Pid, mut message: Payload) -> Result<(), SendError> {
+    pub fn send(&self, id: MachineId, mut message: Payload) -> Result<(), SendError> {
         // The hop of every message ring: kept apart from `deliver`. The message stays where
-        // the caller put it until the process is won (see `ProcCell::send`).
+        // the caller put it until the machine is won (see `MachineCell::send`).
         // SAFETY: on `Ok` the message was moved out; it is forgotten below, never used again.
-        let sent = self.0.table.with(pid, |cell| unsafe { cell.send(&mut message) });
+        let sent = self.0.table.with(id, |cell| unsafe { cell.send(&mut message) });
         match sent {
             Some(Ok(())) => {
                 core::mem::forget(message);
                 Ok(())
             }
-            Some(Err(_completed)) => Err(SendError::new(SendErrorKind::Finished, pid, message)),
-            None => Err(SendError::new(SendErrorKind::UnknownPid, pid, message)),
+            Some(Err(_completed)) => Err(SendError::new(SendErrorKind::Finished, id, message)),
+            None => Err(SendError::new(SendErrorKind::UnknownMachine, id, message)),
         }
     }
 
-    /// Asks process `pid` to stop: sends it a [`Cancel`](super::EventKind::Cancel) event
-    /// (which wakes it even when Blocked). The process decides how to complete.
+    /// Asks machine `id` to stop: sends it a [`Cancel`](super::EventKind::Cancel) event
+    /// (which wakes it even when Blocked). The machine decides how to complete.
     ///
     /// # Errors
     /// As [`send`](HostHandle::send).
-    pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
-        let why = Error::cancelled(format!("{pid} was cancelled with HostHandle::cancel"));
-        self.deliver(pid, Event::cancel(why), Wake::IfWaiting)
+    pub fn cancel(&self, id: MachineId) -> Result<(), SendError> {
+        let why = Error::cancelled(format!("{id} was cancelled with HostHandle::cancel"));
+        self.deliver(id, Event::cancel(why), Wake::IfWaiting)
     }
 
-    fn deliver(&self, pid: Pid, event: Event, wake: Wake) -> Result<(), SendError> {
+    fn deliver(&self, id: MachineId, event: Event, wake: Wake) -> Result<(), SendError> {
         let mut event = Some(event);
         let pushed =
-            self.0.table.with(pid, |cell| cell.push(event.take().expect("pushed once"), wake));
+            self.0.table.with(id, |cell| cell.push(event.take().expect("pushed once"), wake));
         let to_wake = match pushed {
             None => {
                 let data = event.take().expect("not pushed").data;
-                return Err(SendError::new(SendErrorKind::UnknownPid, pid, data));
+                return Err(SendError::new(SendErrorKind::UnknownMachine, id, data));
             }
-            Some(Err(back)) => return Err(SendError::new(SendErrorKind::Finished, pid, back.data)),
+            Some(Err(back)) => return Err(SendError::new(SendErrorKind::Finished, id, back.data)),
             Some(Ok(w)) => w,
         };
         if let Some(w) = to_wake {
@@ -378,72 +407,72 @@ impl HostHandle {
         Ok(())
     }
 
-    /// Answers yield `tag` of process `pid` with `result`: the process receives a
-    /// [`YieldComplete`](super::EventKind::YieldComplete) event. A Blocked process is woken
+    /// Answers yield `tag` of machine `id` with `result`: the machine receives a
+    /// [`YieldComplete`](super::EventKind::YieldComplete) event. A Blocked machine is woken
     /// by the answer to its last yield in flight; an Idle one by any answer. Never blocks.
     ///
     /// # Errors
-    /// The pid is unknown, the process has completed, or no yield with this tag is in
+    /// The id is unknown, the machine has completed, or no yield with this tag is in
     /// flight (each yield is answered exactly once).
     pub fn complete_yield(
         &self,
-        pid: Pid,
+        id: MachineId,
         tag: u64,
         result: Result<Payload, Error>,
     ) -> Result<(), CompleteError> {
-        let completed = self.0.table.with(pid, |cell| cell.complete(tag, result));
+        let completed = self.0.table.with(id, |cell| cell.complete(tag, result));
         let to_wake = completed
-            .ok_or(CompleteErrorKind::UnknownPid)
+            .ok_or(CompleteErrorKind::UnknownMachine)
             .and_then(|r| r)
-            .map_err(|k| CompleteError::new(k, pid, tag))?;
+            .map_err(|k| CompleteError::new(k, id, tag))?;
         if let Some(w) = to_wake {
             w.wake();
         }
         Ok(())
     }
 
-    /// Waits until process `pid` completes and takes its result (the value it completed
+    /// Waits until machine `id` completes and takes its result (the value it completed
     /// with, or its error: a failure, a panic, a close at shutdown). Parks a green thread;
     /// blocks a plain thread.
     ///
-    /// The result is taken by exactly one waiter, and the pid is then forgotten.
+    /// The result is taken by exactly one waiter, and the id is then forgotten.
     ///
     /// # Errors
-    /// The process's error; or [`ErrorKind::UnknownPid`] (never spawned here, result
+    /// The machine's error; or [`ErrorKind::UnknownMachine`] (never spawned here, result
     /// already taken, host shut down); or [`ErrorKind::WouldBlock`] when called inside a
-    /// process step or an inline handler (that would block a worker thread: yield a command
+    /// machine step or an inline handler (that would block a worker thread: yield a command
     /// whose handler waits instead).
-    pub fn wait(&self, pid: Pid) -> Result<Payload, Error> {
-        self.wait_inner(pid, None)
+    pub fn wait(&self, id: MachineId) -> Result<Payload, Error> {
+        self.wait_inner(id, None)
     }
 
     /// [`wait`](HostHandle::wait) for at most `timeout`.
     ///
     /// # Errors
-    /// As [`wait`](HostHandle::wait), and [`ErrorKind::TimedOut`] (the process keeps
+    /// As [`wait`](HostHandle::wait), and [`ErrorKind::TimedOut`] (the machine keeps
     /// running; wait again later).
-    pub fn wait_timeout(&self, pid: Pid, timeout: Duration) -> Result<Payload, Error> {
-        self.wait_inner(pid, Instant::now().checked_add(timeout))
+    pub fn wait_timeout(&self, id: MachineId, timeout: Duration) -> Result<Payload, Error> {
+        self.wait_inner(id, Instant::now().checked_add(timeout))
     }
 
-    fn wait_inner(&self, pid: Pid, deadline: Option<Instant>) -> Result<Payload, Error> {
+    fn wait_inner(&self, id: MachineId, deadline: Option<Instant>) -> Result<Payload, Error> {
         if on_worker_stack() {
             return Err(Error::with_kind(
                 ErrorKind::WouldBlock,
                 format!(
-                    "wait({pid}) inside a process step or inline handler would block a worker \
+                    "wait({id}) inside a machine step or inline handler would block a worker \
                      thread; yield a command whose (green-thread) handler waits instead"
                 ),
             ));
         }
-        let cell = self.0.lookup(pid).ok_or_else(|| unknown_pid(pid))?;
+        let cell = self.0.lookup(id).ok_or_else(|| unknown_machine(id))?;
         let me = purloin_sched::current();
         let mut registered = false;
         let mut exit = lock(&cell.exit);
         loop {
             if exit.done {
                 let Some(result) = exit.result.take() else {
-                    return Err(unknown_pid(pid));
+                    return Err(unknown_machine(id));
                 };
                 exit.taken = true;
                 drop(exit);
@@ -457,7 +486,7 @@ impl HostHandle {
                 }
                 return Err(Error::with_kind(
                     ErrorKind::TimedOut,
-                    format!("{pid} did not complete within the timeout; it is still running"),
+                    format!("{id} did not complete within the timeout; it is still running"),
                 ));
             }
             match me {
@@ -495,17 +524,17 @@ impl HostHandle {
         }
     }
 
-    /// Says nobody will wait for `pid`: its result is dropped when it completes (at once if
-    /// it already has) and the pid is forgotten. Without `wait` or `detach`, a completed
-    /// process's result is kept until the host shuts down.
+    /// Says nobody will wait for `id`: its result is dropped when it completes (at once if
+    /// it already has) and the id is forgotten. Without `wait` or `detach`, a completed
+    /// machine's result is kept until the host shuts down.
     ///
     /// # Errors
-    /// [`ErrorKind::UnknownPid`].
-    pub fn detach(&self, pid: Pid) -> Result<(), Error> {
-        let cell = self.0.lookup(pid).ok_or_else(|| unknown_pid(pid))?;
+    /// [`ErrorKind::UnknownMachine`].
+    pub fn detach(&self, id: MachineId) -> Result<(), Error> {
+        let cell = self.0.lookup(id).ok_or_else(|| unknown_machine(id))?;
         let mut exit = lock(&cell.exit);
         if exit.taken {
-            return Err(unknown_pid(pid));
+            return Err(unknown_machine(id));
         }
         exit.detached = true;
         if exit.done {
@@ -518,19 +547,25 @@ impl HostHandle {
         Ok(())
     }
 
-    /// The state of process `pid` (a snapshot), or `None` if the pid is unknown.
-    pub fn status(&self, pid: Pid) -> Option<ProcessState> {
-        self.0.lookup(pid).map(|c| c.state())
+    /// The state of machine `id` (a snapshot), or `None` if the id is unknown.
+    pub fn status(&self, id: MachineId) -> Option<MachineState> {
+        self.0.lookup(id).map(|c| c.state())
     }
 
-    /// Number of processes spawned and not yet completed.
-    pub fn live_processes(&self) -> usize {
+    /// Number of machines spawned and not yet completed.
+    pub fn live_machines(&self) -> usize {
         self.0.live.load(Ordering::Relaxed)
+    }
+
+    /// The former name of [`live_machines`](HostHandle::live_machines).
+    #[deprecated(note = "renamed to `live_machines`")]
+    pub fn live_processes(&self) -> usize {
+        self.live_machines()
     }
 
     /// Registers `handler` for yields of `command` (replacing an earlier one). Each yield
     /// runs on a new green thread of the host's runtime, so the handler may block (sleep,
-    /// lock, do I/O, wait for another process). It answers with [`Yield::complete`].
+    /// lock, do I/O, wait for another machine). It answers with [`Yield::complete`].
     ///
     /// A yield whose command has no handler is answered at once with an
     /// [`ErrorKind::NoHandler`] error.
@@ -554,11 +589,11 @@ impl HostHandle {
     }
 }
 
-fn unknown_pid(pid: Pid) -> Error {
+fn unknown_machine(id: MachineId) -> Error {
     Error::with_kind(
-        ErrorKind::UnknownPid,
+        ErrorKind::UnknownMachine,
         format!(
-            "{pid} is unknown to this host: it was never spawned here, its result was already \
+            "{id} is unknown to this host: it was never spawned here, its result was already \
              taken by another wait, or the host shut down"
         ),
     )
@@ -571,59 +606,59 @@ impl HostShared {
         purloin_sched::with_user_data(|d| d.is_some_and(|d| data_addr(d) == self.runtime_id))
     }
 
-    fn lookup(&self, pid: Pid) -> Option<StdArc<ProcCell>> {
-        self.table.get(pid)
+    fn lookup(&self, id: MachineId) -> Option<StdArc<MachineCell>> {
+        self.table.get(id)
     }
 
-    /// Removes `cell` from the table (if it is still the entry for its pid).
-    fn forget(&self, cell: &StdArc<ProcCell>) {
-        self.table.remove(cell.pid);
+    /// Removes `cell` from the table (if it is still the entry for its id).
+    fn forget(&self, cell: &StdArc<MachineCell>) {
+        self.table.remove(cell.id);
     }
 
     fn spawn(
         &self,
         runtime: Option<&Runtime>,
         handle: &HostHandle,
-        mut process: Box<dyn Process>,
+        mut machine: Box<dyn Machine>,
         method: &str,
         input: Payload,
-    ) -> io::Result<Pid> {
+    ) -> io::Result<MachineId> {
         if runtime.is_none() && !self.on_runtime() {
             return Err(io::Error::other(
-                "HostHandle::spawn_process was called outside the host's runtime, where it \
-                 has no scheduler to use; call Host::spawn_process on the Host, or call it from \
-                 a process step, a handler or a green thread of the host's runtime",
+                "HostHandle::spawn_machine was called outside the host's runtime, where it \
+                 has no scheduler to use; call Host::spawn_machine on the Host, or call it from \
+                 a machine step, a handler or a green thread of the host's runtime",
             ));
         }
         if self.closing.load(Ordering::Relaxed) {
             return Err(shutting_down());
         }
-        if let Err(e) = process.init(method, input) {
-            process.close();
+        if let Err(e) = machine.init(method, input) {
+            machine.close();
             return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
         }
         self.live.fetch_add(1, Ordering::Relaxed);
-        let mut process = Some(process);
+        let mut machine = Some(machine);
         // D2: `closing` is checked under the shard lock that shutdown also takes.
         let inserted = self.table.insert(
             || !self.closing.load(Ordering::Relaxed),
-            |pid| {
-                let p = process.take().expect("made once");
-                StdArc::new(ProcCell::new(pid, handle.clone(), p))
+            |id| {
+                let p = machine.take().expect("made once");
+                StdArc::new(MachineCell::new(id, handle.clone(), p))
             },
         );
         let cell = match inserted {
             Ok(cell) => cell,
             Err(why) => {
                 self.release_live();
-                if let Some(mut p) = process {
+                if let Some(mut p) = machine {
                     p.close();
                 }
                 return Err(match why {
                     InsertError::Refused => shutting_down(),
                     InsertError::Full => io::Error::other(
-                        "cannot spawn a process: the host has 16,777,216 live or unwaited \
-                         processes; wait for or detach finished ones",
+                        "cannot spawn a machine: the host has 16,777,216 live or unwaited \
+                         machines; wait for or detach finished ones",
                     ),
                 });
             }
@@ -636,7 +671,7 @@ impl HostShared {
         match spawned {
             Ok(thread) => {
                 cell.publish_handle(super::cell::TaskRef::Green(thread));
-                Ok(cell.pid)
+                Ok(cell.id)
             }
             Err(e) => {
                 self.forget(&cell);
@@ -656,7 +691,11 @@ impl HostShared {
     }
 
     /// Hands a step's yields to their handlers (called by the step, on its worker).
-    pub(crate) fn dispatch(&self, cell: &ProcCell, commands: impl Iterator<Item = super::Command>) {
+    pub(crate) fn dispatch(
+        &self,
+        cell: &MachineCell,
+        commands: impl Iterator<Item = super::Command>,
+    ) {
         let handlers = lock(&self.handlers).clone();
         for c in commands {
             let Some(entry) = handlers.get(c.name.as_ref()) else {
@@ -664,8 +703,8 @@ impl HostShared {
                     ErrorKind::NoHandler,
                     format!(
                         "{} yielded command `{}` (tag {}) but no handler is registered for it; \
-                         call HostHandle::register(\"{}\", ..) before spawning the process",
-                        cell.pid, c.name, c.tag, c.name
+                         call HostHandle::register(\"{}\", ..) before spawning the machine",
+                        cell.id, c.name, c.tag, c.name
                     ),
                 );
                 if let Ok(Some(w)) = cell.complete(c.tag, Err(why)) {
@@ -673,7 +712,7 @@ impl HostShared {
                 }
                 continue;
             };
-            let y = Yield::new(cell.pid, c.tag, c.name, c.data, cell.host.clone());
+            let y = Yield::new(cell.id, c.tag, c.name, c.data, cell.host.clone());
             match entry.mode {
                 Mode::Inline => {
                     let f = &entry.f;
@@ -698,10 +737,10 @@ impl HostShared {
         }
     }
 
-    /// A process finished (called at the end of its last step): publishes the exit status.
-    pub(crate) fn process_finished(&self, cell: &ProcCell, result: Result<Payload, Error>) {
-        // Before the exit is published, so a waiter that got the result sees the process
-        // gone from `live_processes` too (the exit lock orders the two).
+    /// A machine finished (called at the end of its last step): publishes the exit status.
+    pub(crate) fn machine_finished(&self, cell: &MachineCell, result: Result<Payload, Error>) {
+        // Before the exit is published, so a waiter that got the result sees the machine
+        // gone from `live_machines` too (the exit lock orders the two).
         self.release_live();
         let (greens, detached, unneeded) = {
             let mut exit = lock(&cell.exit);
@@ -723,16 +762,16 @@ impl HostShared {
             g.unpark();
         }
         if detached {
-            self.table.remove(cell.pid);
+            self.table.remove(cell.id);
         }
     }
 
-    /// Takes one off `live` (a process finished, or a spawn that counted itself failed) and,
+    /// Takes one off `live` (a machine finished, or a spawn that counted itself failed) and,
     /// if that made it zero while shutdown waits for zero, wakes shutdown (D1).
     ///
     /// Only the decrement that reaches zero notifies: shutdown waits for zero and nothing
     /// else, so the others have nothing to say, and each notification takes the `shut` lock,
-    /// which shutdown's waiting thread takes again on every wake-up. A million processes
+    /// which shutdown's waiting thread takes again on every wake-up. A million machines
     /// ending at once would otherwise convoy the workers on that lock (their steps blocked in
     /// the kernel, reported by the monitor as blocking their workers).
     fn release_live(&self) {
@@ -750,12 +789,12 @@ impl HostShared {
         }
     }
 
-    /// Every process not yet complete.
-    fn snapshot_live(&self) -> Vec<StdArc<ProcCell>> {
+    /// Every machine not yet complete.
+    fn snapshot_live(&self) -> Vec<StdArc<MachineCell>> {
         self.table.collect(|c| !c.is_complete())
     }
 
-    /// Waits until no process is live or `timeout` passes.
+    /// Waits until no machine is live or `timeout` passes.
     fn wait_live_zero(&self, timeout: Duration) {
         let deadline = Instant::now().checked_add(timeout);
         let mut g = lock(&self.shut);
@@ -779,15 +818,15 @@ impl HostShared {
     }
 
     /// Cancels, waits, closes, waits. Returns (cancelled, timed out, unfinished).
-    pub(crate) fn shutdown_processes(&self, timeout: Duration) -> (usize, usize, usize) {
+    pub(crate) fn shutdown_machines(&self, timeout: Duration) -> (usize, usize, usize) {
         self.closing.store(true, Ordering::Relaxed);
         // D1/D2: `closing` before the reads of `live` and the shard walk.
         fence(Ordering::SeqCst);
         let running = self.snapshot_live();
-        // One message for every process (each knows its own pid): a million processes cost
+        // One message for every machine (each knows its own id): a million machines cost
         // no million strings made here and freed on the workers.
         let why = Error::cancelled(
-            "the process is cancelled because its host is shutting down; complete soon",
+            "the machine is cancelled because its host is shutting down; complete soon",
         );
         for cell in &running {
             if let Ok(Some(w)) = cell.push(Event::cancel(why.clone()), Wake::IfWaiting) {
@@ -815,7 +854,7 @@ impl HostShared {
     }
 }
 
-/// Hooks for the crate's own loom models (`models.rs`), which drive a real process cell and
+/// Hooks for the crate's own loom models (`models.rs`), which drive a real machine cell and
 /// this table without a runtime.
 #[cfg(all(test, loom))]
 impl HostHandle {
@@ -831,21 +870,21 @@ impl HostHandle {
         }))
     }
 
-    /// Makes a cell for `process` and enters it in the table (what `spawn` does before it
+    /// Makes a cell for `machine` and enters it in the table (what `spawn` does before it
     /// hands the task to the scheduler).
-    pub(crate) fn adopt_for_model(&self, process: Box<dyn Process>) -> StdArc<ProcCell> {
+    pub(crate) fn adopt_for_model(&self, machine: Box<dyn Machine>) -> StdArc<MachineCell> {
         self.0.live.fetch_add(1, Ordering::Relaxed);
         let made = self
             .0
             .table
-            .insert(|| true, |pid| StdArc::new(ProcCell::new(pid, self.clone(), process)));
+            .insert(|| true, |id| StdArc::new(MachineCell::new(id, self.clone(), machine)));
         made.ok().expect("a model table has room")
     }
 }
 
 fn shutting_down() -> io::Error {
     io::Error::other(
-        "cannot spawn a process: its host is shutting down (spawn before Host::shutdown, or \
-         check the error in the processes that spawn children)",
+        "cannot spawn a machine: its host is shutting down (spawn before Host::shutdown, or \
+         check the error in the machines that spawn children)",
     )
 }

@@ -1,10 +1,10 @@
-//! Loom models of the process protocol: the real process cell, event queue, pid table and
+//! Loom models of the machine protocol: the real machine cell, event queue, id table and
 //! inline hand-off, stepped by loom threads that follow purloin-sched's rules for a stackless
 //! task ([`FakeTask`]: steps never overlap; an unpark while the task is queued or running
 //! leaves a token, and a step that returns `Wait` with a token pending runs again at once; an
-//! unpark of a parked task queues it). A process handed off inline runs on the loom thread of
+//! unpark of a parked task queues it). A machine handed off inline runs on the loom thread of
 //! the step that woke it, while its own task stays parked. The scheduler's own models check that it keeps those rules;
-//! these check that the process protocol is correct *given* them, at a cost of seconds
+//! these check that the machine protocol is correct *given* them, at a cost of seconds
 //! instead of the many minutes an end-to-end model of the whole runtime takes (the
 //! end-to-end model is `runtime/tests/loom_machine.rs`).
 //!
@@ -12,12 +12,12 @@
 //! blocked), which loom reports.
 //!
 //! Mutation checks (each made, the models run and seen to fail, then reverted). Since the
-//! process's own `state` word carries the wakeup flag and decides who runs the process (the
+//! machine's own `state` word carries the wakeup flag and decides who runs the machine (the
 //! inline hand-off, `chain.rs`), these break that protocol (`cell.rs`):
 //!
 //! | mutation | models that fail | what loom reported |
 //! |---|---|---|
-//! | `park` stores `IDLE`/`BLOCKED` unconditionally (ignores the wakeup flag `NOTIFY`) | all five process models | deadlock |
+//! | `park` stores `IDLE`/`BLOCKED` unconditionally (ignores the wakeup flag `NOTIFY`) | all five machine models | deadlock |
 //! | a publisher that finds `READY` returns without its RMW on `state` (P1: a plain load decides) | all but `completion_racing_the_worker` | deadlock |
 //! | `park`'s flag clear (`swap(RUNNING)`) Relaxed instead of Acquire (P1) | all five | deadlock |
 //! | W1 in `send` (`IDLE => READY/RUNNING`) Relaxed instead of AcqRel | all but `completion_racing_the_worker` | causality violation on the owner `UnsafeCell` |
@@ -32,10 +32,10 @@
 //! |---|---|---|
 //! | `complete` decrements `inflight` before pushing its answer (C1) | `completion_racing_the_worker` | deadlock |
 //! | `publish_handle` ignores `PENDING` (H1) | `send_racing_idle` | deadlock |
-//! | `process_finished` decrements `live` Relaxed instead of Release (D3) | `shutdown_racing_send` | assertion: counted as timed out |
+//! | `machine_finished` decrements `live` Relaxed instead of Release (D3) | `shutdown_racing_send` | assertion: counted as timed out |
 //! | shutdown reads `live` Relaxed instead of Acquire (D3) | `shutdown_racing_send` | assertion: counted as timed out |
-//! | D1 fence in `release_live` (`process_finished`) removed | `shutdown_racing_send` | deadlock (shutdown never notified) |
-//! | D1 fence in `shutdown_processes` removed | `shutdown_racing_send` | deadlock |
+//! | D1 fence in `release_live` (`machine_finished`) removed | `shutdown_racing_send` | deadlock (shutdown never notified) |
+//! | D1 fence in `shutdown_machines` removed | `shutdown_racing_send` | deadlock |
 //!
 //! Not caught: concluding "the spawner will unpark" from a plain load of `PENDING` (instead
 //! of the RMW in `handle_for_wake`) passes `two_senders_racing_the_handle_publication` at
@@ -45,7 +45,7 @@
 //!
 //! The end-to-end version of `shutdown_racing_send` found a real bug while this module was
 //! written: shutdown read `live` with Relaxed, so having seen the count reach zero it could
-//! still read a process's state as not complete and report it as timed out (fixed by D3,
+//! still read a machine's state as not complete and report it as timed out (fixed by D3,
 //! which the two D3 rows above re-break).
 
 use std::sync::Arc as StdArc;
@@ -53,8 +53,8 @@ use std::time::Duration;
 
 use purloin_sched::{Task, TaskStep};
 
-use super::cell::{ProcCell, TaskRef};
-use super::{Error, EventKind, Events, HostHandle, Payload, Pid, Process, StepOutput, Yield};
+use super::cell::{MachineCell, TaskRef};
+use super::{Error, EventKind, Events, HostHandle, Machine, MachineId, Payload, StepOutput, Yield};
 use crate::loom::{Arc, AtomicUsize, Condvar, Mutex, Ordering, lock, thread};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,7 +99,7 @@ impl FakeTask {
     }
 
     /// The worker: steps `cell` until it is done.
-    fn run(&self, cell: &ProcCell) {
+    fn run(&self, cell: &MachineCell) {
         loop {
             {
                 let mut s = lock(&self.st);
@@ -127,7 +127,7 @@ impl FakeTask {
 }
 
 /// Waits for the exit status on a plain thread (as `HostHandle::wait` does) and takes it.
-fn wait_exit(cell: &ProcCell) -> Result<Payload, Error> {
+fn wait_exit(cell: &MachineCell) -> Result<Payload, Error> {
     let mut exit = lock(&cell.exit);
     loop {
         if exit.done {
@@ -141,7 +141,7 @@ fn wait_exit(cell: &ProcCell) -> Result<Payload, Error> {
 
 /// Starts the worker stepping `cell`; publishes the handle before (`early`) or leaves it to
 /// the caller.
-fn start(cell: &StdArc<ProcCell>, publish: bool) -> (StdArc<FakeTask>, thread::JoinHandle<()>) {
+fn start(cell: &StdArc<MachineCell>, publish: bool) -> (StdArc<FakeTask>, thread::JoinHandle<()>) {
     let task = FakeTask::new();
     if publish {
         cell.publish_handle(TaskRef::Model(task.clone()));
@@ -153,7 +153,7 @@ fn start(cell: &StdArc<ProcCell>, publish: bool) -> (StdArc<FakeTask>, thread::J
 
 /// Breaks the table ↔ cell cycle (nothing is live any more).
 fn clear(host: &HostHandle) {
-    let (cancelled, timed_out, unfinished) = host.shared().shutdown_processes(Duration::MAX);
+    let (cancelled, timed_out, unfinished) = host.shared().shutdown_machines(Duration::MAX);
     assert_eq!((cancelled, timed_out, unfinished), (0, 0, 0));
 }
 
@@ -163,7 +163,7 @@ struct TwoYields {
     sum: u64,
 }
 
-impl Process for TwoYields {
+impl Machine for TwoYields {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -183,24 +183,24 @@ impl Process for TwoYields {
 }
 
 /// The wakeup flag and "Blocked until the last answer": two answers, from two threads, race
-/// each other and the worker that still holds the process (dispatching, declaring Blocked,
-/// being parked by the scheduler). The process is stepped exactly twice and completes.
+/// each other and the worker that still holds the machine (dispatching, declaring Blocked,
+/// being parked by the scheduler). The machine is stepped exactly twice and completes.
 #[test]
 fn completion_racing_the_worker() {
     loom::model(|| {
         let host = HostHandle::for_model();
-        let slot: Arc<(Mutex<Vec<(Pid, u64)>>, Condvar)> =
+        let slot: Arc<(Mutex<Vec<(MachineId, u64)>>, Condvar)> =
             Arc::new((Mutex::new(Vec::new()), Condvar::new()));
         let s2 = slot.clone();
         host.register_inline("ext", move |y: Yield| {
-            let (pid, tag, _) = y.into_parts();
-            lock(&s2.0).push((pid, tag));
+            let (id, tag, _) = y.into_parts();
+            lock(&s2.0).push((id, tag));
             s2.1.notify_all();
         });
         let steps = Arc::new(AtomicUsize::new(0));
         let cell = host.adopt_for_model(Box::new(TwoYields { steps: steps.clone(), sum: 0 }));
         let (_task, worker) = start(&cell, true);
-        let await_yields = |slot: &(Mutex<Vec<(Pid, u64)>>, Condvar)| {
+        let await_yields = |slot: &(Mutex<Vec<(MachineId, u64)>>, Condvar)| {
             let mut g = lock(&slot.0);
             while g.len() < 2 {
                 g = slot.1.wait(g).unwrap_or_else(|p| p.into_inner());
@@ -208,7 +208,7 @@ fn completion_racing_the_worker() {
             g[0].0
         };
         // The racer answers through the cell directly (as dispatch does for a command with no
-        // handler); `complete_yield` would take the pid table's shard lock, which serialises
+        // handler); `complete_yield` would take the id table's shard lock, which serialises
         // it with main's answer and hides the ordering of push and decrement (C1).
         let (c2, s3) = (cell.clone(), slot.clone());
         let racer = thread::spawn(move || {
@@ -217,8 +217,8 @@ fn completion_racing_the_worker() {
                 w.wake();
             }
         });
-        let pid = await_yields(&slot);
-        host.complete_yield(pid, 1, Ok(Payload::new(1u64))).unwrap();
+        let id = await_yields(&slot);
+        host.complete_yield(id, 1, Ok(Payload::new(1u64))).unwrap();
         assert_eq!(wait_exit(&cell).unwrap().take::<u64>().unwrap(), 3);
         racer.join().unwrap();
         worker.join().unwrap();
@@ -230,7 +230,7 @@ fn completion_racing_the_worker() {
 /// Goes Idle with no events; completes with the first message (or fails on a cancel).
 struct Once;
 
-impl Process for Once {
+impl Machine for Once {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -253,10 +253,10 @@ fn send_racing_idle() {
     loom::model(|| {
         let host = HostHandle::for_model();
         let cell = host.adopt_for_model(Box::new(Once));
-        let pid = cell.pid;
+        let id = cell.id;
         let (task, worker) = start(&cell, false);
         let h = host.clone();
-        let sender = thread::spawn(move || h.send(pid, Payload::new(5u64)).unwrap());
+        let sender = thread::spawn(move || h.send(id, Payload::new(5u64)).unwrap());
         cell.publish_handle(TaskRef::Model(task));
         assert_eq!(wait_exit(&cell).unwrap().take::<u64>().unwrap(), 5);
         sender.join().unwrap();
@@ -270,7 +270,7 @@ struct SumTwo {
     got: Vec<u64>,
 }
 
-impl Process for SumTwo {
+impl Machine for SumTwo {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -296,13 +296,13 @@ fn two_senders_racing_the_handle_publication() {
     loom::model(|| {
         let host = HostHandle::for_model();
         let cell = host.adopt_for_model(Box::new(SumTwo { got: Vec::new() }));
-        let pid = cell.pid;
+        let id = cell.id;
         let (task, worker) = start(&cell, false);
         let senders: Vec<_> = [1u64, 2]
             .into_iter()
             .map(|v| {
                 let h = host.clone();
-                thread::spawn(move || h.send(pid, Payload::new(v)).unwrap())
+                thread::spawn(move || h.send(id, Payload::new(v)).unwrap())
             })
             .collect();
         cell.publish_handle(TaskRef::Model(task));
@@ -316,13 +316,13 @@ fn two_senders_racing_the_handle_publication() {
 }
 
 /// On its first step sends `v` to `to` — an inline hand-off when `to` is Idle: the worker
-/// stepping this process then steps `to` itself — and completes.
+/// stepping this machine then steps `to` itself — and completes.
 struct Forward {
-    to: Pid,
+    to: MachineId,
     v: u64,
 }
 
-impl Process for Forward {
+impl Machine for Forward {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -334,9 +334,9 @@ impl Process for Forward {
     }
 }
 
-/// The inline hand-off: a step sends to a process that may be Idle (its task parked), wins it
+/// The inline hand-off: a step sends to a machine that may be Idle (its task parked), wins it
 /// and steps it on its own worker, while a sender on another thread races it (finding it
-/// Idle, Ready, Running, or handed off). The receiver's steps never overlap (the process is
+/// Idle, Ready, Running, or handed off). The receiver's steps never overlap (the machine is
 /// a `&mut`; loom reports concurrent access to the owner cell), it sees both messages, and
 /// its task ends once it completes — on its own worker or inline on the other.
 #[test]
@@ -344,7 +344,7 @@ fn inline_hand_off_racing_a_sender() {
     loom::model(|| {
         let host = HostHandle::for_model();
         let rx = host.adopt_for_model(Box::new(SumTwo { got: Vec::new() }));
-        let to = rx.pid;
+        let to = rx.id;
         let tx = host.adopt_for_model(Box::new(Forward { to, v: 1 }));
         let (_rt, rw) = start(&rx, true);
         let (_tt, tw) = start(&tx, true);
@@ -374,7 +374,7 @@ struct Guarded {
     after_close: Arc<AtomicUsize>,
 }
 
-impl Process for Guarded {
+impl Machine for Guarded {
     fn init(&mut self, _method: &str, _input: Payload) -> Result<(), Error> {
         Ok(())
     }
@@ -391,9 +391,9 @@ impl Process for Guarded {
     }
 }
 
-/// Shutdown (cancel every process, wait, close, report) races a send to an Idle process: the
+/// Shutdown (cancel every machine, wait, close, report) races a send to an Idle machine: the
 /// message is delivered or refused with the message handed back, dropped exactly once; the
-/// process is closed exactly once and never stepped after; the report counts it as
+/// machine is closed exactly once and never stepped after; the report counts it as
 /// cancelled, never as timed out.
 #[test]
 fn shutdown_racing_send() {
@@ -403,11 +403,11 @@ fn shutdown_racing_send() {
         let after_close = Arc::new(AtomicUsize::new(0));
         let p = Guarded { closed: closed.clone(), after_close: after_close.clone() };
         let cell = host.adopt_for_model(Box::new(p));
-        let pid = cell.pid;
+        let id = cell.id;
         let (_task, worker) = start(&cell, true);
         let drops = Arc::new(AtomicUsize::new(0));
         let (h, d2) = (host.clone(), drops.clone());
-        let sender = thread::spawn(move || match h.send(pid, Payload::new(Counted(d2))) {
+        let sender = thread::spawn(move || match h.send(id, Payload::new(Counted(d2))) {
             Ok(()) => true,
             Err(e) => {
                 drop(e.into_payload());
@@ -416,13 +416,13 @@ fn shutdown_racing_send() {
         });
         // No wait ends by time under loom, so the timeout never decides the outcome here.
         let (cancelled, timed_out, unfinished) =
-            host.shared().shutdown_processes(Duration::from_secs(3600));
+            host.shared().shutdown_machines(Duration::from_secs(3600));
         let delivered = sender.join().unwrap();
         worker.join().unwrap();
         assert_eq!((timed_out, unfinished), (0, 0));
         assert!(cancelled <= 1);
         if !delivered {
-            // Refused: the process had completed (on the cancellation) or was forgotten.
+            // Refused: the machine had completed (on the cancellation) or was forgotten.
             assert_eq!(cancelled, 1);
         }
         drop(cell);

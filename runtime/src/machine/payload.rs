@@ -1,17 +1,17 @@
-//! [`Payload`]: the value carried by process inputs, messages, yields and results.
+//! [`Payload`]: the value carried by machine inputs, messages, yields and results.
 
 use core::any::{Any, TypeId};
 use core::fmt;
 use core::mem::{MaybeUninit, align_of, size_of};
 
-/// A value of any `Send` type, moved (never copied or serialised) between a process, the host
-/// and handlers: a process's input and result, a message's body, a command's argument and its
+/// A value of any `Send` type, moved (never copied or serialised) between a machine, the host
+/// and handlers: a machine's input and result, a message's body, a command's argument and its
 /// answer.
 ///
-/// Why `Box<dyn Any + Send>` and not bytes: processes, senders and handlers live in one
+/// Why `Box<dyn Any + Send>` and not bytes: machines, senders and handlers live in one
 /// address space, so a typed value moves with one pointer and the receiver gets it back with
 /// [`Payload::downcast`]: no encoding, no copying, no schema. A value of at most two words
-/// (an integer, a pid, a small enum, `()`) is kept inside the payload and does not allocate;
+/// (an integer, an id, a small enum, `()`) is kept inside the payload and does not allocate;
 /// a larger one is boxed. The payload also remembers its type's name, so a receiver that
 /// expected another type can say what it got.
 ///
@@ -177,7 +177,7 @@ impl Payload {
     }
 
     /// The value if it is a `T`, or an [`Error`](super::Error) naming the expected and the
-    /// actual type (convenient with `?` inside [`Process::step`](super::Process::step)).
+    /// actual type (convenient with `?` inside [`Machine::step`](super::Machine::step)).
     ///
     /// # Errors
     /// The value is not a `T`.

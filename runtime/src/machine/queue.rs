@@ -1,5 +1,5 @@
-//! A process's event queue: lock-free, multi-producer (senders, handlers answering yields,
-//! the host cancelling), single-consumer (the worker stepping the process), closable.
+//! A machine's event queue: lock-free, multi-producer (senders, handlers answering yields,
+//! the host cancelling), single-consumer (the worker stepping the machine), closable.
 //!
 //! # Design
 //!
@@ -13,7 +13,7 @@
 //! (one swap, then private work).
 //!
 //! `close` swaps in the `CLOSED` sentinel and returns what was left; a push that finds
-//! `CLOSED` fails and gives its event back, so "sent to a finished process" is an error value
+//! `CLOSED` fails and gives its event back, so "sent to a finished machine" is an error value
 //! with the message in it, never a silent drop.
 //!
 //! Compared with Vyukov's intrusive MPSC queue (push = one swap), this has no window in which
@@ -49,7 +49,7 @@ fn closed() -> *mut Node {
     ptr::without_provenance_mut(1)
 }
 
-/// The MPSC event queue of one process (see the module docs).
+/// The MPSC event queue of one machine (see the module docs).
 pub(crate) struct EventQueue {
     /// Newest node, null when empty, [`closed`] after `close`.
     head: AtomicPtr<Node>,
@@ -59,7 +59,7 @@ pub(crate) struct EventQueue {
 // producers to the consumer through `head` with Release/Acquire (Q1).
 unsafe impl Send for EventQueue {}
 // SAFETY: producers only touch their own node before publishing it and `head` atomically;
-// only the single consumer (the worker stepping the process, as the host guarantees) takes
+// only the single consumer (the worker stepping the machine, as the host guarantees) takes
 // nodes out (`take_all`, `close`).
 unsafe impl Sync for EventQueue {}
 
@@ -112,7 +112,7 @@ impl EventQueue {
     ///
     /// The Relaxed load may skip pushes that are still racing the caller, never one that
     /// happens before it: the caller relies on it only for pushes ordered before its own
-    /// Acquire on the process's `state` (P1 in `cell.rs`), and later pushes wake it again.
+    /// Acquire on the machine's `state` (P1 in `cell.rs`), and later pushes wake it again.
     pub(crate) fn take_if_any(&self) -> NodeList {
         if self.head.load(Ordering::Relaxed).is_null() {
             return NodeList::default();

@@ -1,4 +1,4 @@
-//! The [`Process`] trait and what a step sees and produces: [`Events`] in, [`StepOutput`]
+//! The [`Machine`] trait and what a step sees and produces: [`Events`] in, [`StepOutput`]
 //! (status and yields) out.
 
 use std::borrow::Cow;
@@ -7,24 +7,26 @@ use std::fmt;
 
 use super::{Error, HostHandle, Payload};
 
-/// A process's id on its host: `host << 48 | generation << 24 | slot`.
+/// A machine's id on its host: `host << 48 | generation << 24 | slot`.
 ///
-/// The slot is reused after its process is forgotten (waited for, detached, or dropped at
-/// shutdown) and its generation bumped, so a stale pid is reported as unknown rather than
-/// routed to the slot's new process (until the same slot has been reused 2^24 times). The
-/// host part makes a pid of another host unknown here, never misrouted.
+/// The slot is reused after its machine is forgotten (waited for, detached, or dropped at
+/// shutdown) and its generation bumped, so a stale id is reported as unknown rather than
+/// routed to the slot's new machine (until the same slot has been reused 2^24 times). The
+/// host part makes an id of another host unknown here, never misrouted.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pid(pub(crate) u64);
+pub struct MachineId(pub(crate) u64);
 
-impl Pid {
+impl MachineId {
     pub(crate) const SLOT_BITS: u32 = 24;
     pub(crate) const GEN_BITS: u32 = 24;
     pub(crate) const HOST_BITS: u32 = 64 - Self::SLOT_BITS - Self::GEN_BITS;
 
-    pub(crate) fn new(host: u64, generation: u32, slot: u32) -> Pid {
-        Pid(host << (Self::SLOT_BITS + Self::GEN_BITS)
-            | u64::from(generation) << Self::SLOT_BITS
-            | u64::from(slot))
+    pub(crate) fn new(host: u64, generation: u32, slot: u32) -> MachineId {
+        MachineId(
+            host << (Self::SLOT_BITS + Self::GEN_BITS)
+                | u64::from(generation) << Self::SLOT_BITS
+                | u64::from(slot),
+        )
     }
 
     /// The raw value, e.g. for logs.
@@ -45,38 +47,38 @@ impl Pid {
     }
 }
 
-impl fmt::Debug for Pid {
+impl fmt::Debug for MachineId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pid({}.{}.{})", self.host(), self.slot(), self.generation())
+        write!(f, "MachineId({}.{}.{})", self.host(), self.slot(), self.generation())
     }
 }
 
-impl fmt::Display for Pid {
+impl fmt::Display for MachineId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {}.{}.{}", self.host(), self.slot(), self.generation())
+        write!(f, "machine {}.{}.{}", self.host(), self.slot(), self.generation())
     }
 }
 
-/// A state machine advanced by events: seed 003's process.
+/// A state machine advanced by events: what a [`Host`](super::Host) runs.
 ///
-/// The host calls [`init`](Process::init) once (in
-/// [`spawn_process`](super::Host::spawn_process), on the caller's thread), then
-/// [`step`](Process::step) on a worker thread each time the process is ready, and
-/// [`close`](Process::close) exactly once at the end (after it completed, failed, panicked,
-/// or was closed at shutdown). No step follows `close`; steps of one process never overlap.
+/// The host calls [`init`](Machine::init) once (in
+/// [`spawn_machine`](super::Host::spawn_machine), on the caller's thread), then
+/// [`step`](Machine::step) on a worker thread each time the machine is ready, and
+/// [`close`](Machine::close) exactly once at the end (after it completed, failed, panicked,
+/// or was closed at shutdown). No step follows `close`; steps of one machine never overlap.
 ///
 /// A step runs on a worker's own stack, like a stackless task: it must not block. Work that
 /// blocks (I/O, waiting, sleeping) goes into a **yield**: a command that the host dispatches
 /// to a handler running on a green thread, whose answer comes back as an event.
 ///
 /// ```
-/// use purloin::machine::{Error, Events, Payload, Process, StepOutput};
+/// use purloin::machine::{Error, Events, Payload, Machine, StepOutput};
 ///
 /// /// Adds the numbers it is sent until it receives 0.
 /// #[derive(Default)]
 /// struct Adder(u64);
 ///
-/// impl Process for Adder {
+/// impl Machine for Adder {
 ///     fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
 ///         match method {
 ///             "sum" => {
@@ -103,12 +105,12 @@ impl fmt::Display for Pid {
 /// }
 /// # let _ = Adder::default();
 /// ```
-pub trait Process: Send + 'static {
-    /// Prepares the process for the entry point `method` with its `input`.
+pub trait Machine: Send + 'static {
+    /// Prepares the machine for the entry point `method` with its `input`.
     ///
-    /// A process may have several entry points; return [`Error::unknown_method`] for a
+    /// A machine may have several entry points; return [`Error::unknown_method`] for a
     /// method it does not have (that error is what
-    /// [`spawn_process`](super::Host::spawn_process) reports, and the process never runs).
+    /// [`spawn_machine`](super::Host::spawn_machine) reports, and the machine never runs).
     ///
     /// # Errors
     /// The method is unknown or the input is invalid.
@@ -121,13 +123,55 @@ pub trait Process: Send + 'static {
     /// events (unless messages already arrived).
     ///
     /// # Errors
-    /// Returning an error fails the process: its waiters receive the error. A panic does the
+    /// Returning an error fails the machine: its waiters receive the error. A panic does the
     /// same, with [`ErrorKind::Panicked`](super::ErrorKind::Panicked).
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error>;
 
     /// Releases resources. Called exactly once, after the last step (also after a failed
     /// `init`). The default does nothing.
     fn close(&mut self) {}
+}
+
+/// The former name of [`Machine`], with the same methods.
+///
+/// Every type that implements `Process` is a [`Machine`] (a blanket impl forwards the three
+/// methods), so existing implementations keep running on a [`Host`](super::Host) while the
+/// compiler points at this name. Implement [`Machine`] instead: rename the trait in the
+/// `impl` line; the methods stay as they are.
+#[deprecated(note = "renamed to `Machine` (same methods): write `impl Machine for ..`")]
+pub trait Process: Send + 'static {
+    /// See [`Machine::init`].
+    ///
+    /// # Errors
+    /// As [`Machine::init`].
+    fn init(&mut self, method: &str, input: Payload) -> Result<(), Error>;
+
+    /// See [`Machine::step`].
+    ///
+    /// # Errors
+    /// As [`Machine::step`].
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error>;
+
+    /// See [`Machine::close`].
+    fn close(&mut self) {}
+}
+
+#[allow(deprecated)]
+impl<T: Process> Machine for T {
+    #[inline]
+    fn init(&mut self, method: &str, input: Payload) -> Result<(), Error> {
+        Process::init(self, method, input)
+    }
+
+    #[inline]
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<'_>) -> Result<(), Error> {
+        Process::step(self, events, out)
+    }
+
+    #[inline]
+    fn close(&mut self) {
+        Process::close(self)
+    }
 }
 
 /// The kind of an [`Event`].
@@ -138,13 +182,13 @@ pub enum EventKind {
     YieldComplete,
     /// A message sent with [`send`](super::HostHandle::send): `data` is the message, `tag` 0.
     Message,
-    /// The process is asked to stop (host shutdown or
-    /// [`cancel`](super::HostHandle::cancel)); `error` says why. The process should complete
+    /// The machine is asked to stop (host shutdown or
+    /// [`cancel`](super::HostHandle::cancel)); `error` says why. The machine should complete
     /// soon; at shutdown it is closed when the timeout passes.
     Cancel,
 }
 
-/// Something that happened to a process, delivered to its next step.
+/// Something that happened to a machine, delivered to its next step.
 #[derive(Debug)]
 pub struct Event {
     /// What happened.
@@ -194,9 +238,9 @@ impl Event {
 /// The events are read straight out of the event queue's nodes (no copy into a buffer).
 #[derive(Default)]
 pub struct Events {
-    /// Events drained by earlier wake-ups that did not step the process (while Blocked).
+    /// Events drained by earlier wake-ups that did not step the machine (while Blocked).
     pub(crate) carry: VecDeque<Event>,
-    /// A message handed over by the sender that woke the process (no queue node).
+    /// A message handed over by the sender that woke the machine (no queue node).
     pub(crate) direct: Option<Event>,
     /// Events taken from the queue for this step.
     pub(crate) fresh: super::queue::NodeList,
@@ -275,16 +319,16 @@ pub struct Command {
     pub name: Cow<'static, str>,
     /// The correlation tag: the answer comes back as a
     /// [`YieldComplete`](EventKind::YieldComplete) event with this tag. Unique among the
-    /// process's yields in flight.
+    /// machine's yields in flight.
     pub tag: u64,
     /// The command's argument.
     pub data: Payload,
 }
 
-/// What a process asks for after a step.
+/// What a machine asks for after a step.
 #[derive(Debug)]
 pub enum Status {
-    /// Step me again soon (after other ready work): seed 003's Running → Ready.
+    /// Step me again soon (after other ready work): Running → Ready.
     Continue,
     /// Wake me when **all** my yields in flight have been answered (or on a cancellation);
     /// messages arriving meanwhile wait for that step: Running → Blocked.
@@ -295,10 +339,10 @@ pub enum Status {
     Complete(Result<Payload, Error>),
 }
 
-/// The state of a process as the host sees it (seed 003's states), from
+/// The state of a machine as the host sees it (its lifecycle states), from
 /// [`status`](super::HostHandle::status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProcessState {
+pub enum MachineState {
     /// Queued to run (or about to be).
     Ready,
     /// A worker is running its step.
@@ -313,15 +357,15 @@ pub enum ProcessState {
 
 /// Where a step writes its status and its yields.
 ///
-/// If the step sets no status, the process waits: [`Status::WaitYields`] if it made yields
+/// If the step sets no status, the machine waits: [`Status::WaitYields`] if it made yields
 /// in this step, [`Status::Idle`] otherwise.
 pub struct StepOutput<'a> {
-    pid: super::Pid,
+    id: super::MachineId,
     host: &'a HostHandle,
     buf: &'a mut StepBuf,
 }
 
-/// What a step writes, kept with the process between steps (the yields' buffer is reused).
+/// What a step writes, kept with the machine between steps (the yields' buffer is reused).
 #[derive(Default)]
 pub(crate) struct StepBuf {
     pub(crate) status: Option<Status>,
@@ -329,18 +373,24 @@ pub(crate) struct StepBuf {
 }
 
 impl<'a> StepOutput<'a> {
-    pub(crate) fn new(pid: super::Pid, host: &'a HostHandle, buf: &'a mut StepBuf) -> Self {
-        StepOutput { pid, host, buf }
+    pub(crate) fn new(id: super::MachineId, host: &'a HostHandle, buf: &'a mut StepBuf) -> Self {
+        StepOutput { id, host, buf }
     }
 
-    /// The pid of the process being stepped.
+    /// The id of the machine being stepped.
     #[inline]
-    pub fn pid(&self) -> super::Pid {
-        self.pid
+    pub fn machine_id(&self) -> super::MachineId {
+        self.id
     }
 
-    /// The host running the process: to [`send`](HostHandle::send) messages to other
-    /// processes or [`spawn`](HostHandle::spawn_process) new ones from inside a step.
+    /// The former name of [`machine_id`](StepOutput::machine_id).
+    #[deprecated(note = "renamed to `machine_id`")]
+    pub fn pid(&self) -> super::MachineId {
+        self.id
+    }
+
+    /// The host running the machine: to [`send`](HostHandle::send) messages to other
+    /// machines or [`spawn`](HostHandle::spawn_machine) new ones from inside a step.
     #[inline]
     pub fn host(&self) -> &'a HostHandle {
         self.host
@@ -348,7 +398,7 @@ impl<'a> StepOutput<'a> {
 
     /// Asks the handler registered for `command` to run it with `data`; the answer comes back
     /// as a [`YieldComplete`](EventKind::YieldComplete) event with this `tag`. Tags must be
-    /// unique among the process's yields in flight (reusing one fails the process with
+    /// unique among the machine's yields in flight (reusing one fails the machine with
     /// [`ErrorKind::Protocol`](super::ErrorKind::Protocol)).
     pub fn yield_command(
         &mut self,
@@ -413,7 +463,7 @@ impl<'a> StepOutput<'a> {
 impl fmt::Debug for StepOutput<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StepOutput")
-            .field("pid", &self.pid)
+            .field("machine", &self.id)
             .field("status", &self.buf.status)
             .field("yields", &self.buf.yields)
             .finish()

@@ -1,18 +1,18 @@
-//! The `Pid → process` table: sharded slabs. A pid names its shard and slot directly (no
-//! hashing), and a reused slot's bumped generation makes stale pids unknown.
+//! The `MachineId → machine` table: sharded slabs. An id names its shard and slot directly (no
+//! hashing), and a reused slot's bumped generation makes stale ids unknown.
 //!
 //! Writers (spawn, forget, shutdown) take the slot's shard lock. Readers (every send and
-//! answer) do not: each slot also has an atomic pointer to its process, in chunks that never
-//! move, and a reader follows it under a crossbeam-epoch guard, so a removed process's cell
-//! is freed only once no reader can still hold it. A process step runs its whole chain of
-//! hand-offs under one guard (`pin`), so a hop's lookup is two loads and a pid compare. Under
-//! loom the lookup takes the shard lock instead (the models are about the process protocol,
+//! answer) do not: each slot also has an atomic pointer to its machine, in chunks that never
+//! move, and a reader follows it under a crossbeam-epoch guard, so a removed machine's cell
+//! is freed only once no reader can still hold it. A machine step runs its whole chain of
+//! hand-offs under one guard (`pin`), so a hop's lookup is two loads and an id compare. Under
+//! loom the lookup takes the shard lock instead (the models are about the machine protocol,
 //! and crossbeam-epoch's reclamation is not modelled with the crate's own atomics).
 //!
 //! # Memory ordering
 //!
 //! - (T1) A writer publishes a cell's pointer with a Release store after making the cell; a
-//!   reader loads it with Acquire (pairs) and then reads the cell's immutable `pid`.
+//!   reader loads it with Acquire (pairs) and then reads the cell's immutable `id`.
 //! - (T2) A chunk is installed with an AcqRel CAS (Release publishes its null slots; Acquire,
 //!   on failure, pairs with the winner's) and loaded with Acquire by readers.
 //! - (T3) A removal swaps the slot to null and hands the slot's reference to the epoch
@@ -21,18 +21,18 @@
 
 use std::sync::Arc as StdArc;
 
-use super::Pid;
-use super::cell::ProcCell;
+use super::MachineId;
+use super::cell::MachineCell;
 use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering, lock};
 
 /// Slots per chunk of the lock-free index.
 #[cfg(not(loom))]
 const CHUNK_BITS: u32 = 12;
 #[cfg(not(loom))]
-type Chunk = [core::sync::atomic::AtomicPtr<ProcCell>; 1 << CHUNK_BITS];
+type Chunk = [core::sync::atomic::AtomicPtr<MachineCell>; 1 << CHUNK_BITS];
 
 /// Keeps lookups on this thread cheap while it lives (one epoch pin for many lookups); a
-/// process step holds one for its whole chain of hand-offs.
+/// machine step holds one for its whole chain of hand-offs.
 #[cfg(not(loom))]
 pub(crate) fn pin() -> crossbeam_epoch::Guard {
     crossbeam_epoch::pin()
@@ -49,9 +49,9 @@ const SHARDS: usize = 2;
 const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
 struct Entry {
-    /// Bumped when the slot's process is removed (never 0).
+    /// Bumped when the slot's machine is removed (never 0).
     generation: u32,
-    cell: Option<StdArc<ProcCell>>,
+    cell: Option<StdArc<MachineCell>>,
 }
 
 #[derive(Default)]
@@ -64,9 +64,9 @@ struct Shard {
 pub(crate) struct Table {
     host: u64,
     shards: Box<[Mutex<Shard>]>,
-    /// Round-robin shard choice for new processes.
+    /// Round-robin shard choice for new machines.
     next: AtomicUsize,
-    /// The lock-free index: slot number → chunk → the process's cell (holding one reference
+    /// The lock-free index: slot number → chunk → the machine's cell (holding one reference
     /// of its own), or null.
     #[cfg(not(loom))]
     index: Box<[core::sync::atomic::AtomicPtr<Chunk>]>,
@@ -87,7 +87,7 @@ impl Table {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             next: AtomicUsize::new(0),
             #[cfg(not(loom))]
-            index: (0..1usize << (Pid::SLOT_BITS - CHUNK_BITS))
+            index: (0..1usize << (MachineId::SLOT_BITS - CHUNK_BITS))
                 .map(|_| core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()))
                 .collect(),
         }
@@ -97,41 +97,41 @@ impl Table {
         self.host
     }
 
-    /// The shard and entry index of `pid`, if it belongs to this host.
-    fn locate(&self, pid: Pid) -> Option<(&Mutex<Shard>, usize)> {
-        if pid.host() != self.host {
+    /// The shard and entry index of `id`, if it belongs to this host.
+    fn locate(&self, id: MachineId) -> Option<(&Mutex<Shard>, usize)> {
+        if id.host() != self.host {
             return None;
         }
-        let slot = pid.slot() as usize;
+        let slot = id.slot() as usize;
         Some((&self.shards[slot & (SHARDS - 1)], slot >> SHARD_BITS))
     }
 
-    /// Runs `f` on the process of `pid` (without a lock: see the module docs).
+    /// Runs `f` on the machine of `id` (without a lock: see the module docs).
     #[cfg(not(loom))]
     #[inline]
-    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&ProcCell) -> R) -> Option<R> {
-        if pid.host() != self.host {
+    pub(crate) fn with<R>(&self, id: MachineId, f: impl FnOnce(&MachineCell) -> R) -> Option<R> {
+        if id.host() != self.host {
             return None;
         }
         // Inside a chain of hand-offs, the step that started it holds a pin for us.
         let _guard = (!super::chain::pinned()).then(pin);
-        let slot = self.slot(pid.slot(), false)?;
+        let slot = self.slot(id.slot(), false)?;
         // T1: Acquire pairs with the writer's Release store.
         let cell = slot.load(Ordering::Acquire);
         // SAFETY: a non-null slot holds a reference to a live cell, and a removal defers
         // dropping it until every guard alive at the removal is gone (T3); ours (or the
         // chain's) is alive until `f` returns.
         let cell = unsafe { cell.as_ref() }?;
-        (cell.pid == pid).then(|| f(cell))
+        (cell.id == id).then(|| f(cell))
     }
 
-    /// Runs `f` on the process of `pid` under its shard lock (keep `f` short).
+    /// Runs `f` on the machine of `id` under its shard lock (keep `f` short).
     #[cfg(loom)]
-    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&ProcCell) -> R) -> Option<R> {
-        let (shard, i) = self.locate(pid)?;
+    pub(crate) fn with<R>(&self, id: MachineId, f: impl FnOnce(&MachineCell) -> R) -> Option<R> {
+        let (shard, i) = self.locate(id)?;
         let shard = lock(shard);
         match shard.entries.get(i) {
-            Some(Entry { generation, cell: Some(cell) }) if *generation == pid.generation() => {
+            Some(Entry { generation, cell: Some(cell) }) if *generation == id.generation() => {
                 Some(f(cell))
             }
             _ => None,
@@ -141,7 +141,7 @@ impl Table {
     /// The index slot of slot number `n`; its chunk is made if `make` (writers, under a
     /// shard lock).
     #[cfg(not(loom))]
-    fn slot(&self, n: u32, make: bool) -> Option<&core::sync::atomic::AtomicPtr<ProcCell>> {
+    fn slot(&self, n: u32, make: bool) -> Option<&core::sync::atomic::AtomicPtr<MachineCell>> {
         use core::sync::atomic::AtomicPtr;
         let dir = &self.index[(n >> CHUNK_BITS) as usize];
         // T2: Acquire pairs with the installing CAS.
@@ -176,7 +176,7 @@ impl Table {
     /// Publishes (or, with `None`, unpublishes) the cell of slot number `n` in the lock-free
     /// index; the caller holds the slot's shard lock.
     #[cfg(not(loom))]
-    fn publish(&self, n: u32, cell: Option<&StdArc<ProcCell>>) {
+    fn publish(&self, n: u32, cell: Option<&StdArc<MachineCell>>) {
         let slot = self.slot(n, true).expect("made on demand");
         match cell {
             // T1: Release publishes the cell to readers.
@@ -196,11 +196,11 @@ impl Table {
     }
 
     #[cfg(loom)]
-    fn publish(&self, _n: u32, _cell: Option<&StdArc<ProcCell>>) {}
+    fn publish(&self, _n: u32, _cell: Option<&StdArc<MachineCell>>) {}
 
-    pub(crate) fn get(&self, pid: Pid) -> Option<StdArc<ProcCell>> {
-        self.with(pid, |cell| {
-            let cell: *const ProcCell = cell;
+    pub(crate) fn get(&self, id: MachineId) -> Option<StdArc<MachineCell>> {
+        self.with(id, |cell| {
+            let cell: *const MachineCell = cell;
             // SAFETY: the cell is live for the lookup (guard or lock), and the table holds a
             // reference: take another one.
             unsafe {
@@ -210,13 +210,13 @@ impl Table {
         })
     }
 
-    /// Reserves a slot, makes the process for its pid with `make` and enters it, all under
+    /// Reserves a slot, makes the machine for its id with `make` and enters it, all under
     /// the shard lock, after `admit` (also under the lock) agreed.
     pub(crate) fn insert(
         &self,
         admit: impl FnOnce() -> bool,
-        make: impl FnOnce(Pid) -> StdArc<ProcCell>,
-    ) -> Result<StdArc<ProcCell>, InsertError> {
+        make: impl FnOnce(MachineId) -> StdArc<MachineCell>,
+    ) -> Result<StdArc<MachineCell>, InsertError> {
         let s = self.next.fetch_add(1, Ordering::Relaxed) & (SHARDS - 1);
         let mut shard = lock(&self.shards[s]);
         if !admit() {
@@ -226,7 +226,7 @@ impl Table {
             Some(i) => i as usize,
             None => {
                 let i = shard.entries.len();
-                if ((i << SHARD_BITS) | s) >> Pid::SLOT_BITS != 0 {
+                if ((i << SHARD_BITS) | s) >> MachineId::SLOT_BITS != 0 {
                     return Err(InsertError::Full);
                 }
                 shard.entries.push(Entry { generation: 1, cell: None });
@@ -234,34 +234,34 @@ impl Table {
             }
         };
         let slot = ((i << SHARD_BITS) | s) as u32;
-        let pid = Pid::new(self.host, shard.entries[i].generation, slot);
-        let cell = make(pid);
+        let id = MachineId::new(self.host, shard.entries[i].generation, slot);
+        let cell = make(id);
         self.publish(slot, Some(&cell));
         shard.entries[i].cell = Some(cell.clone());
         Ok(cell)
     }
 
-    /// Removes the process of `pid` (if the pid is still current: the generation names
-    /// exactly one process); the slot's generation moves on.
-    pub(crate) fn remove(&self, pid: Pid) {
-        let Some((shard, i)) = self.locate(pid) else { return };
+    /// Removes the machine of `id` (if the id is still current: the generation names
+    /// exactly one machine); the slot's generation moves on.
+    pub(crate) fn remove(&self, id: MachineId) {
+        let Some((shard, i)) = self.locate(id) else { return };
         let removed = {
             let mut shard = lock(shard);
             let entry = match shard.entries.get_mut(i) {
-                Some(e) if e.generation == pid.generation() && e.cell.is_some() => e,
+                Some(e) if e.generation == id.generation() && e.cell.is_some() => e,
                 _ => return,
             };
             let removed = entry.cell.take();
             entry.generation = next_generation(entry.generation);
             shard.free.push(i as u32);
-            self.publish(pid.slot(), None);
+            self.publish(id.slot(), None);
             removed
         };
         drop(removed);
     }
 
-    /// Every process for which `keep` is true.
-    pub(crate) fn collect(&self, keep: impl Fn(&ProcCell) -> bool) -> Vec<StdArc<ProcCell>> {
+    /// Every machine for which `keep` is true.
+    pub(crate) fn collect(&self, keep: impl Fn(&MachineCell) -> bool) -> Vec<StdArc<MachineCell>> {
         let mut v = Vec::new();
         for shard in self.shards.iter() {
             let shard: MutexGuard<'_, Shard> = lock(shard);
@@ -272,7 +272,7 @@ impl Table {
         v
     }
 
-    /// Forgets every process (the cells are dropped outside the locks; results nobody took
+    /// Forgets every machine (the cells are dropped outside the locks; results nobody took
     /// and nobody can still take are dropped now, not when the lock-free index's references
     /// are collected).
     pub(crate) fn clear(&self) {
@@ -324,6 +324,6 @@ impl Drop for Table {
 }
 
 fn next_generation(g: u32) -> u32 {
-    let n = (g + 1) & ((1 << Pid::GEN_BITS) - 1);
+    let n = (g + 1) & ((1 << MachineId::GEN_BITS) - 1);
     if n == 0 { 1 } else { n }
 }

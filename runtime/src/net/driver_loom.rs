@@ -93,7 +93,7 @@ fn install(rt: &crate::Runtime, driver: &Arc<Driver>) {
 
 /// The runtime's driver, fetched from a green thread.
 fn driver_of(rt: &crate::Runtime) -> Arc<Driver> {
-    rt.spawn(|| crate::rt::with_current(|d| d.expect("a purloin runtime").net.clone()))
+    rt.spawn(|| crate::current::with_current(|d| d.expect("a purloin runtime").net.clone()))
         .join()
         .unwrap()
 }

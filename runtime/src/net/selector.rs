@@ -115,12 +115,28 @@ impl Selector {
             (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLET)
                 as u32;
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, token).map_err(|e| {
+            let fix = match e.raw_os_error() {
+                Some(libc::EEXIST) => {
+                    "the descriptor is already registered with this runtime's netpoller: two \
+                     values (two purloin::io::Async, or an Async and a purloin::net type) wrap \
+                     the same descriptor number; wrap it once, or wrap a duplicate (try_clone or dup), \
+                     which is registered separately"
+                }
+                Some(libc::ENOSPC) => {
+                    "the user's limit of epoll registrations was reached; raise \
+                     /proc/sys/fs/epoll/max_user_watches or close descriptors"
+                }
+                Some(libc::EPERM) => {
+                    "epoll cannot poll this kind of descriptor (regular files and directories \
+                     are always ready); use purloin::fs or purloin::blocking for it"
+                }
+                _ => "the descriptor cannot be polled",
+            };
             io::Error::new(
                 e.kind(),
                 format!(
-                    "purloin::net: could not register the socket with the netpoller \
-                     (epoll_ctl ADD: {e}); if this is ENOSPC, raise \
-                     /proc/sys/fs/epoll/max_user_watches"
+                    "purloin::net: could not register descriptor {fd} with the netpoller \
+                     (epoll_ctl ADD: {e}): {fix}"
                 ),
             )
         })

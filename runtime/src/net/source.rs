@@ -267,10 +267,10 @@ impl<S: AsRawFd> Source<S> {
         }
         // The current runtime's driver, compared by address (no reference count traffic on
         // the common path).
-        let current = crate::rt::with_current(|d| d.map(|d| Arc::as_ptr(&d.net)));
+        let current = crate::current::with_current(|d| d.map(|d| Arc::as_ptr(&d.net)));
         match (reg, snap, current) {
             (None, _, Some(_)) => {
-                let driver = crate::rt::with_current(|d| d.map(|d| d.net.clone()))
+                let driver = crate::current::with_current(|d| d.map(|d| d.net.clone()))
                     .expect("on a green thread of a purloin runtime");
                 self.register(driver).map(|()| true)
             }

@@ -19,7 +19,7 @@
 //! });
 //! ```
 //!
-//! (Looking for the seed-003 state machines that used to live here? They are in
+//! (Looking for the stackless state machines that used to live here? They are in
 //! [`purloin::machine`](crate::machine).)
 //!
 //! # How waiting works

@@ -60,7 +60,50 @@
 //! A handler that was installed by someone else before the first receiver (not the default
 //! and not "ignore") is replaced while purloin's receivers watch, not chained, and restored
 //! after.
+//!
+//! # In a forked child
+//!
+//! A child process made with `fork` that does not `exec` has none of its parent's threads,
+//! so no dispatcher thread would deliver to receivers there, and purloin's handlers would
+//! swallow the signals. Its subscriptions are therefore void: in the child, every signal
+//! purloin's receivers watched gets back the disposition it had before the first receiver,
+//! as if every receiver had been dropped at the fork (normally the default: SIGTERM and
+//! SIGINT terminate the child). A `pthread_atfork` child handler restores the dispositions;
+//! a signal that reaches the child before that handler ran is handled the same way (the
+//! disposition restored and the signal sent again).
+//!
+//! In such a child, the receivers it inherited panic when used (`recv`, `try_recv`,
+//! `recv_timeout`, `recv_deadline`, `receiver`: no signal could ever arrive) and do nothing
+//! when dropped, and [`Signals::new`] fails with `ErrorKind::Unsupported`: handle signals
+//! in the parent, or `exec` a program in the child (`exec` resets caught signals to the
+//! default, and the new program may use purloin afresh). A child of a process that never
+//! created a receiver is not affected.
+//!
+//! ```
+//! use purloin::signal::{Signal, Signals};
+//!
+//! let signals = Signals::new(&[Signal::TERM]).unwrap();
+//! // SAFETY: the child only calls async-signal-safe functions and `_exit`s.
+//! let pid = unsafe { libc::fork() };
+//! if pid == 0 {
+//!     // The child: SIGTERM terminates it, as if it had never been watched.
+//!     // SAFETY: sigaction is plain old data; a null new action only reads the current one.
+//!     let action = unsafe {
+//!         let mut action: libc::sigaction = std::mem::zeroed();
+//!         libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut action);
+//!         action
+//!     };
+//!     // SAFETY: ends the child without running the parent's exit handlers.
+//!     unsafe { libc::_exit((action.sa_sigaction == libc::SIG_DFL) as i32) };
+//! }
+//! let mut status = 0;
+//! // SAFETY: waits for our own child.
+//! assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+//! assert_eq!(libc::WEXITSTATUS(status), 1, "the child's SIGTERM was back to the default");
+//! drop(signals);
+//! ```
 
+mod fork;
 mod pending;
 
 use std::fmt;
@@ -200,23 +243,15 @@ struct Watcher {
 struct Registry {
     watchers: Vec<Watcher>,
     next_id: u64,
-    /// Receivers per signal number.
+    /// Receivers per signal number (purloin's handler is installed while it is not zero).
     counts: [usize; NSIG],
-    /// The disposition before purloin's handler was installed, per signal with receivers.
-    previous: [Option<libc::sigaction>; NSIG],
     /// The dispatcher thread runs (and the pipe exists).
     started: bool,
 }
 
 impl Registry {
     const fn new() -> Registry {
-        Registry {
-            watchers: Vec::new(),
-            next_id: 0,
-            counts: [0; NSIG],
-            previous: [None; NSIG],
-            started: false,
-        }
+        Registry { watchers: Vec::new(), next_id: 0, counts: [0; NSIG], started: false }
     }
 }
 
@@ -241,6 +276,22 @@ pub struct Signals {
     id: u64,
     mask: u64,
     rx: Receiver<Signal>,
+    /// Held by a helper thread of the runtime that never wakes a green thread
+    /// ([`Signals::for_helper`]).
+    helper: bool,
+}
+
+/// Receivers held by the runtime's helper threads (see [`receivers_that_may_wake`]).
+static HELPER_RECEIVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Receivers alive that a green thread may be waiting on, or whose signal may make a thread
+/// wake one: a deadlock is not certain while any exists (the signal may still come).
+pub(crate) fn receivers_that_may_wake() -> usize {
+    let all = lock(&REGISTRY).watchers.len();
+    // A helper's receiver is counted as a helper's only after it is in the registry, and
+    // uncounted before it leaves it, so reading the helpers after the registry errs towards
+    // "may wake" (Relaxed is enough: the registry's lock orders the rest).
+    all.saturating_sub(HELPER_RECEIVERS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl Signals {
@@ -248,8 +299,10 @@ impl Signals {
     ///
     /// # Errors
     /// `InvalidInput` for an empty list or a signal that cannot be watched (the message
-    /// names it and says why; see the [module docs](self)); the OS error if the self-pipe,
-    /// the dispatcher thread or `sigaction` fails.
+    /// names it and says why; see the [module docs](self)); `Unsupported` in a child process
+    /// forked without `exec` from one that created receivers (see
+    /// [In a forked child](self#in-a-forked-child)); the OS error if the self-pipe, the
+    /// dispatcher thread or `sigaction` fails.
     ///
     /// # Examples
     ///
@@ -273,21 +326,27 @@ impl Signals {
             }
             mask |= bit(s.0 as usize);
         }
+        if fork::forked() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "purloin::signal: this process is a fork of one that received signals with \
+                 purloin, whose dispatcher thread exists only in the parent, so a receiver \
+                 created here would never get a signal; handle signals in the parent, or exec a \
+                 program in the child",
+            ));
+        }
         let mut reg = lock(&REGISTRY);
         if !reg.started {
             start_dispatcher()?;
             reg.started = true;
         }
         for sig in bits(mask) {
-            if reg.counts[sig] == 0 {
-                match install(sig) {
-                    Ok(previous) => reg.previous[sig] = Some(previous),
-                    Err(e) => {
-                        // Undo the signals counted so far (restoring their dispositions).
-                        release(&mut reg, mask & (bit(sig) - 1));
-                        return Err(e);
-                    }
-                }
+            if reg.counts[sig] == 0
+                && let Err(e) = fork::install(sig)
+            {
+                // Undo the signals counted so far (restoring their dispositions).
+                release(&mut reg, mask & (bit(sig) - 1));
+                return Err(e);
             }
             reg.counts[sig] += 1;
         }
@@ -295,7 +354,7 @@ impl Signals {
         let id = reg.next_id;
         reg.next_id += 1;
         reg.watchers.push(Watcher { id, mask, tx });
-        Ok(Signals { id, mask, rx })
+        Ok(Signals { id, mask, rx, helper: false })
     }
 
     /// Waits for the next signal: parks the green thread (blocks a plain OS thread).
@@ -309,18 +368,23 @@ impl Signals {
     /// unsafe { libc::kill(libc::getpid(), libc::SIGUSR2) };
     /// assert_eq!(s.recv(), Signal::USR2);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// In a child process forked without `exec` (see
+    /// [In a forked child](self#in-a-forked-child)), as do the other receiving methods.
     pub fn recv(&self) -> Signal {
-        self.rx.recv().expect("the registry holds the sender while the receiver lives")
+        self.rx().recv().expect("the registry holds the sender while the receiver lives")
     }
 
     /// The next signal if one is buffered now.
     pub fn try_recv(&self) -> Option<Signal> {
-        self.rx.try_recv().ok()
+        self.rx().try_recv().ok()
     }
 
     /// Waits for the next signal for at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<Signal> {
-        self.rx.recv_timeout(timeout).ok()
+        self.rx().recv_timeout(timeout).ok()
     }
 
     /// Waits for the next signal until `deadline`.
@@ -347,6 +411,19 @@ impl Signals {
     /// }
     /// ```
     pub fn receiver(&self) -> &Receiver<Signal> {
+        self.rx()
+    }
+
+    /// The channel, refused in a forked child (nothing could ever arrive on it there).
+    fn rx(&self) -> &Receiver<Signal> {
+        if fork::forked() {
+            panic!(
+                "purloin::signal: this receiver was created before this process was forked; a \
+                 forked child's subscriptions are void (the signals' previous dispositions are \
+                 back) and the dispatcher thread exists only in the parent, so no signal can \
+                 arrive here; handle signals in the parent, or exec a program in the child"
+            );
+        }
         &self.rx
     }
 
@@ -362,8 +439,29 @@ impl fmt::Debug for Signals {
     }
 }
 
+impl Signals {
+    /// Marks this receiver as held by a helper thread of the runtime that only reports (a
+    /// dump on a signal) and never wakes a green thread, so it does not keep a deadlock
+    /// uncertain.
+    pub(crate) fn for_helper(mut self) -> Signals {
+        // Relaxed: a count read by the deadlock check, which errs towards "may wake".
+        HELPER_RECEIVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.helper = true;
+        self
+    }
+}
+
 impl Drop for Signals {
     fn drop(&mut self) {
+        if fork::forked() {
+            // Void since the fork: the dispositions were restored then, and the registry's
+            // lock may have been held by a thread that does not exist here.
+            return;
+        }
+        if self.helper {
+            // Before the receiver goes (see `receivers_that_may_wake`).
+            HELPER_RECEIVERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut reg = lock(&REGISTRY);
         reg.watchers.retain(|w| w.id != self.id);
         release(&mut reg, self.mask);
@@ -375,13 +473,8 @@ impl Drop for Signals {
 fn release(reg: &mut Registry, mask: u64) {
     for sig in bits(mask) {
         reg.counts[sig] -= 1;
-        if reg.counts[sig] == 0
-            && let Some(prev) = reg.previous[sig].take()
-        {
-            // SAFETY: `prev` is the action `sigaction` reported for `sig` when purloin
-            // installed its handler; restoring it is always valid. Nothing to do on error (it
-            // cannot fail for a signal whose action was just read and set).
-            unsafe { libc::sigaction(sig as libc::c_int, &prev, core::ptr::null_mut()) };
+        if reg.counts[sig] == 0 {
+            fork::restore(sig);
         }
     }
 }
@@ -414,10 +507,11 @@ fn bit(n: usize) -> u64 {
 }
 
 /// The handler: count, then byte (S1 in `pending.rs`). Async-signal-safe: an atomic store, an
-/// atomic load and `write(2)`; `errno` is saved and restored around the write.
+/// atomic load and `write(2)`; `errno` is saved and restored around the write. In a forked
+/// child it hands the signal back to its previous disposition instead (`fork.rs`).
 extern "C" fn on_signal(sig: libc::c_int) {
     let sig = sig as usize;
-    if sig >= NSIG {
+    if sig >= NSIG || fork::forward(sig) {
         return;
     }
     PENDING.raise(sig);
@@ -434,28 +528,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Installs `on_signal` for `sig`; returns the previous action.
-fn install(sig: usize) -> io::Result<libc::sigaction> {
-    // SAFETY: sigaction is plain old data; all-zero is a valid value (empty mask, no flags).
-    let mut new: libc::sigaction = unsafe { core::mem::zeroed() };
-    new.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-    new.sa_flags = libc::SA_RESTART | libc::SA_ONSTACK;
-    // SAFETY: as above.
-    let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
-    // SAFETY: `new` is a valid action whose handler is async-signal-safe; `old` is valid for
-    // writes.
-    if unsafe { libc::sigaction(sig as libc::c_int, &new, &mut old) } != 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("purloin::signal: sigaction({}) failed: {e}", Signal(sig as libc::c_int)),
-        ));
-    }
-    Ok(old)
-}
-
 /// Creates the self-pipe and starts the dispatcher thread.
 fn start_dispatcher() -> io::Result<()> {
+    fork::start();
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` is valid for two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -483,6 +558,9 @@ fn start_dispatcher() -> io::Result<()> {
 
 /// The dispatcher: wait for a byte, then deliver every flagged signal (S1).
 fn dispatch(read: OwnedFd) {
+    // It wakes green threads only through receivers, which the deadlock check counts
+    // (`receivers_that_may_wake`); with none alive it only waits.
+    let _mark = purloin_sched::helper_thread();
     let mut buf = [0u8; 64];
     let mut seen = Seen::new();
     loop {

@@ -1,5 +1,10 @@
 //! The writer thread: turns batches of records into Chrome trace-event JSON, streamed to the
 //! file (no dependency: the format is a handful of object shapes).
+//!
+//! The file is one object: `displayTimeUnit`, the `traceEvents` array (one event per line),
+//! and `otherData` (the format's place for metadata) with the counts of what is missing:
+//! `dropped_events` (scheduler events recorded but dropped because the writer lagged) and
+//! `unflushed_threads` (threads whose last records did not arrive before the stop).
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -44,24 +49,32 @@ impl Writer {
                         failed = Some(e);
                     }
                 }
-                Msg::Finish(reply) => {
+                Msg::Finish { reply, dropped, unflushed } => {
                     let r = match failed.take() {
                         Some(e) => Err(e),
-                        None => self.finish(),
+                        None => self.finish(dropped, unflushed),
                     };
                     let _ = reply.send(r);
                     return Ok(self.events);
                 }
             }
         }
+        // Every sender is gone without a `Finish` (the session was dropped without a stop).
         match failed {
             Some(e) => Err(e),
-            None => self.finish(),
+            None => self.finish(0, 0),
         }
     }
 
-    fn finish(&mut self) -> io::Result<u64> {
-        self.out.write_all(b"\n]}\n")?;
+    /// Closes the event array, writes `otherData` and flushes.
+    fn finish(&mut self, dropped: u64, unflushed: u64) -> io::Result<u64> {
+        self.line.clear();
+        self.line.extend_from_slice(b"\n],\"otherData\":{\"dropped_events\":");
+        push_u64(&mut self.line, dropped);
+        self.line.extend_from_slice(b",\"unflushed_threads\":");
+        push_u64(&mut self.line, unflushed);
+        self.line.extend_from_slice(b"}}\n");
+        self.out.write_all(&self.line)?;
         self.out.flush()?;
         Ok(self.events)
     }

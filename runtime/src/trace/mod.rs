@@ -8,13 +8,27 @@
 //!   first [`spawn`](crate::spawn)) starts a trace to that file (later runtimes leave the
 //!   variable alone, so the file is not overwritten), and stops it when that runtime
 //!   shuts down (dropped, or [`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout)),
-//!   after its workers have ended, so the file is complete and valid JSON. The global runtime
-//!   is never shut down: a program on it calls [`stop`] before it exits.
-//! - [`runtime::Builder::trace`](crate::runtime::Builder::trace): the same for one runtime.
+//!   after its workers have ended, so the file is complete and valid JSON. If the file cannot
+//!   be created (a directory that does not exist, no permission), a warning on stderr names
+//!   the path and the OS error, and the program runs without a trace: a diagnostic setting
+//!   must not stop the program it is meant to observe.
+//! - [`runtime::Builder::trace`](crate::runtime::Builder::trace): the same for one runtime;
+//!   here a file that cannot be created fails [`build`](crate::runtime::Builder::build).
 //! - [`start`] and [`stop`] around any stretch of a program.
 //!
-//! One trace records at a time, and it records every runtime of the process. Stopping prints
-//! nothing; the [`Summary`] says how many events were written and how many were dropped.
+//! One trace records at a time, and it records every runtime of the process.
+//!
+//! # Stopping
+//!
+//! [`stop`], or the shutdown of the runtime that started the trace, completes the file. A
+//! trace still recording when the process exits normally (`main` returns, or
+//! [`std::process::exit`] is called) is stopped then, so a program on the global runtime
+//! (which is never shut down) gets a complete file without calling [`stop`]. A process that
+//! ends otherwise (an abort, a signal, `_exit`) leaves the file cut short.
+//!
+//! The [`Summary`] says how many events were written and how many were dropped; when events
+//! were dropped, stopping also says so on stderr, and the file's `otherData` holds the counts
+//! (`dropped_events`, `unflushed_threads`).
 //!
 //! # Opening it
 //!
@@ -60,11 +74,16 @@
 //! predictable branch. Once installed (it stays for the process's life), every switch and
 //! event calls the hook, which checks whether a trace records. While one records, each event
 //! is a timestamp and a push into a buffer of the OS thread's own (no lock); full buffers
-//! go to a writer thread that streams them to the file. At most 32 buffers of 4096 events
-//! wait for the writer: when it lags further, a full buffer is dropped and counted in
-//! [`Summary::dropped`] rather than the memory growing. While a trace records, every spawn
-//! takes its green thread's record at once (no lazy spawn), so that each spawn has an id
-//! for its flow.
+//! go to a writer thread that streams them to the file.
+//!
+//! A program can make events much faster than the writer turns them into JSON, so what waits
+//! for the writer is bounded: at most 32 full buffers of 4096 events. When the writer lags
+//! further, a full buffer is dropped and counted ([`Summary::dropped`]) rather than queued.
+//! The trace's memory is therefore at most 33 buffers (the queue and the one being written)
+//! plus one buffer per OS thread that records, each buffer 4096 events of at most 64 bytes
+//! (256 KiB): under 9 MiB for the queue, however long the program runs. While a trace
+//! records, every spawn takes its green thread's record at once (no lazy spawn), so that each
+//! spawn has an id for its flow.
 //!
 //! # Examples
 //!
@@ -89,17 +108,18 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::loom::{AtomicU64, Ordering};
+use crate::loom::{AtomicU32, AtomicU64, Ordering};
 
 use handshake::ThreadFlag;
 use record::{Attach, GENERATION, Msg, RECORDING};
 pub(crate) use record::{event, switch_in, switch_out};
 
-/// Batches waiting for the writer before a full buffer is dropped.
+/// Batches waiting for the writer before a full buffer is dropped (the memory bound in the
+/// module docs).
 const IN_FLIGHT: usize = 32;
 
 /// How long [`stop`] waits for running threads to hand over their buffers.
@@ -125,11 +145,12 @@ pub struct Summary {
     /// Trace events written (slices, flows, instants and metadata).
     pub events: u64,
     /// Scheduler events recorded but not written: the writer lagged (more than 32 buffers
-    /// waited), or a thread handed its buffer over after the trace stopped.
+    /// waited). Also in the file, as `otherData.dropped_events`.
     pub dropped: u64,
     /// Threads still running when the trace stopped whose last records (up to one buffer
     /// each) did not reach the writer within the stop's grace (a green thread running without
-    /// a scheduling point, or a non-worker thread that is blocked).
+    /// a scheduling point, or a non-worker thread that is blocked). Also in the file, as
+    /// `otherData.unflushed_threads`.
     pub unflushed_threads: usize,
 }
 
@@ -140,12 +161,17 @@ struct Session {
     writer: JoinHandle<io::Result<u64>>,
     start: Instant,
     path: PathBuf,
+    /// The process that started it (a forked child has the session but not its writer).
+    pid: u32,
     dropped: Arc<AtomicU64>,
     threads: Vec<Arc<ThreadFlag>>,
     next_tid: u64,
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+/// The process whose trace records (0: none), read without the lock at exit.
+static SESSION_PID: AtomicU32 = AtomicU32::new(0);
 
 fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
     SESSION.lock().unwrap_or_else(PoisonError::into_inner)
@@ -192,19 +218,27 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
     })?;
     let writer = json::Writer::new(file)?;
     let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
-    let writer =
-        std::thread::Builder::new().name("purloin-trace".into()).spawn(move || writer.run(rx))?;
+    let writer = std::thread::Builder::new().name("purloin-trace".into()).spawn(move || {
+        // It writes a file and never wakes a green thread.
+        let _mark = purloin_sched::helper_thread();
+        writer.run(rx)
+    })?;
+    stop_at_exit_once();
     let generation = GENERATION.load(Ordering::Relaxed) + 1;
+    let pid = std::process::id();
     *s = Some(Session {
         generation,
         tx,
         writer,
         start: Instant::now(),
         path,
+        pid,
         dropped: Arc::new(AtomicU64::new(0)),
         threads: Vec::new(),
         next_tid: 1,
     });
+    // Relaxed: only the exit handler reads it, as a hint (it takes the lock to stop).
+    SESSION_PID.store(pid, Ordering::Relaxed);
     // Under the session lock: a thread that sees the generation finds its session.
     GENERATION.store(generation, Ordering::Relaxed);
     purloin_sched::hook::set_eager_spawn(true);
@@ -213,10 +247,13 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
 }
 
 /// Stops the trace: every thread's records go to the writer (threads that are running get a
-/// short grace to reach their next event), and the file is completed and closed.
+/// short grace to reach their next event), and the file is completed and closed. If events
+/// were dropped, a line on stderr says how many (and the file's `otherData` holds the count).
 ///
 /// # Errors
-/// No trace records; writing the file failed (the error names the cause: a full disk, …).
+/// No trace records; writing the file failed (the error names the cause: a full disk, …);
+/// the trace was started by the parent of this forked process (only the parent, which runs
+/// the writer thread, can complete the file; here the trace just stops recording).
 ///
 /// # Examples
 ///
@@ -250,6 +287,22 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
              Builder::trace or PURLOIN_TRACE=file.json)",
         ));
     };
+    SESSION_PID.store(0, Ordering::Relaxed);
+    if s.pid != std::process::id() {
+        // A forked child: the writer thread and the other recording threads are the parent's
+        // and do not run here (waiting for them would hang). Stop recording and let go.
+        handshake::clear(&RECORDING);
+        purloin_sched::hook::set_eager_spawn(false);
+        let path = s.path.clone();
+        // Not joined, nor detached: the handle names a thread of the parent process.
+        std::mem::forget(s.writer);
+        return Err(io::Error::other(format!(
+            "purloin::trace::stop: the trace to {} was started by process {} before it forked; \
+             only that process can complete the file",
+            path.display(),
+            s.pid
+        )));
+    }
     // This thread's records first: after the clear it would keep none it has not flagged.
     record::leave_here();
     // T1 (`handshake`): from here no thread keeps a record it has not flagged.
@@ -264,8 +317,11 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
         std::thread::sleep(Duration::from_millis(1));
         false
     });
+    // Every hand-over's drop count is visible once its thread's flag is clean (T1b); a thread
+    // still dirty after the grace is counted as unflushed instead.
+    let dropped = s.dropped.load(Ordering::Relaxed);
     let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-    let sent = s.tx.send(Msg::Finish(reply_tx));
+    let sent = s.tx.send(Msg::Finish { reply: reply_tx, dropped, unflushed: unflushed as u64 });
     drop(s.tx);
     let written = match sent {
         Ok(()) => reply_rx.recv().unwrap_or_else(|_| {
@@ -283,12 +339,58 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
             ));
         }
     };
-    Ok(Summary {
-        path: s.path,
-        events,
-        dropped: s.dropped.load(Ordering::Relaxed),
-        unflushed_threads: unflushed,
-    })
+    let summary = Summary { path: s.path, events, dropped, unflushed_threads: unflushed };
+    if summary.dropped > 0 || summary.unflushed_threads > 0 {
+        eprintln!(
+            "purloin: trace written to {} ({} events); {} scheduler events dropped because the \
+             trace writer lagged (at most {IN_FLIGHT} buffers of {} events wait for it), {} \
+             threads' last events missing",
+            summary.path.display(),
+            summary.events,
+            summary.dropped,
+            record::BUFFER,
+            summary.unflushed_threads
+        );
+    }
+    Ok(summary)
+}
+
+/// Registers [`stop_at_exit`] with the C library, once per process.
+fn stop_at_exit_once() {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: `stop_at_exit` is an `extern "C" fn()` that does not unwind.
+        if unsafe { libc::atexit(stop_at_exit) } != 0 {
+            eprintln!(
+                "purloin: cannot register the trace's exit handler; a trace still recording \
+                 when the process exits is cut short (call purloin::trace::stop before exiting)"
+            );
+        }
+    });
+}
+
+/// Runs when the process exits normally (`main` returned, or `exit` was called): stops a trace
+/// that still records, so its file is complete.
+///
+/// Other threads may still run (workers, threads that record): the stop is the same as
+/// [`stop`]'s, which lets them hand over their buffers within its grace and copes with
+/// threads that never do. It takes the session lock, which no thread holds for longer than
+/// a few instructions. A forked child that did not exec inherits the session but not the
+/// writer thread: it leaves the trace alone (its parent completes the file).
+extern "C" fn stop_at_exit() {
+    // Relaxed: a hint; `stop_session` decides under the lock.
+    let pid = SESSION_PID.load(Ordering::Relaxed);
+    if pid == 0 || pid != std::process::id() {
+        return;
+    }
+    // Nothing may unwind out of an `extern "C"` function.
+    let _ = std::panic::catch_unwind(|| {
+        if let Err(e) = stop_session(None)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            eprintln!("purloin: the trace could not be completed at exit: {e}");
+        }
+    });
 }
 
 /// Whether a trace records now.
@@ -327,26 +429,41 @@ pub(crate) struct OwnedTrace {
 }
 
 impl OwnedTrace {
+    /// The trace of a runtime being built: to `path` (`Builder::trace`), whose failure to
+    /// start fails the build; else to the `PURLOIN_TRACE` file if this runtime takes the
+    /// variable (see [`from_env`]), whose failure to start is a warning on stderr: the
+    /// runtime then runs without a trace.
+    pub(crate) fn for_runtime(path: Option<&Path>) -> io::Result<Option<OwnedTrace>> {
+        if let Some(path) = path {
+            return OwnedTrace::start(path).map(Some);
+        }
+        let Some(path) = from_env() else { return Ok(None) };
+        match OwnedTrace::start(&path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => {
+                eprintln!(
+                    "purloin: PURLOIN_TRACE={}: {e}; the program runs without a trace (set \
+                     PURLOIN_TRACE to a file in a writable directory)",
+                    path.display()
+                );
+                Ok(None)
+            }
+        }
+    }
+
     /// Starts a trace to `path` for a runtime being built.
-    pub(crate) fn start(path: &Path) -> io::Result<OwnedTrace> {
+    fn start(path: &Path) -> io::Result<OwnedTrace> {
         start(path)?;
         let generation = session().as_ref().map_or(0, |s| s.generation);
         Ok(OwnedTrace { generation })
     }
 
-    /// Stops it (after the runtime's workers ended); reports a failure or drops on stderr.
+    /// Stops it (after the runtime's workers ended); a failure is reported on stderr (drops
+    /// are, by the stop).
     pub(crate) fn finish(self) {
         match stop_session(Some(self.generation)) {
             // Already stopped with `stop` (and maybe another trace started since).
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Ok(s) if s.dropped > 0 || s.unflushed_threads > 0 => eprintln!(
-                "purloin: trace written to {} ({} events; {} scheduler events dropped because \
-                 the writer lagged, {} threads' last events missing)",
-                s.path.display(),
-                s.events,
-                s.dropped,
-                s.unflushed_threads
-            ),
             Ok(_) => {}
             Err(e) => eprintln!("purloin: the trace could not be completed: {e}"),
         }
@@ -355,7 +472,7 @@ impl OwnedTrace {
 
 /// The `PURLOIN_TRACE` file, for the first runtime built while it is set and no trace
 /// records (later runtimes would truncate the file it wrote).
-pub(crate) fn from_env() -> Option<PathBuf> {
+fn from_env() -> Option<PathBuf> {
     use crate::loom::AtomicBool;
     static TAKEN: AtomicBool = AtomicBool::new(false);
     let v = std::env::var_os("PURLOIN_TRACE")?;

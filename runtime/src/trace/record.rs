@@ -116,8 +116,18 @@ pub(super) enum Rec {
 
 /// What a thread hands the writer.
 pub(super) enum Msg {
-    Batch { tid: u64, name: Option<String>, recs: Vec<Rec> },
-    Finish(SyncSender<std::io::Result<u64>>),
+    Batch {
+        tid: u64,
+        name: Option<String>,
+        recs: Vec<Rec>,
+    },
+    /// The stopper's last message: the counts for the file's `otherData`, and where to send
+    /// the number of events written (or the write's failure).
+    Finish {
+        reply: SyncSender<std::io::Result<u64>>,
+        dropped: u64,
+        unflushed: u64,
+    },
 }
 
 /// What a thread needs from its session.
@@ -244,13 +254,15 @@ impl Local {
         let msg = Msg::Batch { tid: s.tid, name: self.name.take(), recs };
         // T1: the flag clears after the hand-over.
         match handshake::hand_over(&s.flag, &s.tx, msg, n, must, &s.dropped) {
-            HandOver::Sent | HandOver::Dropped(Msg::Finish(_)) => {}
+            HandOver::Sent | HandOver::Dropped(Msg::Finish { .. }) => {}
             HandOver::Kept(Msg::Batch { name, recs, .. }) => {
                 self.recs = recs;
                 self.name = name;
             }
             HandOver::Dropped(Msg::Batch { name, .. }) => self.name = name,
-            HandOver::Kept(Msg::Finish(_)) => unreachable!("a thread hands over batches only"),
+            HandOver::Kept(Msg::Finish { .. }) => {
+                unreachable!("a thread hands over batches only")
+            }
         }
     }
 
@@ -403,4 +415,13 @@ pub(super) fn leave_here() {
             l.leave(now);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    /// The memory bound in the module docs of `trace` counts records of at most 64 bytes.
+    #[test]
+    fn a_record_fits_the_documented_bound() {
+        assert!(size_of::<super::Rec>() <= 64, "{} bytes", size_of::<super::Rec>());
+    }
 }

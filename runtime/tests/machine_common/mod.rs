@@ -1,4 +1,4 @@
-//! Helpers shared by the process tests: a watchdog, drop counters, a runtime.
+//! Helpers shared by the machine tests: a watchdog, drop counters, a runtime.
 #![allow(dead_code)]
 
 use std::sync::Arc;

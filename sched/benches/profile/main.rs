@@ -11,6 +11,7 @@
 //!   queued                         no-op green threads through the queues, no joins
 //!   parked [n]                     n green threads that park, then are released
 //!   timed_wait [n]                 timed parks (1 h) that end early: ns/wait, peak RSS
+//!   stall                          ping-pong p50/p99 while every worker blocks in read(2)
 //! ```
 #![allow(missing_docs)]
 
@@ -20,6 +21,7 @@ mod queued;
 mod quick;
 mod spawn100k;
 mod spawn_join_loop;
+mod stall;
 mod timed_wait;
 
 fn main() {
@@ -34,10 +36,11 @@ fn main() {
         "queued" => queued::run(rest),
         "parked" => parked::run(rest),
         "timed_wait" => timed_wait::run(rest),
+        "stall" => stall::run(rest),
         other => {
             eprintln!(
                 "profile: unknown helper '{other}'; use one of quick, spawn_join_loop, \
-                 spawn100k, fib, queued, parked, timed_wait (see benches/profile/main.rs)"
+                 spawn100k, fib, queued, parked, timed_wait, stall (see benches/profile/main.rs)"
             );
             std::process::exit(2);
         }

@@ -1,4 +1,4 @@
-//! Profiling helper: the timed-wait path (issue 20 item 3). Each wait arms a 1 h timer and
+//! Profiling helper: the timed-wait path. Each wait arms a 1 h timer and
 //! ends early, as a `recv_timeout(1 h)` answered at once does:
 //!
 //! - `self`: a green thread unparks itself, then `park_timeout(1 h)` (returns on the token);

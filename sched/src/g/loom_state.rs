@@ -1,4 +1,4 @@
-//! Loom models of protocol 4 on the real state-machine code: a park (`begin_park`, the switch,
+//! Loom models of the green thread's state machine on the real code: a park (`begin_park`, the switch,
 //! then `publish_parked` on g0) racing an unpark from another thread.
 
 use super::*;
