@@ -360,18 +360,20 @@ impl Shared {
     /// Hands retaken P `p` to a spare worker, or starts a new worker thread for it.
     #[cfg(not(loom))]
     fn hand_off(this: &Arc<Self>, p: usize) -> io::Result<()> {
-        let this_ref: &Shared = this;
-        this_ref.stats.handoffs.fetch_add(1, STAT);
-        let spare = lock(&this_ref.spares).pop();
-        match spare {
-            Some(s) => {
-                // B2: Release publishes the P to the spare.
-                s.p.swap(p, Ordering::Release);
-                s.unparker.unpark();
-                Ok(())
-            }
-            None => start_worker(this, p),
-        }
+        this.stats.handoffs.fetch_add(1, STAT);
+        if this.hand_to_spare(p) { Ok(()) } else { start_worker(this, p) }
+    }
+
+    /// Hands retaken P `p` to a waiting spare worker; false if none waits.
+    #[cfg_attr(all(loom, not(test)), allow(dead_code))] // only the monitor thread and the models
+    pub(crate) fn hand_to_spare(&self, p: usize) -> bool {
+        let Some(s) = lock(&self.spares).pop() else {
+            return false;
+        };
+        // B2: Release publishes the P to the spare.
+        s.p.swap(p, Ordering::Release);
+        s.unparker.unpark();
+        true
     }
 }
 

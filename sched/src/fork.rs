@@ -77,14 +77,7 @@ impl<F, T> StackJob<F, T> {
     /// deadlock reports).
     fn wait(&self, runner: Option<crate::GreenId>) {
         let me = crate::current().expect("join waits on a green thread");
-        // SAFETY: only the joiner writes `waiter`, before publishing WAITING (F2).
-        unsafe { self.waiter.with_mut(|w| *w = MaybeUninit::new(me)) };
-        // Release publishes the waiter (F2); on failure the job is DONE (Acquire: F1).
-        if self
-            .state
-            .compare_exchange(PENDING, WAITING, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        if !self.register(me) {
             return;
         }
         crate::set_wait_info(Some(crate::WaitInfo {
@@ -98,6 +91,15 @@ impl<F, T> StackJob<F, T> {
         crate::set_wait_info(None);
     }
 
+    /// Registers the joiner `me` as the job's waiter (F2). Returns false, registering nothing,
+    /// if the job is done already (then the result is ready: F1).
+    fn register(&self, me: GreenThread) -> bool {
+        // SAFETY: only the joiner writes `waiter`, before publishing WAITING (F2).
+        unsafe { self.waiter.with_mut(|w| *w = MaybeUninit::new(me)) };
+        // Release publishes the waiter (F2); on failure the job is DONE (Acquire: F1).
+        self.state.compare_exchange(PENDING, WAITING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
     /// Moves the result out.
     ///
     /// # Safety
@@ -105,7 +107,10 @@ impl<F, T> StackJob<F, T> {
     /// * The caller observed `DONE` (so the completer wrote the result and no longer touches
     ///   it, F1) and takes the result at most once.
     unsafe fn take_result(&self) -> ThreadResult<T> {
-        debug_assert!(self.is_done());
+        // Relaxed: a check, not the hand-over (the caller's Acquire of DONE is, F1); an
+        // Acquire here would order the result in the debug builds the models run and hide
+        // a caller's missing one.
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), DONE);
         // SAFETY: written before DONE, which the caller observed (F1), and not taken before
         // (this function's contract).
         unsafe { self.result.with_mut(|r| (*r).assume_init_read()) }
@@ -349,4 +354,48 @@ where
     bump(&p.stats.inline_joins);
     // SAFETY: we just took the job's entry back, once.
     Some(unsafe { job.run_exclusive() })
+}
+
+/// Loom models of the job's hand-over (F1, F2) on the real code.
+#[cfg(all(test, loom))]
+mod loom_job {
+    use super::*;
+    use crate::registry::registry;
+    use crate::sync::{Arc, thread};
+
+    /// A job completed by another worker while its joiner looks for the result and registers
+    /// as its waiter (the joiner's side of `join` after the take-back failed): the joiner
+    /// takes the result once it saw `DONE` (F1: the completer's result write is ordered before
+    /// the read, or loom reports the race), and a registered joiner is woken, the completer
+    /// having read the handle the joiner wrote (F2: loom reports an unordered read of
+    /// `waiter`). The joiner is a G record that stays `RUNNING`, so the wake-up leaves a token
+    /// it can check. Mutation checks: the completer's CAS to `DONE` without Release, the
+    /// joiner's load of `DONE` without Acquire, `register`'s CAS without Release, and the
+    /// completer's load of `WAITING` (or its failed CAS) without Acquire, and `register`'s
+    /// CAS without Acquire on failure (a job already done, F1) each fail this model (a
+    /// causality violation).
+    #[test]
+    fn completion_racing_the_joiner() {
+        loom::model(|| {
+            let g = registry().alloc();
+            let generation = g.prepare_spawn(0);
+            assert!(g.claim_for_run());
+            let job = Arc::new(StackJob::new(|| 7u32));
+            let j2 = job.clone();
+            // The worker that dequeued the job runs it.
+            let completer = thread::spawn(move || j2.run());
+            let registered = !job.is_done() && job.register(GreenThread { g, generation });
+            if registered {
+                while !job.is_done() {
+                    thread::yield_now();
+                }
+            }
+            // SAFETY: DONE was observed (by `is_done` or `register`'s failure), taken once.
+            assert_eq!(unsafe { job.take_result() }.unwrap(), 7);
+            completer.join().unwrap();
+            if registered {
+                assert!(g.take_notified(), "the registered joiner was not woken");
+            }
+        });
+    }
 }

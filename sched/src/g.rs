@@ -42,7 +42,12 @@
 //!   waker's writes); `park` consumes it with an AcqRel read-modify-write, so writes before
 //!   the unpark happen before the return from `park`.
 //! - (G4) `release` (the last reference) bumps the generation with a Release store; a handle's
-//!   operations are CASes that include the generation, so they fail on a recycled record.
+//!   operations are CASes that include the generation, so they fail on a recycled record. A
+//!   party that reads a record's cells without owning it (a handle's `name`, the registry's
+//!   sweeps) first takes a reference (`try_ref`, Acquire), then checks the generation: a
+//!   spawn stores the new life's first reference with Release, after the recycle, so a
+//!   reference taken on the new life comes with the new generation, and a stale handle
+//!   reads none of the cells written for it.
 
 use core::fmt;
 use core::panic::Location;
@@ -307,7 +312,10 @@ impl G {
         let gen_now = self.generation();
         self.set_creator(spawner, at);
         self.stamp();
-        self.refs.store(1, Ordering::Relaxed);
+        // Release (G4): a reference taken on this life (`try_ref`, Acquire) comes after the
+        // recycle that ended the last one, so a stale handle that takes it finds the new
+        // generation and reads none of the cells written for this life.
+        self.refs.store(1, Ordering::Release);
         // Relaxed: the record is published to others through the run queue (Release push).
         self.state.store(word(gen_now, RUNNABLE | FRESH), Ordering::Relaxed);
         gen_now
@@ -320,7 +328,8 @@ impl G {
     pub(crate) fn prepare_running(&self, spawner: u64) -> u32 {
         let gen_now = self.generation();
         self.set_creator(spawner, None);
-        self.refs.store(1, Ordering::Relaxed);
+        // Release: as in `prepare_spawn` (G4).
+        self.refs.store(1, Ordering::Release);
         self.state.store(word(gen_now, RUNNING), Ordering::Relaxed);
         gen_now
     }
@@ -332,7 +341,8 @@ impl G {
     pub(crate) fn prepare_claimed(&self, host: GRef, spawner: u64, at: Option<SpawnSite>) -> u32 {
         let gen_now = self.generation();
         self.set_creator(spawner, at);
-        self.refs.store(1, Ordering::Relaxed);
+        // Release: as in `prepare_spawn` (G4).
+        self.refs.store(1, Ordering::Release);
         self.host.store(host.as_ptr(), Ordering::Relaxed);
         // Relaxed: published with the identity (`lazy`, L1).
         self.state.store(word(gen_now, CLAIMED), Ordering::Relaxed);
@@ -437,6 +447,32 @@ impl G {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// On g0, once the parking G has switched out: stores its suspended context `ctx` in the
+    /// record, then publishes `PARKED` (G1, whose Release hands that store to the unparker and
+    /// on to whoever resumes the G). Returns what [`G::publish_parked`] returns.
+    ///
+    /// # Safety
+    ///
+    /// The caller is g0 of the worker that ran the G, which began parking (`PARKING`): it owns
+    /// the record's cells until `PARKED` is published.
+    pub(crate) unsafe fn save_context_and_park(&self, ctx: Context) -> bool {
+        // SAFETY: the caller owns the record until the publish below (see above).
+        unsafe { self.context.with_mut(|c| *c = Some(ctx)) };
+        self.publish_parked()
+    }
+
+    /// Takes the G's saved context out of the record, to resume it (or, for a dump, to walk
+    /// its stack).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the record's cells: it claimed the G (`RUNNING`, `CLAIMED`) or, for a
+    /// dump, moved it to `INSPECTED`.
+    pub(crate) unsafe fn take_context(&self) -> Option<Context> {
+        // SAFETY: the caller owns the record (see above).
+        unsafe { self.context.with_mut(|c| (*c).take()) }
     }
 
     /// A dump claims a parked G of `generation` to walk its stack: `PARKED => INSPECTED`

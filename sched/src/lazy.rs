@@ -364,6 +364,51 @@ mod loom_identity {
         });
     }
 
+    /// A joiner's look at the identity (`peek`, for its wait's deadlock report) races the
+    /// worker that dequeued the task: a peek that finds the identity reads the worker's
+    /// `taker` after the worker wrote it (L2; loom reports an unordered read). Mutation
+    /// check: `peek`'s load without Acquire fails this model.
+    #[test]
+    fn peek_races_the_worker_start() {
+        loom::model(|| {
+            let identity = Arc::new(Identity::new());
+            let i2 = identity.clone();
+            let joiner = thread::spawn(move || i2.peek());
+            let ran_on =
+                identity.start_on_worker(|| registry().alloc(), |g| registry().give_free([g]));
+            if let Some(seen) = joiner.join().unwrap() {
+                assert_eq!(seen.g, ran_on, "one identity");
+            }
+        });
+    }
+
+    /// A handle binding the identity (`thread()`) races shutdown draining the task's entry
+    /// (`end_unstarted`): the drain gets the record the binder made, having read `bound`
+    /// after the binder wrote it (L1; loom reports an unordered read), or the binder makes
+    /// the identity of a green thread that has ended; the record is released once. Mutation
+    /// check: `end_unstarted`'s CAS without Acquire on failure fails this model.
+    #[test]
+    fn handle_binding_races_a_drain() {
+        loom::model(|| {
+            let identity = Arc::new(Identity::new());
+            let i2 = identity.clone();
+            let handle = thread::spawn(move || i2.get(core::ptr::null(), || registry().alloc()));
+            // What shutdown's drain does with the entry of a task that never ran.
+            let drained = identity.end_unstarted();
+            if let Some(t) = drained {
+                assert!(t.g.claim_for_run(), "a handle-made record of an unstarted task");
+                t.g.finish_run();
+                assert!(t.g.drop_ref(), "the drain holds the only reference");
+                crate::registry::recycle_anywhere(t.g);
+            }
+            let seen = handle.join().unwrap();
+            if let Some(t) = drained {
+                assert_eq!(seen, t, "one identity");
+            }
+            assert_eq!(identity.peek(), Some(seen));
+        });
+    }
+
     /// `current()` inside a child run inline makes its identity (a CLAIMED record forwarding
     /// to the joiner); another thread unparks that identity while the run ends and the joiner
     /// releases the record: the unpark is forwarded to the host or finds the green thread

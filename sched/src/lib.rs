@@ -45,9 +45,11 @@
 //!
 //! # Loom
 //!
-//! `cargo xtask loom -p purloin-sched` runs the models in `tests/loom_*.rs` against this
-//! crate's real code, with every atomic from loom and contexts on purloin-context's loom
-//! backend.
+//! `cargo xtask loom -p purloin-sched` runs the models (unit models next to the code they
+//! check, and `tests/loom_sched.rs`) against this crate's real code, with every atomic from
+//! loom and contexts on purloin-context's loom backend. `LOOM.md`, next to this crate's
+//! manifest, lists every labelled memory ordering with the weakening that removes it and the
+//! model that then fails (or why no model can).
 #![warn(missing_docs)]
 
 mod blocking;

@@ -1,6 +1,7 @@
 //! Loom models of the idle protocol (submit vs. going idle) on the real worker code: `find_runnable`
 //! (search, give up, the dance, park on the lot) against `Shared::push_global` +
-//! `notify_work`, without context switches (the models stop at "a worker found the G").
+//! `notify_work`, without context switches (the models stop at "a worker found the G"), also
+//! with the worker blocking in an I/O poller instead of on its lot (F3/F4 in `poll`).
 
 use crate::g::GRef;
 use crate::ready::Slot;
@@ -18,7 +19,8 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-fn shared(workers: usize) -> Arc<Shared> {
+/// A `Shared` with `workers` P's and no monitor, built without threads.
+pub(crate) fn shared(workers: usize) -> Arc<Shared> {
     let b = crate::Builder::new().workers(workers).monitor(false);
     Arc::new(Shared::new(b.config_for_tests()))
 }
@@ -45,12 +47,67 @@ fn worker(shared: Arc<Shared>, p: usize) -> GRef {
 
 /// One worker going idle (searching, the re-check, parking) races an outside submission:
 /// the worker always finds the G (a lost wake-up leaves it parked forever: loom reports
-/// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) or F2
-/// (`Idle::fence_before_recheck`) makes this model fail with a deadlock.
+/// the deadlock). Mutation check: removing F1 (`fence` in `Idle::worker_to_wake`) makes this
+/// model fail with a deadlock. Removing F2 (`Idle::fence_before_recheck`) does not: the
+/// re-check finds the local queues empty and looks at the injector, which pins
+/// crossbeam-epoch, whose SeqCst fence stands in for F2 (`local_spawn_vs_other_worker_going_idle`
+/// catches it).
 #[test]
 fn outside_submission_vs_one_worker_going_idle() {
     model(|| {
         let s = shared(1);
+        let s2 = s.clone();
+        let w = lthread::spawn(move || worker(s2, 0));
+        let g = new_g(&s);
+        s.push_global(g);
+        let found = w.join().unwrap();
+        assert_eq!(found, g);
+    });
+}
+
+/// A poller with no I/O: a `poll` with no deadline blocks until [`Poller::wake`] (which
+/// leaves a token for the next such `poll` if none blocks now).
+#[derive(Default)]
+struct WakeOnlyPoller {
+    woken: crate::sync::Mutex<bool>,
+    cv: crate::sync::Condvar,
+}
+
+impl crate::Poller for WakeOnlyPoller {
+    fn poll(&self, deadline: Option<std::time::Instant>, _: &mut Vec<crate::GreenThread>) {
+        if deadline.is_some() {
+            return;
+        }
+        let mut woken = crate::sync::lock(&self.woken);
+        while !*woken {
+            woken = self.cv.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+
+    fn wake(&self) {
+        *crate::sync::lock(&self.woken) = true;
+        self.cv.notify_one();
+    }
+
+    fn has_waiters(&self) -> bool {
+        false
+    }
+}
+
+/// The same race with an I/O poller installed, so the worker going idle blocks in the poller
+/// instead of on its lot (`poll::poll_blocking`): the worker publishes `blocked`, then (F3)
+/// checks whether its lot moved since its snapshot; the submitter's wake-up signals the lot,
+/// then (F4) reads `blocked` and wakes the poller. Either the worker sees the lot move and
+/// does not wait in the poller, or the poller is woken (a lost wake-up leaves the worker
+/// blocked in `poll`: loom reports the deadlock). Mutation check: removing F3 (in
+/// `poll_blocking`) or F4 (in `PollerSlot::wake_if_blocked`) makes this model fail with a
+/// deadlock.
+#[test]
+fn outside_submission_vs_one_worker_blocking_in_the_poller() {
+    model(|| {
+        let s = shared(1);
+        s.poller.install(std::sync::Arc::new(WakeOnlyPoller::default()));
         let s2 = s.clone();
         let w = lthread::spawn(move || worker(s2, 0));
         let g = new_g(&s);

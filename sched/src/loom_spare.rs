@@ -75,15 +75,23 @@ fn spare_retires_vs_outside_submission() {
 /// A spare removed with a G in its local queue retires (`M::retire`: the queue moves to the
 /// global queue, then `RETIRED`) while the monitor adds a spare again on the same processor as
 /// soon as `activate_spare_proc` lets it: the new holder finds the G, and the two holders
-/// never use the processor's owner-only parts at once. Mutation check: storing `RETIRED` in
-/// `M::retire` before its queue is emptied fails this model with a deadlock (the new holder
-/// uses the processor while the old one still empties it, and parks without the G).
+/// never use the processor's owner-only parts at once (the new holder first caches a record
+/// in the free-record cache the old one emptied as it retired; loom reports an unordered
+/// access). Mutation checks: storing `RETIRED` in `M::retire` before its queue is emptied
+/// fails this model (the new holder uses the processor while the old one still empties it);
+/// that store Relaxed, or `activate_spare_proc`'s load of `RETIRED` Relaxed (S1), fails it
+/// with a causality violation on the cache.
 #[test]
 fn a_processor_is_reused_only_after_its_last_holder_retired() {
     model(|| {
         let s = shared();
         assert_eq!(s.activate_spare_proc(), Some(1));
         let g = new_g(&s);
+        // A FREE record for the new holder's cache, taken now: a registry lock taken after
+        // the old holder's retirement would order its emptying of the cache on its own.
+        let cached = registry().alloc();
+        // Cloned now for the same reason: in loom an `Arc` clone acquires every earlier drop.
+        let s_new = s.clone();
         let s2 = s.clone();
         let old = lthread::spawn(move || {
             let m = M::new(s2.clone(), 1, 1);
@@ -105,7 +113,11 @@ fn a_processor_is_reused_only_after_its_last_holder_retired() {
             lthread::yield_now();
         };
         assert_eq!(p, 1);
-        let m = M::new(s.clone(), p, 2);
+        let m = M::new(s_new, p, 2);
+        // The new holder's first use of the processor: the cache the old one emptied (S1).
+        // Before its search, whose SeqCst fences would order it in loom (there each one
+        // follows every earlier one's writes).
+        as_worker(&m, |m| m.held_on_g0().recycle_cached(cached));
         let found = as_worker(&m, |m| {
             let found = m.find_runnable();
             m.found_work();

@@ -251,24 +251,31 @@ mod loom_p {
     use crate::registry::registry;
     use crate::sync::{Arc, thread};
 
-    /// (c) The owner takes runnext while a thief steals it on its last pass: exactly one gets
-    /// it, and the taker sees the record as published by `put_runnext` (loom checks the cell).
+    /// (c) The owner puts a G in runnext and takes it back while a thief steals it on its last
+    /// pass: exactly one gets it, and the taker, on its own thread, sees the record as
+    /// published by `put_runnext` (R1; loom checks the cell). Mutation checks:
+    /// `put_runnext`'s swap Relaxed, or `take_runnext`'s without Acquire, fails this model
+    /// (a causality violation).
     #[test]
     fn runnext_owner_vs_thief() {
+        /// The taker's look at the record it took: the cell written before `put_runnext`.
+        fn took(e: Option<Entry>) -> bool {
+            let Some(g) = e.and_then(Entry::record) else { return false };
+            // SAFETY: the taker owns the record now; the owner's write happens-before (R1).
+            assert_eq!(unsafe { g.locals.with(|l| *l) }, 1 as *mut ());
+            true
+        }
         loom::model(|| {
             let p = Arc::new(P::new(0));
             let g = registry().alloc();
+            let p2 = p.clone();
+            let thief = thread::spawn(move || took(p2.take_runnext()));
             // SAFETY: a fresh record, not yet published.
             unsafe { g.locals.with_mut(|l| *l = 1 as *mut ()) };
             assert!(p.put_runnext(g.into()).is_none());
-            let p2 = p.clone();
-            let thief = thread::spawn(move || p2.take_runnext());
-            let mine = p.take_runnext();
+            let mine = took(p.take_runnext());
             let stolen = thief.join().unwrap();
-            let taken = mine.or(stolen).and_then(Entry::record).expect("somebody took it");
-            assert!(mine.is_none() || stolen.is_none(), "taken twice");
-            // SAFETY: the taker owns the record now; the write above happens-before (R1).
-            assert_eq!(unsafe { taken.locals.with(|l| *l) }, 1 as *mut ());
+            assert!(mine != stolen, "taken exactly once");
         });
     }
 
@@ -306,6 +313,45 @@ mod loom_p {
                 assert_eq!(n, 1);
             } else {
                 assert_eq!(retaken, Some(1));
+            }
+        });
+    }
+
+    /// (d) continued: the monitor retakes the P of a blocked holder and hands it to a new
+    /// holder, which uses the owner-only parts and enters a blocking section of its own; the
+    /// old holder then returns. `SYSCALL` is back, so the old holder's exit CAS may win the P
+    /// (nobody uses a P in `SYSCALL`; Go's `exitsyscallfast` does the same), and it must then
+    /// see the new holder's writes: the exit's Acquire pairs with the new holder's Release
+    /// store of `SYSCALL` (R2). Mutation check: `try_exit_syscall`'s CAS without Acquire fails
+    /// this model (causality violation on the cache).
+    #[test]
+    fn exit_syscall_after_a_handoff_and_a_second_blocking_section() {
+        loom::model(|| {
+            let p = Arc::new(P::new(0));
+            let g = registry().alloc();
+            // The old holder used the cache, then entered a blocking section.
+            // SAFETY: the holder owns the cache until `enter_syscall`.
+            p.free_gs.with_mut(|v| unsafe { (*v).push(g) });
+            p.enter_syscall();
+            let p2 = p.clone();
+            // The old holder returns from its blocking section.
+            let old_holder = thread::spawn(move || {
+                if !p2.try_exit_syscall() {
+                    return None;
+                }
+                // SAFETY: the exit won: the P is ours.
+                Some(p2.free_gs.with_mut(|v| unsafe { (*v).len() }))
+            });
+            let retaken = p.try_retake();
+            if retaken {
+                // The monitor hands the P over; the new holder uses the cache, then blocks.
+                p.take_handed();
+                // SAFETY: the new holder owns the cache until `enter_syscall`.
+                p.free_gs.with_mut(|v| unsafe { (*v).pop() });
+                p.enter_syscall();
+            }
+            if let Some(n) = old_holder.join().unwrap() {
+                assert_eq!(n, usize::from(!retaken), "the old holder sees the cache as left");
             }
         });
     }

@@ -238,3 +238,98 @@ pub(crate) fn drain_queues(shared: &Shared, workers_stopped: bool) {
         }
     }
 }
+
+/// Loom models of the live count (`Shared::live`, L1 in `shared`) and of shutdown's wait for
+/// it to reach zero (L2: F5 against F6, or against F2 of a worker's park), on the real code.
+#[cfg(all(test, loom))]
+mod loom_drain {
+    use super::*;
+    use crate::loom_idle::{model, shared};
+    use crate::shared::PHASE_DRAINING;
+    use crate::sync::{AtomicBool, thread};
+    use crate::worker::M;
+
+    /// (L1) A green thread alive throughout (started from outside) while a child is spawned
+    /// on P 0 and finishes on P 1 (the flag stands for the queue the child passes through):
+    /// `live`, read on a third thread, never reads less than one. A count that saw the
+    /// child's finish but not its start would read zero, and shutdown would stop waiting for
+    /// the live green thread. (The reader is spawned last, so that loom's first execution
+    /// runs it after the others: loom backtracks a load only to the last access of its
+    /// atomic, and the spawner's start is a load then a store.) Mutation checks: the
+    /// finish's store on P 1 without Release, `live`'s loads of the `finished` counters
+    /// without Acquire, or `live` reading the `started` counters first, each fail this model
+    /// ("a live green thread was not counted").
+    #[test]
+    fn live_counts_a_child_finished_on_another_p() {
+        model(|| {
+            let s = shared(2);
+            s.note_started(None);
+            let queued = Arc::new(AtomicBool::new(false));
+            let (s1, q1) = (s.clone(), queued.clone());
+            let spawner = thread::spawn(move || {
+                s1.note_started(Some(&s1.ps[0]));
+                q1.store(true, Ordering::Release);
+            });
+            let s2 = s.clone();
+            let finisher = thread::spawn(move || {
+                while !queued.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                s2.note_finished_under_live_host(Some(&s2.ps[1]));
+            });
+            let s3 = s.clone();
+            let reader = thread::spawn(move || s3.live());
+            assert!(reader.join().unwrap() >= 1, "a live green thread was not counted");
+            spawner.join().unwrap();
+            finisher.join().unwrap();
+        });
+    }
+
+    /// (L2) The last green thread finishes off a P (a blocking section's thread, or
+    /// shutdown's own cancel) while shutdown begins its wait: the wait returns (loom
+    /// reports a lost notification as a deadlock: its condvar waits never time out).
+    /// Mutation checks: removing F5 (`Shared::fence_before_live_check`) or F6 (the fence in
+    /// `Shared::note_finished`) fails this model with a deadlock.
+    #[test]
+    fn last_finish_off_a_p_vs_the_shutdown_wait() {
+        model(|| {
+            let s = shared(1);
+            s.note_started(None);
+            let s2 = s.clone();
+            let finisher = thread::spawn(move || s2.note_finished(None));
+            s.phase.store(PHASE_DRAINING, Ordering::Release);
+            assert!(wait_all_done(&s, Duration::from_secs(3600)));
+            finisher.join().unwrap();
+        });
+    }
+
+    /// (L2) The last green thread finishes on a worker's P (a finish with no fence of its
+    /// own) while shutdown begins: the worker, finding nothing to run, goes idle, and F2 of
+    /// that park is the finish's fence before it reads the phase and notifies
+    /// (`M::park`). The wait returns (or loom reports the deadlock). Mutation check:
+    /// removing the notification after F2 in `M::park` fails this model with a deadlock.
+    /// Removing F2 does not: shutdown's `wake_all` takes the sleepers' lock, which the
+    /// parking worker took after its finish (`Idle::transition_to_parked`), and that lock
+    /// orders the finish before the wait's count (the idle models check F2).
+    #[test]
+    fn last_finish_on_a_p_vs_the_shutdown_wait() {
+        model(|| {
+            let s = shared(1);
+            s.note_started(None);
+            let s2 = s.clone();
+            let worker = thread::spawn(move || {
+                let m = M::new(s2.clone(), 0, 0);
+                crate::sync::set_current_worker_ptr((&m as *const M).cast());
+                s2.note_finished(Some(&s2.ps[0]));
+                let found = m.find_runnable();
+                crate::sync::set_current_worker_ptr(core::ptr::null());
+                assert!(found.is_none(), "nothing was queued");
+            });
+            s.phase.store(PHASE_DRAINING, Ordering::Release);
+            s.wake_all();
+            assert!(wait_all_done(&s, Duration::from_secs(3600)));
+            stop_workers(&s);
+            worker.join().unwrap();
+        });
+    }
+}

@@ -100,8 +100,7 @@ impl M {
         g.stamp();
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
-        let mut ctx =
-            unsafe { g.context.with_mut(|c| (*c).take()) }.expect("a runnable G has a context");
+        let mut ctx = unsafe { g.take_context() }.expect("a runnable G has a context");
         let (action, t) = loop {
             // SAFETY: `ctx` is a suspended context of a G whose stack is alive (attached to
             // it); it switches back to us with `switch_out`, passing an action's word.
@@ -144,9 +143,8 @@ impl M {
                 None
             }
             Action::Park => {
-                // SAFETY: we own the record until PARKED is published (G1).
-                unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                if g.publish_parked() {
+                // SAFETY: we are g0 of the worker that ran the parking G.
+                if unsafe { g.save_context_and_park(t.context) } {
                     None
                 } else {
                     // An unpark raced the park: run it again at once (token consumed). The

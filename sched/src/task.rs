@@ -524,9 +524,13 @@ impl<T> PacketRef<T> {
             .is_ok()
     }
 
-    /// Takes the result and frees the cell. Must only be called after `is_done` returned true.
+    /// Takes the result and frees the cell. Must only be called after `DONE` was observed
+    /// with Acquire (`is_done` returned true, or `register` failed).
     pub(crate) fn into_result(self) -> ThreadResult<T> {
-        debug_assert!(self.is_done());
+        // Relaxed: a check, not the hand-over (the caller's Acquire of DONE is, T1); an
+        // Acquire here would order the result in the debug builds the models run and hide
+        // a caller's missing one.
+        debug_assert_eq!(self.packet().head.state.load(Ordering::Relaxed) & PHASE, DONE);
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: DONE was observed with Acquire (T1): the completer wrote the result and no
         // longer touches the cell, so the handle is its only user.
@@ -564,13 +568,26 @@ mod loom_cell {
         }
     }
 
+    /// A value whose drop reads a loom cell made with it: loom reports a drop on a thread that
+    /// is not ordered after the value was made (a cell freed without seeing the result). In a
+    /// result, it goes before any field whose drop synchronises (a `Counted`), which would
+    /// hide the race.
+    struct Made(UnsafeCell<u32>);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            // SAFETY: the value is being dropped: nobody else touches it.
+            assert_eq!(unsafe { self.0.with(|v| *v) }, 7);
+        }
+    }
+
     /// The handle is dropped while the G side completes: the cell is freed exactly once (the
-    /// result and the closure's capture are each dropped once, by whichever side frees).
-    /// Mutation checks (each tried, each fails this model): the completer publishing DONE with
-    /// a plain store instead of the CAS (erasing a racing DETACHED) leaks the cell ("the
-    /// capture and the result dropped once" fails); the handle also freeing when it finds
-    /// EMPTY (not only DONE) makes the completer touch a freed cell (loom panics in its object
-    /// store).
+    /// result and the closure's capture are each dropped once, by whichever side frees), and
+    /// a handle that frees sees the result it drops. Mutation checks (each tried, each fails
+    /// this model): the completer publishing DONE with a plain store instead of the CAS
+    /// (erasing a racing DETACHED) leaks the cell ("the capture and the result dropped once"
+    /// fails); the handle also freeing when it finds EMPTY (not only DONE) makes the
+    /// completer touch a freed cell (loom panics in its object store); the handle's
+    /// `fetch_or` without Acquire (T3) drops the result unordered (a causality violation).
     #[test]
     fn detach_racing_completion_frees_once() {
         loom::model(|| {
@@ -579,7 +596,7 @@ mod loom_cell {
             let d2 = drops.clone();
             let (task, handle) = TaskCell::allocate(move || {
                 let _keep = capture;
-                Counted(d2)
+                (Made(UnsafeCell::new(7)), Counted(d2))
             });
             let g_side = thread::spawn(move || task.run(false));
             drop(handle);
@@ -589,9 +606,11 @@ mod loom_cell {
     }
 
     /// A joiner that registered as waiter races the completion: it is woken (or sees DONE),
-    /// takes the result, and the cell is freed once. Mutation check: the plain-store DONE of
+    /// takes the result, and the cell is freed once. Mutation checks: the plain-store DONE of
     /// the first model fails this one too: the waiter registered between the load and the
-    /// store is never woken (loom reports a deadlock).
+    /// store is never woken (loom reports a deadlock); `register`'s CAS without Release (T2),
+    /// or without Acquire on failure (a packet already done, T1), and the completer's load
+    /// and failed CAS without Acquire (T2) each fail it (a causality violation).
     #[test]
     fn waiter_registered_racing_completion() {
         loom::model(|| {
