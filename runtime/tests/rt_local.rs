@@ -67,7 +67,8 @@ fn values_are_dropped_when_the_green_thread_ends() {
 #[test]
 fn scope_children_run_inline_drop_their_locals_before_the_scope_returns() {
     let _w = common::watchdog("scope locals drop", Duration::from_secs(60));
-    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    // No spare worker: it would take children and change the inline count.
+    let rt = purloin::runtime::Builder::new().workers(1).max_spare_workers(0).build().unwrap();
     let drops = Arc::new(AtomicUsize::new(0));
     let seen = rt.block_on(|| {
         purloin::scope(|s| {

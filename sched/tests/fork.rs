@@ -91,7 +91,8 @@ fn join_or_else_calls_outside_only_off_green_threads() {
     let _w = common::watchdog("fork join_or_else", Duration::from_secs(60));
     let outside = |a: fn() -> u32, b: fn() -> u32| (a() + 100, b() + 100);
     assert_eq!(purloin_sched::join_or_else(|| 1, || 2, outside), (101, 102));
-    let sched = Builder::new().workers(1).build().unwrap();
+    // No spare worker: it would take the job and change the inline count.
+    let sched = Builder::new().workers(1).max_spare_workers(0).build().unwrap();
     let on_green = sched
         .spawn(move || {
             let forked = purloin_sched::join_or_else(|| 1, || 2, outside);

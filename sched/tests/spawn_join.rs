@@ -78,7 +78,9 @@ fn join_helping_runs_an_unstarted_child_inline() {
 fn joining_overflowed_children_in_order_leaves_no_stale_entries() {
     let _w = common::watchdog("no_stale_entries", Duration::from_secs(60));
     for named in [false, true] {
-        let sched = Arc::new(Builder::new().workers(1).build().unwrap());
+        // One worker and no spare (`max_spare_workers`): a spare the monitor adds when the
+        // parent stalls on page faults would steal children and change the counts.
+        let sched = Arc::new(Builder::new().workers(1).max_spare_workers(0).build().unwrap());
         let runs = Arc::new(AtomicUsize::new(0));
         let r = runs.clone();
         let sched2 = sched.clone();
@@ -120,7 +122,8 @@ fn joining_overflowed_children_in_order_leaves_no_stale_entries() {
 fn waves_of_overflowed_children_leave_no_stale_entries() {
     let _w = common::watchdog("waves_no_stale_entries", Duration::from_secs(60));
     const WAVE: usize = 5_000;
-    let sched = Arc::new(Builder::new().workers(1).build().unwrap());
+    // One worker and no spare, as above.
+    let sched = Arc::new(Builder::new().workers(1).max_spare_workers(0).build().unwrap());
     let sched2 = sched.clone();
     let left: Vec<usize> = sched
         .spawn(move || {
