@@ -389,6 +389,11 @@ const UNMARKED_WAIT: Duration = Duration::from_millis(1);
 #[cfg_attr(loom, allow(dead_code))]
 const STALL_PACE: Duration = Duration::from_micros(250);
 
+/// How long the monitor waits for a spare's thread to start before it adds another for a
+/// stall that is still there (a thread that has not started cannot have taken the work).
+#[cfg_attr(loom, allow(dead_code))]
+const SPARE_START: Duration = Duration::from_millis(20);
+
 /// How long spares beyond the stalled workers stay while some worker is idle, before they
 /// retire (a burst of blocking calls reuses them meanwhile).
 #[cfg_attr(loom, allow(dead_code))]
@@ -396,19 +401,23 @@ const SPARE_LINGER: Duration = Duration::from_millis(200);
 
 impl Shared {
     /// S1: adds a spare processor and starts its worker, which steals the stalled workers'
-    /// queues. Returns false if the cap (`Builder::max_spare_workers`, `max_threads`) is
-    /// reached or the next processor is still retiring.
+    /// queues; returns the processor's index. `None` if the cap
+    /// (`Builder::max_spare_workers`, `max_threads`) is reached or the next processor is
+    /// still retiring.
     #[cfg(not(loom))]
-    fn add_spare_proc(this: &Arc<Self>) -> io::Result<bool> {
+    fn add_spare_proc(this: &Arc<Self>) -> io::Result<Option<usize>> {
         if this.threads_alive.load(Ordering::Relaxed) >= this.config.max_threads {
-            return Ok(false);
+            return Ok(None);
         }
-        let Some(p) = this.activate_spare_proc() else { return Ok(false) };
+        let Some(p) = this.activate_spare_proc() else { return Ok(None) };
+        // The new worker stores its thread here when it starts (`worker_main`): until then
+        // the monitor knows help is on its way (`SPARE_START`).
+        this.ps[p].holder.store(0, Ordering::Relaxed);
         if let Err(e) = start_worker(this, p) {
             this.undo_spare_proc(p);
             return Err(e);
         }
-        Ok(true)
+        Ok(Some(p))
     }
 
     /// The bookkeeping of S1, without the thread: makes the next processor active as a spare
@@ -701,6 +710,8 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     // Since when spares beyond the stalled workers have been idle (they retire after
     // `SPARE_LINGER`).
     let mut idle_spares_since: Option<Instant> = None;
+    // The last spare added and when, until its thread starts (see `SPARE_START`).
+    let mut starting_spare: Option<(usize, Instant)> = None;
     let mut delay = Duration::from_micros(20);
     let mut quiet_rounds = 0u32;
     // Green threads already reported (by id): each is reported once, not once per long
@@ -871,9 +882,21 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
             crate::timer_heap::fire_for_busy(shared.active(), shared.epoch);
         }
         let spares = shared.spare_procs.load(Ordering::Relaxed);
+        // A spare added for an earlier look whose thread has not started yet (its P has no
+        // holder) will take the waiting work: no second one for the same stall.
+        let spare_starting = starting_spare.is_some_and(|(p, since)| {
+            shared.ps[p].holder.load(Ordering::Relaxed) == 0
+                && now.duration_since(since) < SPARE_START
+        });
         if wants_help {
-            if let Err(e) = Shared::add_spare_proc(&shared) {
-                eprintln!("purloin: could not add a spare worker for a stalled one: {e}");
+            if !spare_starting {
+                match Shared::add_spare_proc(&shared) {
+                    Ok(Some(p)) => starting_spare = Some((p, now)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        eprintln!("purloin: could not add a spare worker for a stalled one: {e}")
+                    }
+                }
             }
             idle_spares_since = None;
         } else if spares > stalled && shared.idle.counts().1 > 0 {
