@@ -77,6 +77,16 @@ pub(crate) const NOTIFIED: u32 = 1 << 4;
 pub(crate) const CANCEL: u32 = 1 << 5;
 /// Spawned and never run yet: only such a G may be run inline by its joiner.
 pub(crate) const FRESH: u32 = 1 << 6;
+/// An interrupt is pending: the G's next interruptible wait (or the one it is in) returns
+/// `Interrupted` and consumes it. Set together with `NOTIFIED` (or by moving a parked G to
+/// `RUNNABLE`), so a park in progress returns and the wait sees it.
+pub(crate) const INTERRUPT: u32 = 1 << 7;
+/// Held interrupts: a count (bits 8..16) of the cancelled tokens in whose scope the G runs,
+/// each added when such a token is cancelled (or entered cancelled) and taken back when the G
+/// leaves its scope. Every interruptible wait returns `Interrupted` while it is not zero;
+/// nothing consumes it.
+pub(crate) const HOLD_ONE: u32 = 1 << 8;
+pub(crate) const HOLD_MASK: u32 = 0xFF << 8;
 
 /// Builds a state word.
 #[inline]
@@ -572,6 +582,73 @@ impl G {
             };
             match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return if queue { Unparked::Queue } else { Unparked::Noted },
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Interrupts the green thread of `generation`: sets `INTERRUPT` (or, if `hold`, adds one
+    /// held interrupt) and wakes it like an unpark. Returns `Queue` if the caller moved it
+    /// `PARKED => RUNNABLE` and must queue it, `Forward` if a joiner runs it inline (the flag
+    /// is set on this record, where the child's waits look; the caller wakes the host),
+    /// `Noted` if it was not parked (`NOTIFIED` set too, so a park in progress returns), and
+    /// `Stale` if the generation is gone.
+    pub(crate) fn interrupt(&self, generation: u32, hold: bool) -> Unparked {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            if generation_of(cur) != generation || matches!(status_of(cur), FREE | DONE) {
+                return Unparked::Stale;
+            }
+            let bits = if hold {
+                assert!(
+                    bits_of(cur) & HOLD_MASK != HOLD_MASK,
+                    "purloin: a green thread runs inside more than 255 cancelled token scopes"
+                );
+                bits_of(cur) + HOLD_ONE
+            } else {
+                bits_of(cur) | INTERRUPT
+            };
+            let (next, outcome) = match status_of(cur) {
+                PARKED => (word(generation, (bits & !STATUS_MASK) | RUNNABLE), Unparked::Queue),
+                CLAIMED => (word(generation, bits), Unparked::Forward),
+                _ => (word(generation, bits | NOTIFIED), Unparked::Noted),
+            };
+            // AcqRel, as `unpark` (I1): Acquire pairs with G1 when it queues a parked G;
+            // Release orders the interrupter's writes before the wait that sees the flag
+            // (its Acquire load in `interrupt_bits`).
+            match self.state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return outcome,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The interrupt bits (`INTERRUPT | HOLD_MASK`) of the live generation `generation`, or 0.
+    /// Acquire: pairs with `interrupt`'s Release (I1).
+    #[inline]
+    pub(crate) fn interrupt_bits(&self, generation: u32) -> u32 {
+        let w = self.state.load(Ordering::Acquire);
+        if generation_of(w) != generation {
+            return 0;
+        }
+        bits_of(w) & (INTERRUPT | HOLD_MASK)
+    }
+
+    /// Clears a one-shot interrupt (`hold` false) or takes back one held interrupt (`hold`)
+    /// on the live generation `generation`; returns whether there was one.
+    pub(crate) fn clear_interrupt(&self, generation: u32, hold: bool) -> bool {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            let bits = bits_of(cur);
+            let mask = if hold { HOLD_MASK } else { INTERRUPT };
+            if generation_of(cur) != generation || bits & mask == 0 {
+                return false;
+            }
+            let next = if hold { cur - HOLD_ONE as u64 } else { cur & !(INTERRUPT as u64) };
+            // Acquire: the consumer of a one-shot interrupt sees the interrupter's writes (I1).
+            match self.state.compare_exchange_weak(cur, next, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
                 Err(actual) => cur = actual,
             }
         }

@@ -293,6 +293,35 @@ pub(crate) fn unpark(t: &GreenThread) -> bool {
     }
 }
 
+/// Interrupts a green thread (the body of `GreenThread::interrupt`, or with `hold` of a
+/// cancelled token's held interrupt) and wakes it as `unpark` does. Returns false if it has
+/// ended.
+pub(crate) fn interrupt(t: &GreenThread, hold: bool) -> bool {
+    match t.g.interrupt(t.generation, hold) {
+        Unparked::Queue => {
+            // SAFETY: we won PARKED => RUNNABLE, so the G is alive and so is its scheduler
+            // (shutdown waits for every live G).
+            let shared = unsafe { &*t.g.sched.with(|s| *s) };
+            let t = *t;
+            hook::emit(move || Event::Unpark { id: t.id(), by: running_id() });
+            schedule(t.g, shared, true);
+            true
+        }
+        Unparked::Noted => true,
+        Unparked::Stale => false,
+        Unparked::Forward => {
+            // A joiner runs it inline: the flag is on the child's record, where its waits
+            // look; wake the joiner, whose park the child's wait is in.
+            let host = t.g.host.load(Ordering::Acquire);
+            // SAFETY: host pointers always name live records.
+            if let Some(h) = unsafe { GRef::from_ptr(host) } {
+                unpark(&GreenThread { g: h, generation: h.generation() });
+            }
+            true
+        }
+    }
+}
+
 /// The running green thread's id, for an event's `by` (the record running: a host, while it
 /// runs a child inline).
 fn running_id() -> Option<crate::GreenId> {

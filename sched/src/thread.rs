@@ -125,6 +125,108 @@ impl GreenThread {
         crate::ready::unpark(self)
     }
 
+    /// Interrupts the green thread, as brpc's `bthread_interrupt` does: the interruptible
+    /// wait it is in (a channel operation, a sleep, a condition variable, I/O; each says so
+    /// in its docs), or the next one it starts if it is running, returns an "interrupted"
+    /// error instead of waiting. The interrupt is a flag, not a count: it is consumed by the
+    /// one wait that returns the error. A wait that was woken by its event before the
+    /// interrupt arrived returns that event and leaves the interrupt for the next wait (check
+    /// with [`interrupted`]). Nothing unwinds: the thread decides what to do. Locks are not
+    /// interruptible, as std's are not.
+    ///
+    /// Returns `false` if the green thread has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     // A wait loop that gives up when interrupted.
+    ///     loop {
+    ///         if purloin_sched::take_interrupt() {
+    ///             return "interrupted";
+    ///         }
+    ///         purloin_sched::park();
+    ///     }
+    /// });
+    /// h.thread().interrupt();
+    /// assert_eq!(h.join().unwrap(), "interrupted");
+    /// ```
+    pub fn interrupt(&self) -> bool {
+        crate::ready::interrupt(self, false)
+    }
+
+    /// Adds a held interrupt to the green thread (`on`), or takes one back: while it holds
+    /// any, every interruptible wait returns "interrupted" at once, and nothing consumes them.
+    /// This is what a cancelled cancellation token does to each green thread running in its
+    /// scope (and takes back when the thread leaves the scope); holds count, so nested scopes
+    /// of several cancelled tokens each take back only their own. Returns `false` if the
+    /// green thread has ended.
+    ///
+    /// # Panics
+    ///
+    /// If the green thread would hold more than 255 interrupts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     let me = purloin_sched::current().unwrap();
+    ///     me.hold_interrupt(true);
+    ///     let held = (purloin_sched::take_interrupt(), purloin_sched::take_interrupt());
+    ///     me.hold_interrupt(false);
+    ///     (held, purloin_sched::interrupted())
+    /// });
+    /// assert_eq!(h.join().unwrap(), ((true, true), false));
+    /// ```
+    pub fn hold_interrupt(&self, on: bool) -> bool {
+        if on {
+            crate::ready::interrupt(self, true)
+        } else {
+            self.g.clear_interrupt(self.generation, true);
+            !self.is_finished()
+        }
+    }
+
+    /// Whether an interrupt is pending or held on the green thread (without consuming it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// assert!(!h.thread().is_interrupted());
+    /// h.thread().interrupt();
+    /// h.join().unwrap(); // the interrupt woke the park; nothing consumed it
+    /// ```
+    #[inline]
+    pub fn is_interrupted(&self) -> bool {
+        self.g.interrupt_bits(self.generation) != 0
+    }
+
+    /// Consumes a pending interrupt of the green thread; returns whether one was pending or
+    /// held (a held one stays).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     let me = purloin_sched::current().unwrap();
+    ///     me.interrupt();
+    ///     (me.take_interrupt(), me.take_interrupt())
+    /// });
+    /// assert_eq!(h.join().unwrap(), (true, false));
+    /// ```
+    pub fn take_interrupt(&self) -> bool {
+        let bits = self.g.interrupt_bits(self.generation);
+        if bits & g::INTERRUPT != 0 {
+            self.g.clear_interrupt(self.generation, false);
+        }
+        bits != 0
+    }
+
     /// Whether the green thread has ended: returned from its function and left its stack.
     /// The result reaches a joiner just before the green thread leaves its stack, so right
     /// after [`JoinHandle::join`](crate::JoinHandle::join) returns this may still be `false`
@@ -194,6 +296,31 @@ fn bind_inline_child(
     unsafe { host.inline_child.with_mut(|c| *c = Some(InlineChild::Thread(child))) };
     host.inline_child_id.store(child.id().0, crate::sync::STAT);
     child
+}
+
+/// Whether an interrupt ([`GreenThread::interrupt`]) is pending or held on the calling green
+/// thread, without consuming it. `false` on a plain OS thread.
+///
+/// # Examples
+///
+/// ```
+/// assert!(!purloin_sched::interrupted());
+/// ```
+#[inline]
+pub fn interrupted() -> bool {
+    current().is_some_and(|t| t.is_interrupted())
+}
+
+/// Consumes a pending interrupt of the calling green thread ([`GreenThread::take_interrupt`]);
+/// returns whether one was pending or held. `false` on a plain OS thread.
+///
+/// # Examples
+///
+/// ```
+/// assert!(!purloin_sched::take_interrupt());
+/// ```
+pub fn take_interrupt() -> bool {
+    current().is_some_and(|t| t.take_interrupt())
 }
 
 /// Whether this code runs on a green thread.
@@ -427,6 +554,9 @@ pub fn park_timeout(timeout: Duration) {
 /// Sleeps until `deadline`. On a green thread it parks (its worker runs other green threads);
 /// on a plain OS thread it sleeps the OS thread.
 ///
+/// A green thread's sleep ends early when it is interrupted ([`GreenThread::interrupt`], or
+/// a cancelled token it runs under); the interrupt stays pending (see [`interrupted`]).
+///
 /// # Examples
 ///
 /// ```
@@ -443,9 +573,12 @@ pub fn sleep_until(deadline: Instant) {
         if now >= deadline {
             return;
         }
-        if !in_green_thread() {
+        let Some(me) = current() else {
             std::thread::sleep(deadline - now);
             continue;
+        };
+        if me.is_interrupted() {
+            return;
         }
         set_wait_info(Some(WaitInfo { kind: WaitKind::Sleep, object: 0, holder: None }));
         park_deadline(deadline);
@@ -453,7 +586,7 @@ pub fn sleep_until(deadline: Instant) {
     }
 }
 
-/// Sleeps for `duration` (see [`sleep_until`]).
+/// Sleeps for `duration` (see [`sleep_until`]; an interrupt ends it early).
 ///
 /// # Examples
 ///
@@ -471,9 +604,11 @@ pub fn sleep_until(deadline: Instant) {
 pub fn sleep(duration: Duration) {
     match Instant::now().checked_add(duration) {
         Some(deadline) => sleep_until(deadline),
-        None => loop {
-            park();
-        },
+        None => {
+            while !interrupted() {
+                park();
+            }
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use core::fmt;
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
+use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering};
 
@@ -89,7 +90,7 @@ impl Barrier {
                 return BarrierWaitResult(false);
             }
             let info = wait_info(WaitKind::Group, self, None);
-            self.generation.wait_with(generation, None, info, |_| {});
+            self.generation.wait_with(generation, None, info, OnInterrupt::Ignore, |_| {});
         }
     }
 }

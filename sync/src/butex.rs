@@ -25,7 +25,7 @@ use purloin_sched::{WaitInfo, WaitKind};
 
 use crate::loom::{AtomicU32, AtomicUsize, Ordering, fence};
 use crate::raw_lock::{Locked, LockedGuard};
-use crate::waiter::{Claimed, List, Node, Waiter};
+use crate::waiter::{Claimed, Gave, List, Node, OnInterrupt, Waiter};
 
 /// A list of waiting threads with a lock-free "anyone waiting?" hint (see the module docs).
 pub(crate) struct WaitQueue {
@@ -41,6 +41,8 @@ pub(crate) enum Waited {
     Claimed(u32),
     /// The deadline passed first.
     TimedOut,
+    /// The green thread was interrupted first (see [`OnInterrupt`]).
+    Interrupted,
     /// `validate` returned false: the waiter did not sleep.
     Invalid,
 }
@@ -54,7 +56,8 @@ impl WaitQueue {
 
     /// Links a node carrying `data` for the calling thread (at the front if `front`), runs
     /// `validate` (under the lock, after B1's fence), and if it returns true waits until a
-    /// waker claims the node or `deadline` passes.
+    /// waker claims the node, `deadline` passes, or (as `on` says) the green thread is
+    /// interrupted.
     ///
     /// `validate` must not take this queue's lock. If the waiter is unwound (a forced unwind at
     /// scheduler shutdown) while it waits, `on_unwind` runs during the unwind after the node is
@@ -67,6 +70,7 @@ impl WaitQueue {
         validate: impl FnOnce() -> bool,
         deadline: Option<Instant>,
         info: Option<WaitInfo>,
+        on: OnInterrupt,
         on_unwind: impl FnOnce(Option<u32>),
     ) -> Waited {
         let waiter = Waiter::new();
@@ -99,14 +103,17 @@ impl WaitQueue {
             waiter: &waiter,
             on_unwind: Some(on_unwind),
         };
-        let result = waiter.wait(deadline, info);
+        let result = waiter.wait(deadline, info, on);
         guard.disarm();
         match result {
             // The claimer unlinked the node.
-            Some(token) => Waited::Claimed(token),
-            None => {
+            Ok(token) => Waited::Claimed(token),
+            Err(gave) => {
                 self.unlink(&node);
-                Waited::TimedOut
+                match gave {
+                    Gave::TimedOut => Waited::TimedOut,
+                    Gave::Interrupted => Waited::Interrupted,
+                }
             }
         }
     }
@@ -253,6 +260,10 @@ pub enum ButexWait {
     TimedOut,
     /// The word did not hold `expected`, so the caller did not sleep.
     ValueChanged,
+    /// The waiting green thread was interrupted
+    /// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled
+    /// token it runs under); a one-shot interrupt is consumed by this wait.
+    Interrupted,
 }
 
 /// A futex-like word that both green threads and OS threads can wait on (brpc's *butex*).
@@ -313,7 +324,8 @@ impl Butex {
     /// wake finds it or `deadline` passes.
     ///
     /// Returns [`ButexWait::ValueChanged`] without blocking if the word does not hold
-    /// `expected`. A wake may be for a change that was undone since, and a wait may end for a
+    /// `expected`, and [`ButexWait::Interrupted`] if the calling green thread is interrupted
+    /// before a wake finds it (brpc's `EINTR`). A wake may be for a change that was undone since, and a wait may end for a
     /// wake meant for another value (as with a futex): callers loop on their condition.
     ///
     /// # Examples
@@ -328,7 +340,7 @@ impl Butex {
     /// assert_eq!(b.wait(7, Some(soon)), ButexWait::TimedOut);
     /// ```
     pub fn wait(&self, expected: u32, deadline: Option<Instant>) -> ButexWait {
-        self.wait_as(expected, deadline, WaitKind::Park)
+        self.wait_as(expected, deadline, WaitKind::Park, OnInterrupt::Report)
     }
 
     /// [`wait`](Butex::wait) for at most `timeout`.
@@ -342,11 +354,13 @@ impl Butex {
         expected: u32,
         deadline: Option<Instant>,
         kind: WaitKind,
+        on: OnInterrupt,
     ) -> ButexWait {
         self.wait_with(
             expected,
             deadline,
             crate::diagnostics::wait_info(kind, self, None),
+            on,
             |claimed| {
                 if claimed.is_some() {
                     // Unwound after a wake chose us: give the wake to the next waiter.
@@ -363,15 +377,17 @@ impl Butex {
         expected: u32,
         deadline: Option<Instant>,
         info: Option<WaitInfo>,
+        on: OnInterrupt,
         on_unwind: impl FnOnce(Option<u32>),
     ) -> ButexWait {
         if self.value.load(Ordering::Relaxed) != expected {
             return ButexWait::ValueChanged;
         }
         let validate = || self.value.load(Ordering::Relaxed) == expected;
-        match self.queue.wait(0, false, validate, deadline, info, on_unwind) {
+        match self.queue.wait(0, false, validate, deadline, info, on, on_unwind) {
             Waited::Claimed(_) => ButexWait::Woken,
             Waited::TimedOut => ButexWait::TimedOut,
+            Waited::Interrupted => ButexWait::Interrupted,
             Waited::Invalid => ButexWait::ValueChanged,
         }
     }

@@ -23,21 +23,34 @@ use std::time::{Duration, Instant};
 use purloin_sched::WaitKind;
 
 use crate::butex::{Butex, ButexWait};
+use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
 use crate::mutex::{Mutex, MutexGuard};
 use crate::poison;
 
-/// Whether a timed wait on a [`Condvar`] ended because its time ran out.
+/// Whether a timed wait on a [`Condvar`] ended because its time ran out (or because the
+/// waiting green thread was interrupted).
 #[derive(Debug, PartialEq, Eq, Copy, Clone)]
-pub struct WaitTimeoutResult(bool);
+pub struct WaitTimeoutResult {
+    timed_out: bool,
+    interrupted: bool,
+}
 
 impl WaitTimeoutResult {
     /// True if the wait ended because the timeout elapsed (the condition may still have
     /// become true meanwhile: check it).
     #[must_use]
     pub fn timed_out(&self) -> bool {
-        self.0
+        self.timed_out
+    }
+
+    /// True if the wait ended early because the waiting green thread was interrupted
+    /// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled
+    /// token it runs under). The interrupt stays pending.
+    #[must_use]
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
     }
 }
 
@@ -46,6 +59,14 @@ impl WaitTimeoutResult {
 /// Waiting parks the calling green thread (its worker runs others); OS threads can wait and
 /// notify too. Spurious wake-ups are possible, as with std: wait in a loop, or use
 /// [`wait_while`](Condvar::wait_while).
+///
+/// Waits end early when the waiting green thread is interrupted
+/// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled token
+/// it runs under): [`wait`](Condvar::wait) returns as for a spurious wake-up,
+/// [`wait_while`](Condvar::wait_while) returns with the condition possibly still true, and the
+/// timed forms say so in [`WaitTimeoutResult::interrupted`]. The interrupt stays pending, so
+/// a loop around them ends at its next check of [`interrupted`](purloin_sched::interrupted)
+/// or its next interruptible wait that reports it.
 ///
 /// # Examples
 ///
@@ -106,7 +127,13 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         while condition(&mut *guard) {
-            guard = self.wait(guard)?;
+            let (_, interrupted) = self.wait_inner(&mut guard, None);
+            if mutex_poison(guard.mutex()).get() {
+                return Err(std::sync::PoisonError::new(guard));
+            }
+            if interrupted {
+                break;
+            }
         }
         Ok(guard)
     }
@@ -134,9 +161,9 @@ impl Condvar {
         dur: Duration,
     ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
         let deadline = Instant::now().checked_add(dur);
-        let timed_out = self.wait_inner(&mut guard, deadline);
+        let (timed_out, interrupted) = self.wait_inner(&mut guard, deadline);
         let mutex = guard.mutex();
-        poison::map_result(mutex_poison(mutex), (guard, WaitTimeoutResult(timed_out)))
+        poison::map_result(mutex_poison(mutex), (guard, WaitTimeoutResult { timed_out, interrupted }))
     }
 
     /// Waits while `condition` returns true, for at most `dur` in total.
@@ -156,15 +183,19 @@ impl Condvar {
         let deadline = Instant::now().checked_add(dur);
         loop {
             if !condition(&mut *guard) {
-                return Ok((guard, WaitTimeoutResult(false)));
+                return Ok((guard, WaitTimeoutResult { timed_out: false, interrupted: false }));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok((guard, WaitTimeoutResult(true)));
+                return Ok((guard, WaitTimeoutResult { timed_out: true, interrupted: false }));
             }
-            self.wait_inner(&mut guard, deadline);
+            let (_, interrupted) = self.wait_inner(&mut guard, deadline);
             if mutex_poison(guard.mutex()).get() {
                 let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
-                return Err(std::sync::PoisonError::new((guard, WaitTimeoutResult(timed_out))));
+                let r = WaitTimeoutResult { timed_out, interrupted };
+                return Err(std::sync::PoisonError::new((guard, r)));
+            }
+            if interrupted {
+                return Ok((guard, WaitTimeoutResult { timed_out: false, interrupted }));
             }
         }
     }
@@ -184,12 +215,13 @@ impl Condvar {
     }
 
     /// Unlocks, waits on the counter, re-locks (also when unwound, so the caller's guard stays
-    /// valid for its destructor). Returns whether the deadline passed.
+    /// valid for its destructor). Returns whether the deadline passed and whether an interrupt
+    /// ended the wait (left pending).
     fn wait_inner<T: ?Sized>(
         &self,
         guard: &mut MutexGuard<'_, T>,
         deadline: Option<Instant>,
-    ) -> bool {
+    ) -> (bool, bool) {
         let mutex = guard.mutex();
         // Read before unlocking: a notification after this changes the word.
         let seq = self.seq.value().load(Ordering::Relaxed);
@@ -204,12 +236,12 @@ impl Condvar {
         unsafe { mutex.raw_unlock() };
         let _relock = Relock(mutex);
         let info = wait_info(WaitKind::Condvar, self, None);
-        let r = self.seq.wait_with(seq, deadline, info, |claimed| {
+        let r = self.seq.wait_with(seq, deadline, info, OnInterrupt::Leave, |claimed| {
             if claimed.is_some() {
                 self.notify_one();
             }
         });
-        r == ButexWait::TimedOut
+        (r == ButexWait::TimedOut, r == ButexWait::Interrupted)
     }
 }
 

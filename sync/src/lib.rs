@@ -140,6 +140,8 @@ mod waiter;
 
 mod barrier;
 mod butex;
+#[cfg(not(loom))]
+mod cancel;
 pub mod channel;
 mod condvar;
 mod mutex;
@@ -150,6 +152,8 @@ mod waitgroup;
 
 pub use barrier::{Barrier, BarrierWaitResult};
 pub use butex::{Butex, ButexWait};
+#[cfg(not(loom))]
+pub use cancel::{CancelReason, CancelScope, CancelToken};
 pub use condvar::{Condvar, WaitTimeoutResult};
 #[cfg(not(loom))]
 #[doc(hidden)]

@@ -47,7 +47,7 @@ use purloin_sched::WaitKind;
 
 use crate::butex::{Butex, Waited};
 use crate::poison;
-use crate::waiter::Claimed;
+use crate::waiter::{Claimed, OnInterrupt};
 use purloin_sched::spin::spin_hint;
 
 use crate::diagnostics::{Holder, wait_info};
@@ -349,6 +349,7 @@ impl<T: ?Sized> Mutex<T> {
                 || word.load(Ordering::Relaxed) == expected,
                 None,
                 info,
+                OnInterrupt::Ignore,
                 |claimed| {
                     if let Some(token) = claimed {
                         self.pass_on(token);
@@ -371,7 +372,9 @@ impl<T: ?Sized> Mutex<T> {
                     spins = 0;
                 }
                 Waited::Invalid => {}
-                Waited::TimedOut => unreachable!("mutex waits have no deadline"),
+                Waited::TimedOut | Waited::Interrupted => {
+                    unreachable!("mutex waits have no deadline and are not interruptible")
+                }
             }
             state = word.load(Ordering::Relaxed);
         }

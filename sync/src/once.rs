@@ -26,6 +26,7 @@ use core::mem::MaybeUninit;
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
+use crate::waiter::OnInterrupt;
 use crate::diagnostics::{Holder, wait_info};
 use crate::loom::Ordering;
 
@@ -161,7 +162,7 @@ impl Once {
         }
         let info = wait_info(WaitKind::Once, self, self.holder.get());
         // Waiters are woken all at once: nothing to pass on when unwound.
-        self.state.wait_with(state, None, info, |_| {});
+        self.state.wait_with(state, None, info, OnInterrupt::Ignore, |_| {});
         // O1.
         word.load(Ordering::Acquire)
     }

@@ -32,6 +32,7 @@ use std::sync::{LockResult, TryLockError, TryLockResult};
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
+use crate::waiter::OnInterrupt;
 use crate::poison;
 use purloin_sched::spin::spin_hint;
 
@@ -318,7 +319,7 @@ impl<T: ?Sized> RwLock<T> {
             }
             let info = wait_info(WaitKind::RwLockRead, self, self.writer.get());
             // Readers are woken all at once: nothing to pass on when unwound.
-            self.state.wait_with(state | READERS_WAITING, None, info, |_| {});
+            self.state.wait_with(state | READERS_WAITING, None, info, OnInterrupt::Ignore, |_| {});
             state = self.spin_read();
         }
     }
@@ -364,7 +365,7 @@ impl<T: ?Sized> RwLock<T> {
                 continue;
             }
             let info = wait_info(WaitKind::Mutex, self, self.writer.get());
-            self.writer_notify.wait_with(seq, None, info, |claimed| {
+            self.writer_notify.wait_with(seq, None, info, OnInterrupt::Ignore, |claimed| {
                 if claimed.is_some() {
                     self.pass_on_writer_wake();
                 }

@@ -27,7 +27,7 @@ use purloin_sched::WaitKind;
 use crate::butex::{WaitQueue, Waited};
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering};
-use crate::waiter::Claimed;
+use crate::waiter::{Claimed, OnInterrupt};
 
 const WAITERS: usize = 1;
 /// Token of a hand-off: the waiter's request was granted.
@@ -104,7 +104,9 @@ impl Semaphore {
         self.state.load(Ordering::Relaxed) >> 1
     }
 
-    /// Takes one permit, parking until one is available.
+    /// Takes one permit, parking until one is available. Like a lock, it is not
+    /// interruptible; [`acquire_timeout`](Semaphore::acquire_timeout) and
+    /// [`acquire_deadline`](Semaphore::acquire_deadline) are.
     pub fn acquire(&self) -> SemaphorePermit<'_> {
         self.acquire_many(1)
     }
@@ -115,7 +117,7 @@ impl Semaphore {
     ///
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`] (such a request could never be granted).
     pub fn acquire_many(&self, n: usize) -> SemaphorePermit<'_> {
-        match self.acquire_deadline(n, None) {
+        match self.acquire_inner(n, None, OnInterrupt::Ignore) {
             Some(p) => p,
             None => unreachable!("an acquire without a deadline only returns with permits"),
         }
@@ -132,13 +134,16 @@ impl Semaphore {
         self.try_fast(n).then(|| SemaphorePermit { sem: self, permits: n })
     }
 
-    /// Takes one permit, parking at most `timeout`; `None` if it timed out.
+    /// Takes one permit, parking at most `timeout`; `None` if it timed out or the calling
+    /// green thread was interrupted (the interrupt stays pending: see
+    /// [`interrupted`](purloin_sched::interrupted)).
     pub fn acquire_timeout(&self, timeout: Duration) -> Option<SemaphorePermit<'_>> {
         self.acquire_deadline(1, Instant::now().checked_add(timeout))
     }
 
     /// Takes `n` permits, parking until `deadline` at most (`None`: no deadline); `None` if
-    /// the deadline passed first (the request leaves the queue, taking nothing).
+    /// the deadline passed first or the calling green thread was interrupted (the request
+    /// leaves the queue, taking nothing; the interrupt stays pending).
     ///
     /// # Panics
     ///
@@ -147,6 +152,15 @@ impl Semaphore {
         &self,
         n: usize,
         deadline: Option<Instant>,
+    ) -> Option<SemaphorePermit<'_>> {
+        self.acquire_inner(n, deadline, OnInterrupt::Leave)
+    }
+
+    fn acquire_inner(
+        &self,
+        n: usize,
+        deadline: Option<Instant>,
+        on: OnInterrupt,
     ) -> Option<SemaphorePermit<'_>> {
         assert!(
             n <= Self::MAX_PERMITS,
@@ -180,7 +194,7 @@ impl Semaphore {
                 }
             };
             let info = wait_info(WaitKind::Group, self, None);
-            let waited = self.queue.wait(n, false, validate, deadline, info, |claimed| {
+            let waited = self.queue.wait(n, false, validate, deadline, info, on, |claimed| {
                 // Unwound while queued: give back what was granted, and let the next
                 // requests through if this one was blocking them.
                 match claimed {
@@ -193,7 +207,7 @@ impl Semaphore {
                 Waited::Claimed(_) => return Some(SemaphorePermit { sem: self, permits: n }),
                 Waited::Invalid if took => return Some(SemaphorePermit { sem: self, permits: n }),
                 Waited::Invalid => {}
-                Waited::TimedOut => {
+                Waited::TimedOut | Waited::Interrupted => {
                     // We may have been the head blocking smaller requests.
                     self.release(0);
                     return None;

@@ -41,6 +41,11 @@
 //! - (W3) Links (`prev`, `next`, `linked`) are read and written only under the list's lock,
 //!   whose Acquire/Release (the [`Locked`](super::raw_lock::Locked) lock's L1) orders them.
 //!
+//! - (I2) An interruptible wait that sees its green thread's interrupt (the interrupter's
+//!   Release flag, read with Acquire: sched's I1) aborts first and consumes a one-shot
+//!   interrupt only if the abort won: an interrupt is consumed by exactly the wait that
+//!   reports it.
+//!
 //! Wake-ups themselves are ordered by the scheduler (`GreenThread::unpark` before `park`
 //! returning: sched's G3) or the futex word (W2 is the word).
 
@@ -150,13 +155,26 @@ impl Waiter {
     }
 
     /// Blocks until a waker finishes this waiter (returns its token) or `deadline` passes and
-    /// the abort wins (returns `None`). `info` is recorded for deadlock reports while a green
+    /// the abort wins (`Gave::TimedOut`). `info` is recorded for deadlock reports while a green
     /// thread is parked.
+    ///
+    /// Unless `on` is [`OnInterrupt::Ignore`], a green thread's pending or held interrupt (see
+    /// `GreenThread::interrupt`) ends the wait too: the abort is tried, and if it wins the
+    /// wait returns `Gave::Interrupted` and, for [`OnInterrupt::Report`], consumes a one-shot
+    /// interrupt (I2); if a waker
+    /// claimed the waiter first, the wait returns that claim and the interrupt stays pending
+    /// for the next wait. So an interrupt racing a wake-up and a deadline has exactly one
+    /// outcome (the abort CAS, W1, decides).
     ///
     /// Returns at once with the token if already claimed. May unwind (a forced unwind at
     /// scheduler shutdown comes out of `park`): callers keep their nodes in a guard that aborts
     /// and unlinks (see [`Wait`]).
-    pub(crate) fn wait(&self, deadline: Option<Instant>, info: Option<WaitInfo>) -> Option<u32> {
+    pub(crate) fn wait(
+        &self,
+        deadline: Option<Instant>,
+        info: Option<WaitInfo>,
+        on: OnInterrupt,
+    ) -> Result<u32, Gave> {
         let _info = WaitInfoGuard::set(&self.who, info);
         #[cfg(loom)]
         let mut yielded = false;
@@ -164,11 +182,18 @@ impl Waiter {
             // W2: Acquire pairs with `finish`'s Release.
             let state = self.state.load(Ordering::Acquire);
             match state & TAG {
-                DONE => return Some(state >> 2),
+                DONE => return Ok(state >> 2),
                 ABORTED => unreachable!("purloin_sync: waiting on an aborted waiter"),
                 _ => {}
             }
             let waiting = state & TAG == WAITING;
+            if on != OnInterrupt::Ignore
+                && waiting
+                && let Who::Green(g) = self.who
+                && g.is_interrupted()
+            {
+                return self.abort_interrupted(&g, on);
+            }
             let deadline = if waiting { deadline } else { None };
             match self.who {
                 Who::Green(_) => match deadline {
@@ -181,7 +206,7 @@ impl Waiter {
                         #[cfg(not(loom))]
                         let passed = Instant::now() >= d;
                         if passed {
-                            return self.abort();
+                            return self.abort().ok_or(Gave::TimedOut);
                         }
                         #[cfg(loom)]
                         {
@@ -194,9 +219,25 @@ impl Waiter {
                 },
                 Who::Os => {
                     if futex::wait(&self.state, state, deadline) == futex::WaitResult::TimedOut {
-                        return self.abort();
+                        return self.abort().ok_or(Gave::TimedOut);
                     }
                 }
+            }
+        }
+    }
+
+    /// An interrupt ended the wait of green thread `g`: aborts, and if the abort wins,
+    /// consumes a one-shot interrupt (I2: after the abort, so an interrupt is consumed only
+    /// by a wait that reports it; a claim that won keeps it pending for the next wait).
+    #[cold]
+    fn abort_interrupted(&self, g: &GreenThread, on: OnInterrupt) -> Result<u32, Gave> {
+        match self.abort() {
+            Some(token) => Ok(token),
+            None => {
+                if on == OnInterrupt::Report {
+                    g.take_interrupt();
+                }
+                Err(Gave::Interrupted)
             }
         }
     }
@@ -231,6 +272,27 @@ impl Waiter {
             }
         }
     }
+}
+
+/// What an interrupt of the waiting green thread does to a [`Waiter::wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnInterrupt {
+    /// Nothing: the wait is not interruptible (locks, `Once`, barriers).
+    Ignore,
+    /// Ends the wait, which reports it (an error the caller returns) and consumes it.
+    Report,
+    /// Ends the wait early and leaves the interrupt pending: for waits whose std-shaped
+    /// result cannot say "interrupted" (a condition variable's spurious wake-up).
+    Leave,
+}
+
+/// Why [`Waiter::wait`] gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gave {
+    /// The deadline passed first.
+    TimedOut,
+    /// The green thread was interrupted (an interruptible wait only).
+    Interrupted,
 }
 
 /// Records what a green thread waits on for deadlock reports, and clears it when

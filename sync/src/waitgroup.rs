@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use purloin_sched::WaitKind;
 
 use crate::butex::{Butex, ButexWait};
+use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
 
@@ -114,12 +115,17 @@ impl WaitGroup {
         self.count.value().load(Ordering::Relaxed) as usize
     }
 
-    /// Blocks (parks the green thread) until the count is zero.
+    /// Blocks (parks the green thread) until the count is zero, or until the calling green
+    /// thread is interrupted ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt),
+    /// or a cancelled token it runs under): then it returns early and leaves the interrupt
+    /// pending (check [`count`](WaitGroup::count) or
+    /// [`interrupted`](purloin_sched::interrupted)).
     pub fn wait(&self) {
         self.wait_deadline(None);
     }
 
-    /// [`wait`](WaitGroup::wait) for at most `timeout`; returns whether the count reached zero.
+    /// [`wait`](WaitGroup::wait) for at most `timeout`; returns whether the count reached zero
+    /// (`false` also when interrupted, the interrupt left pending).
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.wait_deadline(Instant::now().checked_add(timeout))
     }
@@ -134,8 +140,11 @@ impl WaitGroup {
             }
             let info = wait_info(WaitKind::Group, self, None);
             // Woken all at once: nothing to pass on when unwound.
-            if self.count.wait_with(c, deadline, info, |_| {}) == ButexWait::TimedOut {
-                return self.count.value().load(Ordering::Acquire) == 0;
+            match self.count.wait_with(c, deadline, info, OnInterrupt::Leave, |_| {}) {
+                ButexWait::TimedOut | ButexWait::Interrupted => {
+                    return self.count.value().load(Ordering::Acquire) == 0;
+                }
+                ButexWait::Woken | ButexWait::ValueChanged => {}
             }
         }
     }

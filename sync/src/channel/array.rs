@@ -299,7 +299,11 @@ impl<T> Channel<T> {
             }
             let info = wait_info(WaitKind::ChannelSend, self, None);
             let ready = || !self.is_full() || self.is_disconnected();
-            if block(&self.senders, ready, deadline, info) == Blocked::TimedOut {
+            let blocked = block(&self.senders, ready, deadline, info);
+            if blocked == Blocked::Interrupted {
+                return Err(SendTimeoutError::Interrupted(msg));
+            }
+            if blocked == Blocked::TimedOut {
                 if self.start_send(&mut token) {
                     // SAFETY: as above.
                     return unsafe { self.write(&mut token, msg) }
@@ -333,7 +337,11 @@ impl<T> Channel<T> {
             }
             let info = wait_info(WaitKind::ChannelRecv, self, None);
             let ready = || !self.is_empty() || self.is_disconnected();
-            if block(&self.receivers, ready, deadline, info) == Blocked::TimedOut {
+            let blocked = block(&self.receivers, ready, deadline, info);
+            if blocked == Blocked::Interrupted {
+                return Err(RecvTimeoutError::Interrupted);
+            }
+            if blocked == Blocked::TimedOut {
                 if self.start_recv(&mut token) {
                     // SAFETY: as above.
                     return unsafe { self.read(&mut token) }

@@ -26,7 +26,7 @@ use purloin_sched::WaitKind;
 use super::error::{RecvTimeoutError, TryRecvError};
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicBool, Ordering};
-use crate::waiter::Waiter;
+use crate::waiter::{Gave, OnInterrupt, Waiter};
 
 /// A timer channel's state.
 pub(crate) struct Channel<T> {
@@ -95,7 +95,9 @@ impl<T> Channel<T> {
             // Nobody can claim this waiter: it returns once `until` passed (never without
             // one: `never()`), recorded for deadlock reports meanwhile.
             let info = wait_info(WaitKind::ChannelRecv, self, None);
-            let _ = Waiter::new().wait(until, info);
+            if Waiter::new().wait(until, info, OnInterrupt::Report) == Err(Gave::Interrupted) {
+                return Err(RecvTimeoutError::Interrupted);
+            }
         }
     }
 

@@ -2,9 +2,16 @@
 
 use core::fmt;
 
-/// A send failed because every receiver was dropped; the message is returned.
+/// A [`send`](super::Sender::send) failed; the message is returned.
 #[derive(PartialEq, Eq, Clone, Copy)]
-pub struct SendError<T>(pub T);
+pub enum SendError<T> {
+    /// Every receiver was dropped.
+    Disconnected(T),
+    /// The sending green thread was interrupted while it waited
+    /// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled
+    /// token it runs under).
+    Interrupted(T),
+}
 
 /// A [`try_send`](super::Sender::try_send) failed.
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -22,11 +29,20 @@ pub enum SendTimeoutError<T> {
     Timeout(T),
     /// Every receiver was dropped.
     Disconnected(T),
+    /// The sending green thread was interrupted while it waited.
+    Interrupted(T),
 }
 
-/// A receive failed because the channel is empty and every sender was dropped.
+/// A [`recv`](super::Receiver::recv) failed.
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
-pub struct RecvError;
+pub enum RecvError {
+    /// The channel is empty and every sender was dropped.
+    Disconnected,
+    /// The receiving green thread was interrupted while it waited
+    /// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled
+    /// token it runs under).
+    Interrupted,
+}
 
 /// A [`try_recv`](super::Receiver::try_recv) failed.
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
@@ -44,6 +60,8 @@ pub enum RecvTimeoutError {
     Timeout,
     /// The channel is empty and every sender was dropped.
     Disconnected,
+    /// The receiving green thread was interrupted while it waited.
+    Interrupted,
 }
 
 /// [`Select::try_select`](super::Select::try_select) found no operation ready.
@@ -54,15 +72,29 @@ pub struct TrySelectError;
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
 pub struct SelectTimeoutError;
 
+const SEND_DISCONNECTED: &str = "sending on a disconnected channel (every receiver was dropped)";
+const SEND_INTERRUPTED: &str = "the sending green thread was interrupted while it waited \
+                                (GreenThread::interrupt or a cancelled token)";
+const RECV_DISCONNECTED: &str =
+    "receiving on an empty and disconnected channel (every sender was dropped)";
+const RECV_INTERRUPTED: &str = "the receiving green thread was interrupted while it waited \
+                                (GreenThread::interrupt or a cancelled token)";
+
 impl<T> fmt::Debug for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SendError { .. }")
+        match self {
+            SendError::Disconnected(_) => f.write_str("Disconnected(..)"),
+            SendError::Interrupted(_) => f.write_str("Interrupted(..)"),
+        }
     }
 }
 
 impl<T> fmt::Display for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("sending on a disconnected channel (every receiver was dropped)")
+        f.write_str(match self {
+            SendError::Disconnected(_) => SEND_DISCONNECTED,
+            SendError::Interrupted(_) => SEND_INTERRUPTED,
+        })
     }
 }
 
@@ -71,7 +103,19 @@ impl<T> std::error::Error for SendError<T> {}
 impl<T> SendError<T> {
     /// The message that could not be sent.
     pub fn into_inner(self) -> T {
-        self.0
+        match self {
+            SendError::Disconnected(v) | SendError::Interrupted(v) => v,
+        }
+    }
+
+    /// Whether the send failed because every receiver was dropped.
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, SendError::Disconnected(_))
+    }
+
+    /// Whether the sending green thread was interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, SendError::Interrupted(_))
     }
 }
 
@@ -99,12 +143,6 @@ impl<T> fmt::Display for TrySendError<T> {
 
 impl<T> std::error::Error for TrySendError<T> {}
 
-impl<T> From<SendError<T>> for TrySendError<T> {
-    fn from(err: SendError<T>) -> Self {
-        TrySendError::Disconnected(err.0)
-    }
-}
-
 impl<T> TrySendError<T> {
     /// The message that could not be sent.
     pub fn into_inner(self) -> T {
@@ -129,6 +167,7 @@ impl<T> fmt::Debug for SendTimeoutError<T> {
         match self {
             SendTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
             SendTimeoutError::Disconnected(_) => f.write_str("Disconnected(..)"),
+            SendTimeoutError::Interrupted(_) => f.write_str("Interrupted(..)"),
         }
     }
 }
@@ -139,9 +178,8 @@ impl<T> fmt::Display for SendTimeoutError<T> {
             SendTimeoutError::Timeout(_) => {
                 f.write_str("timed out waiting to send on a full channel")
             }
-            SendTimeoutError::Disconnected(_) => {
-                f.write_str("sending on a disconnected channel (every receiver was dropped)")
-            }
+            SendTimeoutError::Disconnected(_) => f.write_str(SEND_DISCONNECTED),
+            SendTimeoutError::Interrupted(_) => f.write_str(SEND_INTERRUPTED),
         }
     }
 }
@@ -150,7 +188,10 @@ impl<T> std::error::Error for SendTimeoutError<T> {}
 
 impl<T> From<SendError<T>> for SendTimeoutError<T> {
     fn from(err: SendError<T>) -> Self {
-        SendTimeoutError::Disconnected(err.0)
+        match err {
+            SendError::Disconnected(v) => SendTimeoutError::Disconnected(v),
+            SendError::Interrupted(v) => SendTimeoutError::Interrupted(v),
+        }
     }
 }
 
@@ -158,7 +199,9 @@ impl<T> SendTimeoutError<T> {
     /// The message that could not be sent.
     pub fn into_inner(self) -> T {
         match self {
-            SendTimeoutError::Timeout(v) | SendTimeoutError::Disconnected(v) => v,
+            SendTimeoutError::Timeout(v)
+            | SendTimeoutError::Disconnected(v)
+            | SendTimeoutError::Interrupted(v) => v,
         }
     }
 
@@ -171,15 +214,35 @@ impl<T> SendTimeoutError<T> {
     pub fn is_disconnected(&self) -> bool {
         matches!(self, SendTimeoutError::Disconnected(_))
     }
+
+    /// Whether the sending green thread was interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, SendTimeoutError::Interrupted(_))
+    }
 }
 
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("receiving on an empty and disconnected channel (every sender was dropped)")
+        f.write_str(match self {
+            RecvError::Disconnected => RECV_DISCONNECTED,
+            RecvError::Interrupted => RECV_INTERRUPTED,
+        })
     }
 }
 
 impl std::error::Error for RecvError {}
+
+impl RecvError {
+    /// Whether the channel was empty and disconnected.
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, RecvError::Disconnected)
+    }
+
+    /// Whether the receiving green thread was interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, RecvError::Interrupted)
+    }
+}
 
 impl fmt::Display for TryRecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -194,11 +257,6 @@ impl fmt::Display for TryRecvError {
 
 impl std::error::Error for TryRecvError {}
 
-impl From<RecvError> for TryRecvError {
-    fn from(_: RecvError) -> Self {
-        TryRecvError::Disconnected
-    }
-}
 
 impl TryRecvError {
     /// Whether the channel was empty.
@@ -218,9 +276,8 @@ impl fmt::Display for RecvTimeoutError {
             RecvTimeoutError::Timeout => {
                 f.write_str("timed out waiting to receive on an empty channel")
             }
-            RecvTimeoutError::Disconnected => f.write_str(
-                "receiving on an empty and disconnected channel (every sender was dropped)",
-            ),
+            RecvTimeoutError::Disconnected => f.write_str(RECV_DISCONNECTED),
+            RecvTimeoutError::Interrupted => f.write_str(RECV_INTERRUPTED),
         }
     }
 }
@@ -228,8 +285,11 @@ impl fmt::Display for RecvTimeoutError {
 impl std::error::Error for RecvTimeoutError {}
 
 impl From<RecvError> for RecvTimeoutError {
-    fn from(_: RecvError) -> Self {
-        RecvTimeoutError::Disconnected
+    fn from(err: RecvError) -> Self {
+        match err {
+            RecvError::Disconnected => RecvTimeoutError::Disconnected,
+            RecvError::Interrupted => RecvTimeoutError::Interrupted,
+        }
     }
 }
 
@@ -242,6 +302,11 @@ impl RecvTimeoutError {
     /// Whether the channel was empty and disconnected.
     pub fn is_disconnected(&self) -> bool {
         matches!(self, RecvTimeoutError::Disconnected)
+    }
+
+    /// Whether the receiving green thread was interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, RecvTimeoutError::Interrupted)
     }
 }
 

@@ -393,7 +393,9 @@ impl<T> Channel<T> {
     pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         self.send(msg, None).map_err(|e| match e {
             SendTimeoutError::Disconnected(m) => TrySendError::Disconnected(m),
-            SendTimeoutError::Timeout(_) => unreachable!("an unbounded send never waits"),
+            SendTimeoutError::Timeout(_) | SendTimeoutError::Interrupted(_) => {
+                unreachable!("an unbounded send never waits")
+            }
         })
     }
 
@@ -432,7 +434,11 @@ impl<T> Channel<T> {
             }
             let info = wait_info(WaitKind::ChannelRecv, self, None);
             let ready = || !self.is_empty() || self.is_disconnected();
-            if block(&self.receivers, ready, deadline, info) == Blocked::TimedOut {
+            let blocked = block(&self.receivers, ready, deadline, info);
+            if blocked == Blocked::Interrupted {
+                return Err(RecvTimeoutError::Interrupted);
+            }
+            if blocked == Blocked::TimedOut {
                 if self.start_recv(&mut token) {
                     // SAFETY: as above.
                     return unsafe { self.read(&mut token) }

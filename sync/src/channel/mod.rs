@@ -257,7 +257,10 @@ impl<T> Sender<T> {
     ///
     /// # Errors
     ///
-    /// [`SendError`] with the message if every receiver was dropped.
+    /// [`SendError::Disconnected`] with the message if every receiver was dropped;
+    /// [`SendError::Interrupted`] with the message if the calling green thread was interrupted
+    /// while it waited ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or
+    /// a cancelled token it runs under; a send that did not have to wait is not interrupted).
     #[inline]
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
         let r = match &self.shared.flavor {
@@ -266,7 +269,8 @@ impl<T> Sender<T> {
             Flavor::Zero(c) => c.send(msg, None),
         };
         r.map_err(|e| match e {
-            SendTimeoutError::Disconnected(m) => SendError(m),
+            SendTimeoutError::Disconnected(m) => SendError::Disconnected(m),
+            SendTimeoutError::Interrupted(m) => SendError::Interrupted(m),
             SendTimeoutError::Timeout(_) => unreachable!("a send without a deadline waits"),
         })
     }
@@ -290,7 +294,8 @@ impl<T> Sender<T> {
     ///
     /// # Errors
     ///
-    /// [`SendTimeoutError::Timeout`] or [`SendTimeoutError::Disconnected`], with the message.
+    /// [`SendTimeoutError::Timeout`], [`SendTimeoutError::Disconnected`] or
+    /// [`SendTimeoutError::Interrupted`], with the message.
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         match deadline_after(timeout) {
             Some(d) => self.send_deadline(msg, d),
@@ -302,7 +307,8 @@ impl<T> Sender<T> {
     ///
     /// # Errors
     ///
-    /// [`SendTimeoutError::Timeout`] or [`SendTimeoutError::Disconnected`], with the message.
+    /// [`SendTimeoutError::Timeout`], [`SendTimeoutError::Disconnected`] or
+    /// [`SendTimeoutError::Interrupted`], with the message.
     pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
         match &self.shared.flavor {
             Flavor::Array(c) => c.send(msg, Some(deadline)),
@@ -351,7 +357,7 @@ impl<T> Sender<T> {
                 Flavor::Zero(c) => c.write(token, msg),
             }
         };
-        r.map_err(SendError)
+        r.map_err(SendError::Disconnected)
     }
 }
 
@@ -360,8 +366,11 @@ impl<T> Receiver<T> {
     ///
     /// # Errors
     ///
-    /// [`RecvError`] once the channel is empty and every sender was dropped (messages sent
-    /// before that are received first).
+    /// [`RecvError::Disconnected`] once the channel is empty and every sender was dropped
+    /// (messages sent before that are received first); [`RecvError::Interrupted`] if the
+    /// calling green thread was interrupted while it waited
+    /// ([`GreenThread::interrupt`](purloin_sched::GreenThread::interrupt), or a cancelled token
+    /// it runs under; a receive that finds a message does not wait and is not interrupted).
     #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
         let r = match &self.inner {
@@ -373,7 +382,8 @@ impl<T> Receiver<T> {
             Inner::Timer(c) => c.recv(None),
         };
         r.map_err(|e| match e {
-            RecvTimeoutError::Disconnected => RecvError,
+            RecvTimeoutError::Disconnected => RecvError::Disconnected,
+            RecvTimeoutError::Interrupted => RecvError::Interrupted,
             RecvTimeoutError::Timeout => unreachable!("a receive without a deadline waits"),
         })
     }
@@ -399,7 +409,8 @@ impl<T> Receiver<T> {
     ///
     /// # Errors
     ///
-    /// [`RecvTimeoutError::Timeout`] or [`RecvTimeoutError::Disconnected`].
+    /// [`RecvTimeoutError::Timeout`], [`RecvTimeoutError::Disconnected`] or
+    /// [`RecvTimeoutError::Interrupted`].
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         match deadline_after(timeout) {
             Some(d) => self.recv_deadline(d),
@@ -411,7 +422,8 @@ impl<T> Receiver<T> {
     ///
     /// # Errors
     ///
-    /// [`RecvTimeoutError::Timeout`] or [`RecvTimeoutError::Disconnected`].
+    /// [`RecvTimeoutError::Timeout`], [`RecvTimeoutError::Disconnected`] or
+    /// [`RecvTimeoutError::Interrupted`].
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         match &self.inner {
             Inner::Chan(shared) => match &shared.flavor {
@@ -484,19 +496,19 @@ impl<T> Receiver<T> {
     unsafe fn complete(&self, token: &mut Token) -> Result<T, RecvError> {
         let shared = match &self.inner {
             Inner::Chan(shared) => shared,
-            Inner::Timer(c) => return c.read().map_err(|()| RecvError),
+            Inner::Timer(c) => return c.read().map_err(|()| RecvError::Disconnected),
         };
         // SAFETY: the caller's obligation.
         unsafe {
             match &shared.flavor {
-                Flavor::Array(c) => c.read(token).map_err(|()| RecvError),
-                Flavor::List(c) => c.read(token).map_err(|()| RecvError),
+                Flavor::Array(c) => c.read(token).map_err(|()| RecvError::Disconnected),
+                Flavor::List(c) => c.read(token).map_err(|()| RecvError::Disconnected),
                 Flavor::Zero(c) => match c.read(token) {
                     Ok(Some(m)) => Ok(m),
                     // The selected counterpart was unwound before handing over its message
                     // (scheduler shutdown): receive normally instead.
                     Ok(None) => self.recv(),
-                    Err(()) => Err(RecvError),
+                    Err(()) => Err(RecvError::Disconnected),
                 },
             }
         }

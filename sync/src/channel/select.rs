@@ -27,7 +27,7 @@ use super::list::ListToken;
 use super::zero::ZeroToken;
 use super::{Receiver, Sender};
 use crate::diagnostics::wait_info;
-use crate::waiter::{MAX_TOKEN, Node, Waiter};
+use crate::waiter::{MAX_TOKEN, Node, OnInterrupt, Waiter};
 
 /// Set in a claim token when the claim is a disconnection rather than a counterpart.
 pub(crate) const DISCONNECTED: u32 = 1;
@@ -132,7 +132,7 @@ pub(crate) fn run_select<'a>(
             Timeout::Never => loop {
                 // Nothing can ever be selected: wait forever (Go's empty `select {}`).
                 let info = wait_info(WaitKind::Select, entries, None);
-                Waiter::new().wait(None, info);
+                let _ = Waiter::new().wait(None, info, OnInterrupt::Ignore);
             },
             Timeout::At(d) => {
                 purloin_sched::sleep_until(d);
@@ -224,7 +224,7 @@ fn wait_registered(
         (waiter.abort(), false)
     } else {
         let info = wait_info(WaitKind::Select, guard.entries, None);
-        let claim = waiter.wait(deadline, info);
+        let claim = waiter.wait(deadline, info, OnInterrupt::Ignore).ok();
         (claim, claim.is_none())
     };
     let won = claim.map(|c| (c >> 1) as usize);

@@ -24,7 +24,7 @@ use purloin_sched::WaitInfo;
 
 use crate::loom::{AtomicBool, Ordering, fence};
 use crate::raw_lock::Locked;
-use crate::waiter::{Claimed, List, Node, Waiter};
+use crate::waiter::{Claimed, Gave, OnInterrupt, List, Node, Waiter};
 
 /// Threads waiting for a channel to become ready in one direction (receivers waiting for a
 /// message, or senders waiting for room).
@@ -114,6 +114,8 @@ pub(crate) enum Blocked {
     Retry,
     /// The deadline passed: try once more, then give up.
     TimedOut,
+    /// The green thread was interrupted (nobody had claimed it): give up.
+    Interrupted,
 }
 
 /// One blocking round: registers in `waiters`, re-checks `ready` (N1), and parks until a
@@ -130,20 +132,26 @@ pub(crate) fn block(
     // SAFETY: `node` stays in this frame; `guard` unlinks it on every path (also unwinding).
     unsafe { waiters.register(&node) };
     let guard = Registered { waiters, node: &node, waiter: &waiter };
-    let (claimed, timed_out) = if ready() {
-        (waiter.abort(), false)
+    let claimed = if ready() {
+        waiter.abort().ok_or(None)
     } else {
-        let claimed = waiter.wait(deadline, info);
-        // Without a claim, `wait` only returns once the deadline passed.
-        (claimed, claimed.is_none())
+        waiter.wait(deadline, info, OnInterrupt::Report).map_err(Some)
     };
-    if claimed.is_some() {
-        // The notifier unlinked the node.
-        core::mem::forget(guard);
-    } else {
-        drop(guard);
+    match claimed {
+        Ok(_) => {
+            // The notifier unlinked the node.
+            core::mem::forget(guard);
+            Blocked::Retry
+        }
+        Err(gave) => {
+            drop(guard);
+            match gave {
+                None => Blocked::Retry,
+                Some(Gave::TimedOut) => Blocked::TimedOut,
+                Some(Gave::Interrupted) => Blocked::Interrupted,
+            }
+        }
     }
-    if timed_out { Blocked::TimedOut } else { Blocked::Retry }
 }
 
 /// Unlinks a registered node when dropped; if the wait is unwinding and a notification had

@@ -35,7 +35,7 @@ use super::select::{DISCONNECTED, Token};
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicBool, Ordering, UnsafeCell};
 use crate::raw_lock::Locked;
-use crate::waiter::{Claimed, List, Node, Waiter};
+use crate::waiter::{Claimed, Gave, OnInterrupt, List, Node, Waiter};
 
 /// A message slot shared by a waiting node's owner and its claimer.
 pub(crate) struct Packet<T> {
@@ -308,8 +308,8 @@ impl<T> Channel<T> {
             drop(inner);
             let guard = Linked { chan: self, node: &node, waiter: &waiter, sender: true };
             let info = wait_info(WaitKind::ChannelSend, self, None);
-            match waiter.wait(deadline, info) {
-                Some(token) => {
+            match waiter.wait(deadline, info, OnInterrupt::Report) {
+                Ok(token) => {
                     // The claimer unlinked the node.
                     core::mem::forget(guard);
                     // SAFETY: DONE seen: the claimer no longer touches our packet.
@@ -322,11 +322,14 @@ impl<T> Channel<T> {
                         Some(m) => msg = m,
                     }
                 }
-                None => {
+                Err(gave) => {
                     drop(guard);
                     // SAFETY: unlinked and never claimed: ours.
                     let m = unsafe { packet.take() }.expect("not taken");
-                    return Err(SendTimeoutError::Timeout(m));
+                    return Err(match gave {
+                        Gave::TimedOut => SendTimeoutError::Timeout(m),
+                        Gave::Interrupted => SendTimeoutError::Interrupted(m),
+                    });
                 }
             }
         }
@@ -384,8 +387,8 @@ impl<T> Channel<T> {
             drop(inner);
             let guard = Linked { chan: self, node: &node, waiter: &waiter, sender: false };
             let info = wait_info(WaitKind::ChannelRecv, self, None);
-            match waiter.wait(deadline, info) {
-                Some(token) => {
+            match waiter.wait(deadline, info, OnInterrupt::Report) {
+                Ok(token) => {
                     core::mem::forget(guard);
                     // SAFETY: DONE seen: the sender put the message before finishing us (Z2).
                     match unsafe { packet.take() } {
@@ -396,9 +399,12 @@ impl<T> Channel<T> {
                         None => continue,
                     }
                 }
-                None => {
+                Err(gave) => {
                     drop(guard);
-                    return Err(RecvTimeoutError::Timeout);
+                    return Err(match gave {
+                        Gave::TimedOut => RecvTimeoutError::Timeout,
+                        Gave::Interrupted => RecvTimeoutError::Interrupted,
+                    });
                 }
             }
         }
