@@ -84,6 +84,7 @@
 //! green-aware locks and channels, with [`select!`]).
 #![warn(missing_docs)]
 
+pub mod cancel;
 mod current;
 mod deadlock;
 #[cfg(not(loom))]
@@ -137,8 +138,8 @@ pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
-    blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
-    yield_now,
+    blocking, current, in_green_thread, interrupted, park, park_deadline, park_timeout,
+    preemption_point, take_interrupt, yield_now,
 };
 pub use purloin_sync::select;
 pub use rt::detect_deadlock;

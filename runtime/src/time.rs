@@ -183,7 +183,7 @@ impl Ticker {
     pub fn recv(&self) -> Result<Instant, RecvError> {
         // Acquire: pairs with the Release store in `stop` (only the flag is read).
         if self.stopped.load(Ordering::Acquire) {
-            return Err(RecvError);
+            return Err(RecvError::Disconnected);
         }
         self.rx.recv()
     }

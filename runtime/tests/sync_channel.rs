@@ -75,7 +75,7 @@ fn fifo_per_producer() {
             assert_eq!(rx.recv(), Ok(i), "{name}");
         }
         h.join().unwrap();
-        assert_eq!(rx.recv(), Err(RecvError), "{name}: disconnected after the last message");
+        assert_eq!(rx.recv(), Err(RecvError::Disconnected), "{name}: disconnected after the last message");
     }
 }
 
@@ -118,7 +118,7 @@ fn disconnection_loses_nothing() {
 fn sends_fail_with_the_message_after_receivers_drop() {
     for (name, (tx, rx)) in flavors::<String>() {
         drop(rx);
-        assert_eq!(tx.send("a".into()), Err(SendError("a".to_string())), "{name}");
+        assert_eq!(tx.send("a".into()), Err(SendError::Disconnected("a".to_string())), "{name}");
         assert_eq!(tx.try_send("b".into()), Err(TrySendError::Disconnected("b".to_string())));
         assert_eq!(
             tx.send_timeout("c".into(), Duration::from_millis(1)),
@@ -140,8 +140,8 @@ fn blocked_operations_wake_on_disconnection() {
         let os = thread::spawn(move || rx3.recv());
         wait_until(|| rt.scheduler().parked().len() == 1);
         drop(tx);
-        assert_eq!(green.join().unwrap(), Err(RecvError), "{name}");
-        assert_eq!(os.join().unwrap(), Err(RecvError), "{name}");
+        assert_eq!(green.join().unwrap(), Err(RecvError::Disconnected), "{name}");
+        assert_eq!(os.join().unwrap(), Err(RecvError::Disconnected), "{name}");
         drop(rx);
     }
     for cap in [0, 1] {
@@ -155,8 +155,8 @@ fn blocked_operations_wake_on_disconnection() {
         wait_until(|| rt.scheduler().parked().len() == 1);
         thread::sleep(Duration::from_millis(5)); // not needed for correctness
         drop(rx);
-        assert_eq!(green.join().unwrap(), Err(SendError("green".to_string())), "cap {cap}");
-        assert_eq!(os.join().unwrap(), Err(SendError("os".to_string())), "cap {cap}");
+        assert_eq!(green.join().unwrap(), Err(SendError::Disconnected("green".to_string())), "cap {cap}");
+        assert_eq!(os.join().unwrap(), Err(SendError::Disconnected("os".to_string())), "cap {cap}");
     }
 }
 
@@ -429,14 +429,14 @@ fn queued_messages_are_dropped_when_the_last_receiver_goes() {
             tx.send(reply_tx).unwrap();
             drop((rx, rx2));
             // The sender is alive, yet the reply channel's only sender was dropped.
-            assert_eq!(reply_rx.recv(), Err(RecvError), "{name}");
+            assert_eq!(reply_rx.recv(), Err(RecvError::Disconnected), "{name}");
             drop(tx);
             continue;
         }
         let sender = thread::spawn(move || tx.send(reply_tx).is_err());
         drop((rx, rx2));
         assert!(sender.join().unwrap(), "{name}: the send failed");
-        assert_eq!(reply_rx.recv(), Err(RecvError), "{name}");
+        assert_eq!(reply_rx.recv(), Err(RecvError::Disconnected), "{name}");
     }
 }
 
@@ -457,7 +457,7 @@ fn every_queued_message_is_dropped_once_when_the_receivers_go() {
         }
         drop(rx);
         assert_eq!(drops.load(Ordering::SeqCst), before + cap, "cap {cap}");
-        let Err(SendError(m)) = tx.send(DropCounter(drops.clone())) else { panic!("disconnected") };
+        let Err(SendError::Disconnected(m)) = tx.send(DropCounter(drops.clone())) else { panic!("disconnected") };
         drop(m);
         drop(tx);
         assert_eq!(drops.load(Ordering::SeqCst), before + cap + 1, "cap {cap}: dropped once");

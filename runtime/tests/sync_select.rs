@@ -74,13 +74,13 @@ fn disconnected_operations_are_ready() {
     let (tx, rx) = bounded::<i32>(0);
     drop(tx);
     select! {
-        recv(rx) -> m => assert_eq!(m, Err(RecvError)),
+        recv(rx) -> m => assert_eq!(m, Err(RecvError::Disconnected)),
         default(Duration::from_secs(10)) => panic!("a disconnected receive must be ready"),
     }
     let (tx, rx) = bounded::<i32>(1);
     drop(rx);
     select! {
-        send(tx, 5) -> r => assert_eq!(r, Err(SendError(5))),
+        send(tx, 5) -> r => assert_eq!(r, Err(SendError::Disconnected(5))),
         default(Duration::from_secs(10)) => panic!("a disconnected send must be ready"),
     }
 }

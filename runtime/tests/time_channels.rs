@@ -221,7 +221,7 @@ fn timer_channel_delivers_once_to_one_receiver() {
     assert!(a.is_full());
     assert_eq!(b.try_recv(), Ok(past));
     assert_eq!(a.try_recv(), Err(channel::TryRecvError::Disconnected));
-    assert_eq!(a.recv(), Err(channel::RecvError));
+    assert_eq!(a.recv(), Err(channel::RecvError::Disconnected));
     assert!(a.is_empty());
 }
 

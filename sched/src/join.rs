@@ -173,6 +173,26 @@ impl<T> JoinHandle<T> {
         self.task.is_done()
     }
 
+    /// Interrupts the green thread ([`GreenThread::interrupt`]): its current interruptible
+    /// wait, or its next one, returns an "interrupted" outcome. Returns `false` if it has
+    /// ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     while !purloin_sched::take_interrupt() {
+    ///         purloin_sched::park();
+    ///     }
+    /// });
+    /// h.interrupt();
+    /// h.join().unwrap();
+    /// ```
+    pub fn interrupt(&self) -> bool {
+        self.thread().interrupt()
+    }
+
     /// The green thread's handle.
     ///
     /// A green thread spawned from a green thread with default options gets its record (and

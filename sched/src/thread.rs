@@ -205,6 +205,25 @@ impl GreenThread {
         self.g.interrupt_bits(self.generation) != 0
     }
 
+    /// Whether the green thread holds an interrupt of a cancelled token (see
+    /// [`hold_interrupt`](GreenThread::hold_interrupt)), as opposed to only a one-shot one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     let me = purloin_sched::current().unwrap();
+    ///     me.interrupt();
+    ///     me.is_interrupt_held()
+    /// });
+    /// assert!(!h.join().unwrap());
+    /// ```
+    #[inline]
+    pub fn is_interrupt_held(&self) -> bool {
+        self.g.interrupt_bits(self.generation) & g::HOLD_MASK != 0
+    }
+
     /// Consumes a pending interrupt of the green thread; returns whether one was pending or
     /// held (a held one stays).
     ///

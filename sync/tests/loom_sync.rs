@@ -197,7 +197,7 @@ fn bounded_send_recv() {
             tx.send(7).unwrap();
         });
         assert_eq!(rx.recv(), Ok(7));
-        assert_eq!(rx.recv(), Err(RecvError));
+        assert_eq!(rx.recv(), Err(RecvError::Disconnected));
         t.join().unwrap();
     });
 }
@@ -242,7 +242,7 @@ fn rendezvous_close_race() {
         let d2 = drops.clone();
         let t = thread::spawn(move || match tx.send(D(d2)) {
             Ok(()) => true,
-            Err(SendError(m)) => {
+            Err(SendError::Disconnected(m)) => {
                 drop(m);
                 false
             }
@@ -272,7 +272,7 @@ fn unbounded_across_blocks() {
         for i in 0..3 {
             assert_eq!(rx.recv(), Ok(i));
         }
-        assert_eq!(rx.recv(), Err(RecvError));
+        assert_eq!(rx.recv(), Err(RecvError::Disconnected));
         t.join().unwrap();
     });
 }

@@ -244,6 +244,11 @@ impl<S: AsRawFd> Source<S> {
             {
                 return Err(timed_out(dir));
             }
+            if let Some(me) = purloin_sched::current()
+                && me.is_interrupted()
+            {
+                return Err(interrupted_error(&me));
+            }
             trust_drained = self.wait(dir, reg, snap, deadline)?;
         }
     }
@@ -363,7 +368,9 @@ fn wait_green(
         object: reg.io() as *const _ as usize,
         holder: None,
     }));
-    while !readiness.changed_since(snap) {
+    // An interrupt ends the wait; the caller retries its syscall once (an edge that came first
+    // is taken: the wait saw the wake, not the interrupt) and then reports it.
+    while !readiness.changed_since(snap) && !me.is_interrupted() {
         match deadline {
             None => purloin_sched::park(),
             Some(d) => {
@@ -375,6 +382,26 @@ fn wait_green(
         }
     }
     Ok(())
+}
+
+/// The error an I/O wait of an interrupted green thread returns: `Interrupted` for a one-shot
+/// interrupt (consumed here; brpc's `EINTR`), and `Other` naming the cause for a cancelled
+/// token, which is not consumed: std's `read_exact` and `write_all` retry `Interrupted`, and a
+/// token's interrupt holds until the thread leaves its scope, so that kind would spin them.
+#[cold]
+pub(crate) fn interrupted_error(me: &purloin_sched::GreenThread) -> io::Error {
+    if me.is_interrupt_held() {
+        io::Error::other(
+            "the I/O wait was cancelled: the green thread runs in the scope of a cancelled \
+             purloin::cancel::CancelToken",
+        )
+    } else {
+        me.take_interrupt();
+        io::Error::new(
+            io::ErrorKind::Interrupted,
+            "the green thread was interrupted (JoinHandle::interrupt) while it waited for I/O",
+        )
+    }
 }
 
 /// Waits with `poll(2)` until `fd` is ready in `dir` or the deadline passes (a plain OS
