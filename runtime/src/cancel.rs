@@ -27,7 +27,11 @@
 //! | [`Butex::wait`](crate::sync::Butex::wait) | `ButexWait::Interrupted` |
 //! | [`net`](crate::net) and [`io::Async`](crate::io::Async) reads, writes, accepts, connects | `io::ErrorKind::Interrupted` |
 //! | [`sleep`](crate::sleep), [`Condvar`](crate::sync::Condvar) waits, [`WaitGroup::wait`](crate::sync::WaitGroup::wait), [`Semaphore::acquire_timeout`](crate::sync::Semaphore::acquire_timeout) | end early; the interrupt stays pending (their std-shaped results cannot say it: `WaitTimeoutResult::interrupted`, `false`, `None`) |
-//! | [`Mutex::lock`](crate::sync::Mutex::lock), `RwLock`, `Once`, `Barrier`, `Semaphore::acquire` | not interruptible, like std's locks |
+//! | [`net`](crate::net) and [`io::Async`](crate::io::Async) waits of a thread in a cancelled token's scope | an `io::ErrorKind::Other` error naming the cancelled token (std's `read_exact` and `write_all` retry `Interrupted`, which would spin on a token's lasting interrupt) |
+//! | [`process::Child::wait`](crate::process::Child::wait) (a pidfd wait) | as for I/O |
+//! | [`JoinHandle::wait_timeout`](crate::JoinHandle::wait_timeout), [`Select::select_timeout`](crate::sync::channel::Select::select_timeout) and `select!` with `default(timeout)`, [`signal::Signals::recv_timeout`](crate::signal::Signals::recv_timeout) | end early (`false`, `Err`, the default arm, `None`); the interrupt stays pending |
+//! | [`future::block_on_interruptible`](crate::future::block_on_interruptible), [`tokio::block_on_interruptible`](crate::tokio) | `Err(Interrupted)`; the future is dropped |
+//! | [`Mutex::lock`](crate::sync::Mutex::lock), `RwLock`, `Once`, `Barrier`, `Semaphore::acquire`, `JoinHandle::join`, `Select::select`, `Signals::recv`, `future::block_on` | not interruptible: like std's locks, or they must return a value (each has an interruptible form above) |
 //!
 //! The outcomes of the first group consume a one-shot interrupt; a token's cancellation is
 //! never consumed: it holds while the thread is in the token's scope. [`interrupted`] checks
@@ -76,6 +80,31 @@ pub use purloin_sched::{interrupted, take_interrupt};
 pub use purloin_sync::{CancelReason, CancelScope, CancelToken};
 
 use crate::scope::{Scope, ScopedJoinHandle};
+
+/// A wait gave up because the calling green thread was interrupted
+/// ([`JoinHandle::interrupt`](crate::JoinHandle::interrupt), or a cancelled [`CancelToken`] it
+/// runs under). Returned by waits that have no error type of their own, such as
+/// [`future::block_on_interruptible`](crate::future::block_on_interruptible).
+///
+/// # Examples
+///
+/// ```
+/// let e = purloin::cancel::Interrupted;
+/// assert!(e.to_string().contains("interrupted"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the green thread was interrupted while it waited (JoinHandle::interrupt or a \
+             cancelled purloin::cancel::CancelToken)",
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// The children of a [`try_scope`]: spawn work that may fail; the first failure cancels the
 /// rest.

@@ -147,13 +147,49 @@ use crate::loom::{AtomicBool, Ordering};
 /// assert_eq!(h.join().unwrap(), 42);
 /// ```
 pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
+    match block_on_inner(future, false) {
+        Ok(out) => out,
+        Err(_) => unreachable!("an uninterruptible block_on returns the output"),
+    }
+}
+
+/// [`block_on`] that gives up when the calling green thread is interrupted
+/// ([`JoinHandle::interrupt`](crate::JoinHandle::interrupt), or a cancelled
+/// [`CancelToken`](crate::cancel::CancelToken) it runs under): the future is dropped
+/// unfinished (as tokio drops an aborted task's future) and
+/// [`Interrupted`](crate::cancel::Interrupted) returned, consuming a one-shot interrupt. A
+/// future that is ready at its first poll is returned even if an interrupt is pending.
+///
+/// # Errors
+///
+/// [`Interrupted`](crate::cancel::Interrupted) if the green thread was interrupted before the
+/// future completed.
+///
+/// # Examples
+///
+/// ```
+/// let h = purloin::spawn(|| purloin::future::block_on_interruptible(std::future::pending::<()>()));
+/// h.interrupt();
+/// assert!(h.join().unwrap().is_err());
+/// ```
+pub fn block_on_interruptible<F: IntoFuture>(
+    future: F,
+) -> Result<F::Output, crate::cancel::Interrupted> {
+    block_on_inner(future, true)
+}
+
+fn block_on_inner<F: IntoFuture>(
+    future: F,
+    interruptible: bool,
+) -> Result<F::Output, crate::cancel::Interrupted> {
     let mut future = pin!(future.into_future());
     // A future that is ready at once never sees a waker it could keep: poll it with one that
     // does nothing. If it is not ready, it is polled again below with the real waker (a poll
     // with a new waker is one every future must allow), so no wake-up is lost.
     if let Poll::Ready(out) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        return out;
+        return Ok(out);
     }
+    let me = if interruptible { purloin_sched::current() } else { None };
     // On an OS thread, a green thread this waits for counts it as an outside waiter (the
     // deadlock watch then reports a wait that can never end instead of leaving it hanging).
     let _outside = purloin_sched::blocking_on_futures();
@@ -165,10 +201,17 @@ pub fn block_on<F: IntoFuture>(future: F) -> F::Output {
             // Later wakes find `true` and do not unpark (a stale waker kept by the future's
             // source would otherwise leave this green thread a spurious token).
             signal.notified.store(true, Ordering::Relaxed);
-            return out;
+            return Ok(out);
         }
         // F1: consume the notification before the next poll; park until there is one.
         while !signal.notified.swap(false, Ordering::AcqRel) {
+            if let Some(me) = me
+                && me.is_interrupted()
+            {
+                signal.notified.store(true, Ordering::Relaxed);
+                me.take_interrupt();
+                return Err(crate::cancel::Interrupted);
+            }
             purloin_sched::park();
         }
     }

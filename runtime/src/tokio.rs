@@ -160,6 +160,33 @@ pub fn block_on_with<F: Future>(handle: &Handle, future: F) -> F::Output {
     crate::future::block_on(Entered { handle, future })
 }
 
+/// [`block_on`] that gives up when the calling green thread is interrupted, dropping the
+/// future (see [`future::block_on_interruptible`](crate::future::block_on_interruptible)).
+///
+/// # Errors
+///
+/// [`Interrupted`](crate::cancel::Interrupted) if the green thread was interrupted first.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let h = purloin::spawn(|| {
+///     // The sleep is made inside the future: tokio's timers need its context.
+///     purloin::tokio::block_on_interruptible(async {
+///         tokio::time::sleep(Duration::from_secs(3600)).await
+///     })
+/// });
+/// h.interrupt();
+/// assert!(h.join().unwrap().is_err());
+/// ```
+pub fn block_on_interruptible<F: Future>(
+    future: F,
+) -> Result<F::Output, crate::cancel::Interrupted> {
+    crate::future::block_on_interruptible(Entered { handle: handle(), future })
+}
+
 /// Why a bridged poll may not switch (the panic message of [`NoSwitch`]).
 const IN_POLL: &str = "a future polled by purloin::tokio::block_on (await async APIs inside it)";
 

@@ -27,6 +27,7 @@ fn rt() -> Runtime {
 fn until_parked<T>(rt: &Runtime, h: &purloin::JoinHandle<T>) {
     let id = h.thread().id();
     while !rt.scheduler().parked().iter().any(|p| p.thread.id() == id) {
+        assert!(!h.is_finished(), "the green thread ended instead of parking");
         std::thread::yield_now();
     }
 }
@@ -436,4 +437,114 @@ fn scope_under_a_cancelled_parent() {
     until_parked(&rt, &h);
     parent.cancel();
     assert_eq!(h.join().unwrap(), Err(RecvError::Interrupted));
+}
+
+/// Waits that end early and leave the interrupt pending: a selection with a deadline, a
+/// timed join, a timed signal receive.
+#[test]
+fn timed_forms_end_early_and_leave_it_pending() {
+    let _w = common::watchdog("timed forms", Duration::from_secs(60));
+    let rt = rt();
+    // A selection with its own deadline.
+    let h = rt.spawn(|| {
+        let (_tx, rx) = unbounded::<u32>();
+        let mut sel = purloin::sync::channel::Select::new();
+        sel.recv(&rx);
+        (sel.select_timeout(HOUR).is_err(), purloin::take_interrupt())
+    });
+    until_parked(&rt, &h);
+    h.interrupt();
+    assert_eq!(h.join().unwrap(), (true, true));
+    // `select!` with a default(timeout) arm runs that arm.
+    let h = rt.spawn(|| {
+        let (_tx, rx) = unbounded::<u32>();
+        purloin::current().unwrap().interrupt();
+        purloin::select! {
+            recv(rx) -> _ => false,
+            default(HOUR) => purloin::interrupted(),
+        }
+    });
+    assert!(h.join().unwrap());
+    // A timed join.
+    let h = rt.spawn(|| {
+        let mut child = purloin::spawn(|| purloin::sleep(HOUR));
+        purloin::current().unwrap().interrupt();
+        let finished = child.wait_timeout(HOUR);
+        child.interrupt(); // the child's sleep ends early
+        let pending = purloin::take_interrupt();
+        child.join().unwrap();
+        (finished, pending)
+    });
+    assert_eq!(h.join().unwrap(), (false, true));
+}
+
+#[test]
+fn signal_recv_timeout_ends_early() {
+    let _w = common::watchdog("signal recv", Duration::from_secs(60));
+    let rt = rt();
+    let h = rt.spawn(|| {
+        let s = purloin::signal::Signals::new(&[purloin::signal::Signal::USR2]).unwrap();
+        purloin::current().unwrap().interrupt();
+        (s.recv_timeout(HOUR), purloin::take_interrupt())
+    });
+    assert_eq!(h.join().unwrap(), (None, true));
+}
+
+#[test]
+fn child_wait_is_interrupted() {
+    let _w = common::watchdog("child wait", Duration::from_secs(60));
+    let rt = rt();
+    let h = rt.spawn(|| {
+        let mut child =
+            purloin::process::spawn(std::process::Command::new("sleep").arg("3600")).unwrap();
+        let r = child.wait();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        r.map_err(|e| e.kind())
+    });
+    until_parked(&rt, &h);
+    h.interrupt();
+    assert_eq!(h.join().unwrap(), Err(std::io::ErrorKind::Interrupted));
+}
+
+#[test]
+fn block_on_interruptible_drops_the_future() {
+    let _w = common::watchdog("block_on", Duration::from_secs(60));
+    let rt = rt();
+    struct Dropped(Arc<AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let d = Dropped(dropped.clone());
+    let h = rt.spawn(move || {
+        purloin::future::block_on_interruptible(async move {
+            let _d = d;
+            std::future::pending::<()>().await
+        })
+    });
+    until_parked(&rt, &h);
+    h.interrupt();
+    assert_eq!(h.join().unwrap(), Err(purloin::cancel::Interrupted));
+    assert!(dropped.load(Ordering::Acquire));
+    // A future that is ready at once is returned even with an interrupt pending.
+    let h = rt.spawn(|| {
+        purloin::current().unwrap().interrupt();
+        purloin::future::block_on_interruptible(async { 5 })
+    });
+    assert_eq!(h.join().unwrap(), Ok(5));
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn tokio_block_on_interruptible() {
+    let _w = common::watchdog("tokio block_on", Duration::from_secs(60));
+    let rt = rt();
+    let h = rt
+        .spawn(|| purloin::tokio::block_on_interruptible(async { tokio::time::sleep(HOUR).await }));
+    until_parked(&rt, &h);
+    h.interrupt();
+    assert_eq!(h.join().unwrap(), Err(purloin::cancel::Interrupted));
 }

@@ -75,7 +75,11 @@ fn fifo_per_producer() {
             assert_eq!(rx.recv(), Ok(i), "{name}");
         }
         h.join().unwrap();
-        assert_eq!(rx.recv(), Err(RecvError::Disconnected), "{name}: disconnected after the last message");
+        assert_eq!(
+            rx.recv(),
+            Err(RecvError::Disconnected),
+            "{name}: disconnected after the last message"
+        );
     }
 }
 
@@ -155,7 +159,11 @@ fn blocked_operations_wake_on_disconnection() {
         wait_until(|| rt.scheduler().parked().len() == 1);
         thread::sleep(Duration::from_millis(5)); // not needed for correctness
         drop(rx);
-        assert_eq!(green.join().unwrap(), Err(SendError::Disconnected("green".to_string())), "cap {cap}");
+        assert_eq!(
+            green.join().unwrap(),
+            Err(SendError::Disconnected("green".to_string())),
+            "cap {cap}"
+        );
         assert_eq!(os.join().unwrap(), Err(SendError::Disconnected("os".to_string())), "cap {cap}");
     }
 }
@@ -457,7 +465,9 @@ fn every_queued_message_is_dropped_once_when_the_receivers_go() {
         }
         drop(rx);
         assert_eq!(drops.load(Ordering::SeqCst), before + cap, "cap {cap}");
-        let Err(SendError::Disconnected(m)) = tx.send(DropCounter(drops.clone())) else { panic!("disconnected") };
+        let Err(SendError::Disconnected(m)) = tx.send(DropCounter(drops.clone())) else {
+            panic!("disconnected")
+        };
         drop(m);
         drop(tx);
         assert_eq!(drops.load(Ordering::SeqCst), before + cap + 1, "cap {cap}: dropped once");

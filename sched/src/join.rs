@@ -115,6 +115,10 @@ impl<T> JoinHandle<T> {
     /// parks the calling green thread); it never runs the child inline. A timeout too large
     /// to be a deadline (`Duration::MAX`) waits without one.
     ///
+    /// A calling green thread that is interrupted ([`GreenThread::interrupt`]) stops waiting:
+    /// this returns `false` and leaves the interrupt pending. (`join` itself, which returns
+    /// the child's result, is not interruptible: wait with this first.)
+    ///
     /// The first call registers its caller as the one to wake when the child finishes. Later
     /// calls, and [`join`](JoinHandle::join), may come from another green or OS thread (the
     /// handle is `Send`); such a caller is not woken by the child and checks every 10 ms.
@@ -149,7 +153,7 @@ impl<T> JoinHandle<T> {
             }
         };
         while !packet.is_done() {
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) || crate::interrupted() {
                 return false;
             }
             wait_as(by, deadline);

@@ -16,9 +16,9 @@ use core::fmt;
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
-use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicUsize, Ordering};
+use crate::waiter::OnInterrupt;
 
 /// A rendezvous point for a fixed number of threads, like [`std::sync::Barrier`]: each
 /// [`wait`](Barrier::wait) blocks (parks the green thread) until `n` threads have called it,

@@ -429,7 +429,8 @@ impl CancelToken {
         };
         let mut reg = self.inner.reg.lock().unwrap_or_else(|e| e.into_inner());
         self.inner.arm(&mut reg);
-        let held = self.inner.state.value().load(Ordering::Relaxed) != LIVE && me.hold_interrupt(true);
+        let held =
+            self.inner.state.value().load(Ordering::Relaxed) != LIVE && me.hold_interrupt(true);
         let entry = Some(Entry { thread: me, held });
         let slot = match reg.free.pop() {
             Some(i) => {

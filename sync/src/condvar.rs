@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use purloin_sched::WaitKind;
 
 use crate::butex::{Butex, ButexWait};
-use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
 use crate::mutex::{Mutex, MutexGuard};
 use crate::poison;
+use crate::waiter::OnInterrupt;
 
 /// Whether a timed wait on a [`Condvar`] ended because its time ran out (or because the
 /// waiting green thread was interrupted).
@@ -163,7 +163,10 @@ impl Condvar {
         let deadline = Instant::now().checked_add(dur);
         let (timed_out, interrupted) = self.wait_inner(&mut guard, deadline);
         let mutex = guard.mutex();
-        poison::map_result(mutex_poison(mutex), (guard, WaitTimeoutResult { timed_out, interrupted }))
+        poison::map_result(
+            mutex_poison(mutex),
+            (guard, WaitTimeoutResult { timed_out, interrupted }),
+        )
     }
 
     /// Waits while `condition` returns true, for at most `dur` in total.

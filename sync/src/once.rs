@@ -26,9 +26,9 @@ use core::mem::MaybeUninit;
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
-use crate::waiter::OnInterrupt;
 use crate::diagnostics::{Holder, wait_info};
 use crate::loom::Ordering;
+use crate::waiter::OnInterrupt;
 
 const INCOMPLETE: u32 = 0;
 const POISONED: u32 = 1;

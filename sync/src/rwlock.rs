@@ -32,8 +32,8 @@ use std::sync::{LockResult, TryLockError, TryLockResult};
 use purloin_sched::WaitKind;
 
 use crate::butex::Butex;
-use crate::waiter::OnInterrupt;
 use crate::poison;
+use crate::waiter::OnInterrupt;
 use purloin_sched::spin::spin_hint;
 
 use crate::diagnostics::{Holder, wait_info};

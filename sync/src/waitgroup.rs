@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use purloin_sched::WaitKind;
 
 use crate::butex::{Butex, ButexWait};
-use crate::waiter::OnInterrupt;
 use crate::diagnostics::wait_info;
 use crate::loom::Ordering;
+use crate::waiter::OnInterrupt;
 
 /// Waits for a collection of tasks to finish, like Go's `sync.WaitGroup`: [`add`] before
 /// starting work, [`done`] when a piece finishes, [`wait`] to block (park the green thread)

@@ -86,7 +86,7 @@ fn butex_timeout_vs_wake() {
         match r {
             ButexWait::Woken => assert_eq!(n, 1),
             ButexWait::TimedOut => assert_eq!(n, 0),
-            ButexWait::ValueChanged => unreachable!("nobody changed the word"),
+            ButexWait::ValueChanged | ButexWait::Interrupted => unreachable!("{r:?}"),
         }
         assert_eq!(b.waiters(), 0);
     });
@@ -246,6 +246,7 @@ fn rendezvous_close_race() {
                 drop(m);
                 false
             }
+            Err(SendError::Interrupted(_)) => unreachable!("OS threads are not interrupted"),
         });
         let got = rx.try_recv();
         let received = got.is_ok();
@@ -330,6 +331,7 @@ fn recv_timeout_vs_send() {
             Ok(v) => assert_eq!(v, 5),
             Err(RecvTimeoutError::Timeout) => assert_eq!(rx.recv(), Ok(5)),
             Err(RecvTimeoutError::Disconnected) => unreachable!("sent before disconnecting"),
+            Err(RecvTimeoutError::Interrupted) => unreachable!("OS threads are not interrupted"),
         }
         t.join().unwrap();
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
@@ -419,5 +421,57 @@ fn wait_group_done_vs_wait() {
         wg.wait();
         assert_eq!(v.load(Ordering::Relaxed), 7);
         t.join().unwrap();
+    });
+}
+
+/// A cell written by the interrupter and read by the interrupted waiter.
+struct Note(loom::cell::UnsafeCell<u32>);
+
+// SAFETY (test): accesses are ordered by the interrupt (loom checks that they are).
+unsafe impl Sync for Note {}
+
+/// An interrupt racing a wake-up (waiter protocol I2, sched I1): the green waiter's butex wait
+/// has exactly one outcome. `Woken` exactly when the waker's `wake_one` counted it, and then
+/// the interrupt stays pending for the next wait; `Interrupted` exactly when it did not, and
+/// then the interrupt is consumed and the interrupter's write before it is visible.
+#[test]
+fn interrupt_vs_wake_exactly_once() {
+    model_with_scheduler(|| {
+        let sched = purloin_sched::Builder::new().workers(1).monitor(false).build().unwrap();
+        let b = Arc::new(Butex::new(0));
+        let note = Arc::new(Note(loom::cell::UnsafeCell::new(0u32)));
+        let (b2, n2) = (b.clone(), note.clone());
+        let h = sched.spawn(move || {
+            let r = b2.wait(0, None);
+            if r == ButexWait::Interrupted {
+                // SAFETY (test): written before the interrupt, which this wait saw.
+                assert_eq!(n2.0.with(|p| unsafe { *p }), 7);
+            }
+            // After a wake-up the interrupt is still to come or pending: the next wait (the
+            // word is still 0) reports it. Had the wake-up consumed it, this would park for
+            // good (a loom deadlock).
+            let next = (r == ButexWait::Woken).then(|| b2.wait(0, None));
+            (r, next)
+        });
+        let target = *h.thread();
+        let n3 = note.clone();
+        let interrupter = thread::spawn(move || {
+            // SAFETY (test): read by the waiter only after it saw the interrupt.
+            n3.0.with_mut(|p| unsafe { *p = 7 });
+            target.interrupt();
+        });
+        // The main thread is the waker.
+        let woke = b.wake_one();
+        interrupter.join().unwrap();
+        let (r, next) = h.join().unwrap();
+        match r {
+            ButexWait::Woken => {
+                assert_eq!(woke, 1);
+                assert_eq!(next, Some(ButexWait::Interrupted));
+            }
+            ButexWait::Interrupted => assert_eq!(woke, 0),
+            r => panic!("{r:?}"),
+        }
+        drop(sched);
     });
 }

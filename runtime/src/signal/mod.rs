@@ -357,7 +357,10 @@ impl Signals {
         Ok(Signals { id, mask, rx, helper: false })
     }
 
-    /// Waits for the next signal: parks the green thread (blocks a plain OS thread).
+    /// Waits for the next signal: parks the green thread (blocks a plain OS thread). Not
+    /// interruptible (it must return a signal): [`recv_timeout`](Signals::recv_timeout) and
+    /// [`recv_deadline`](Signals::recv_deadline) end early when the green thread is
+    /// interrupted.
     ///
     /// # Examples
     ///
@@ -374,7 +377,12 @@ impl Signals {
     /// In a child process forked without `exec` (see
     /// [In a forked child](self#in-a-forked-child)), as do the other receiving methods.
     pub fn recv(&self) -> Signal {
-        self.rx().recv().expect("the registry holds the sender while the receiver lives")
+        let rx = self.rx();
+        // A selection without a deadline is not interruptible.
+        let mut sel = channel::Select::new();
+        sel.recv(rx);
+        let op = sel.select();
+        op.recv(rx).expect("the registry holds the sender while the receiver lives")
     }
 
     /// The next signal if one is buffered now.
@@ -382,12 +390,18 @@ impl Signals {
         self.rx().try_recv().ok()
     }
 
-    /// Waits for the next signal for at most `timeout`.
+    /// Waits for the next signal for at most `timeout`: `None` if none came in time, or the
+    /// calling green thread was interrupted first (the interrupt stays pending: see
+    /// [`interrupted`](crate::interrupted)).
     pub fn recv_timeout(&self, timeout: Duration) -> Option<Signal> {
-        self.rx().recv_timeout(timeout).ok()
+        let rx = self.rx();
+        let mut sel = channel::Select::new();
+        sel.recv(rx);
+        let op = sel.select_timeout(timeout).ok()?;
+        Some(op.recv(rx).expect("the registry holds the sender while the receiver lives"))
     }
 
-    /// Waits for the next signal until `deadline`.
+    /// Waits for the next signal until `deadline` (see [`recv_timeout`](Signals::recv_timeout)).
     pub fn recv_deadline(&self, deadline: Instant) -> Option<Signal> {
         self.recv_timeout(deadline.saturating_duration_since(Instant::now()))
     }

@@ -257,7 +257,6 @@ impl fmt::Display for TryRecvError {
 
 impl std::error::Error for TryRecvError {}
 
-
 impl TryRecvError {
     /// Whether the channel was empty.
     pub fn is_empty(&self) -> bool {

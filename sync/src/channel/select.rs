@@ -27,7 +27,7 @@ use super::list::ListToken;
 use super::zero::ZeroToken;
 use super::{Receiver, Sender};
 use crate::diagnostics::wait_info;
-use crate::waiter::{MAX_TOKEN, Node, OnInterrupt, Waiter};
+use crate::waiter::{Gave, MAX_TOKEN, Node, OnInterrupt, Waiter};
 
 /// Set in a claim token when the claim is a disconnection rather than a counterpart.
 pub(crate) const DISCONNECTED: u32 = 1;
@@ -171,14 +171,18 @@ pub(crate) fn run_select<'a>(
             (None, t) => (t, false),
         };
         let waiter = Waiter::new();
-        let (claim, timed_out) = if entries.len() <= INLINE {
+        // A selection with a deadline of its own can end without an operation, so it also
+        // ends when interrupted (leaving the interrupt pending); one without cannot.
+        let on = if own.is_some() { OnInterrupt::Leave } else { OnInterrupt::Ignore };
+        let (claim, gave) = if entries.len() <= INLINE {
             let mut nodes: [Node; INLINE] =
                 core::array::from_fn(|j| Node::new(&waiter, (j as u32) << 1, 0));
-            wait_registered(entries, &mut nodes[..entries.len()], &waiter, deadline, &mut token)
+            let nodes = &mut nodes[..entries.len()];
+            wait_registered(entries, nodes, &waiter, deadline, on, &mut token)
         } else {
             let mut nodes: Vec<Node> =
                 (0..entries.len()).map(|j| Node::new(&waiter, (j as u32) << 1, 0)).collect();
-            wait_registered(entries, &mut nodes, &waiter, deadline, &mut token)
+            wait_registered(entries, &mut nodes, &waiter, deadline, on, &mut token)
         };
         if let Some(j) = claim {
             let (h, i, p) = entries[j];
@@ -189,8 +193,10 @@ pub(crate) fn run_select<'a>(
                 return Some((token, i, p, h));
             }
         }
-        if timed_out && own_deadline {
-            return None;
+        match gave {
+            Some(Gave::TimedOut) if own_deadline => return None,
+            Some(Gave::Interrupted) => return None,
+            _ => {}
         }
     }
 }
@@ -199,14 +205,15 @@ pub(crate) fn run_select<'a>(
 const INLINE: usize = 4;
 
 /// Registers a node per operation, waits, unregisters. Returns the position of an operation
-/// reserved into `token` through a claim (if any), and whether the deadline passed.
+/// reserved into `token` through a claim (if any), and why the wait gave up (if it did).
 fn wait_registered(
     entries: &[Entry<'_>],
     nodes: &mut [Node],
     waiter: &Waiter,
     deadline: Option<Instant>,
+    on: OnInterrupt,
     token: &mut Token,
-) -> (Option<usize>, bool) {
+) -> (Option<usize>, Option<Gave>) {
     let mut guard = Registrations { entries, nodes, registered: 0, waiter };
     let mut ready = false;
     for j in 0..guard.entries.len() {
@@ -220,12 +227,14 @@ fn wait_registered(
             break;
         }
     }
-    let (claim, timed_out) = if ready {
-        (waiter.abort(), false)
+    let (claim, gave) = if ready {
+        (waiter.abort(), None)
     } else {
         let info = wait_info(WaitKind::Select, guard.entries, None);
-        let claim = waiter.wait(deadline, info, OnInterrupt::Ignore).ok();
-        (claim, claim.is_none())
+        match waiter.wait(deadline, info, on) {
+            Ok(c) => (Some(c), None),
+            Err(gave) => (None, Some(gave)),
+        }
     };
     let won = claim.map(|c| (c >> 1) as usize);
     guard.unregister_all(won);
@@ -236,9 +245,9 @@ fn wait_registered(
         (Some(c), Some(j)) => {
             // SAFETY: claimed through node `j` (registered at `j`), now unregistered.
             let ok = unsafe { entries[j].0.accept(token, &nodes[j], c) };
-            (ok.then_some(j), false)
+            (ok.then_some(j), None)
         }
-        _ => (None, timed_out),
+        _ => (None, gave),
     }
 }
 
@@ -362,7 +371,9 @@ impl<'a> Select<'a> {
     }
 
     /// Blocks (parks the green thread) until an operation can proceed, and selects it.
-    /// With no operations it blocks forever.
+    /// With no operations it blocks forever. Not interruptible (it must select an operation):
+    /// [`select_timeout`](Select::select_timeout) and `select!` with a `default(timeout)` arm
+    /// are.
     pub fn select(&mut self) -> SelectedOperation<'a> {
         self.run(Timeout::Never).expect("a selection without a deadline always selects")
     }
@@ -371,7 +382,9 @@ impl<'a> Select<'a> {
     ///
     /// # Errors
     ///
-    /// [`SelectTimeoutError`] if no operation could proceed in time.
+    /// [`SelectTimeoutError`] if no operation could proceed in time, or the calling green
+    /// thread was interrupted first (the interrupt stays pending: see
+    /// [`interrupted`](purloin_sched::interrupted)).
     pub fn select_timeout(
         &mut self,
         timeout: Duration,
@@ -386,7 +399,9 @@ impl<'a> Select<'a> {
     ///
     /// # Errors
     ///
-    /// [`SelectTimeoutError`] if no operation could proceed in time.
+    /// [`SelectTimeoutError`] if no operation could proceed in time, or the calling green
+    /// thread was interrupted first (the interrupt stays pending: see
+    /// [`interrupted`](purloin_sched::interrupted)).
     pub fn select_deadline(
         &mut self,
         deadline: Instant,

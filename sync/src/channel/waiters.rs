@@ -24,7 +24,7 @@ use purloin_sched::WaitInfo;
 
 use crate::loom::{AtomicBool, Ordering, fence};
 use crate::raw_lock::Locked;
-use crate::waiter::{Claimed, Gave, OnInterrupt, List, Node, Waiter};
+use crate::waiter::{Claimed, Gave, List, Node, OnInterrupt, Waiter};
 
 /// Threads waiting for a channel to become ready in one direction (receivers waiting for a
 /// message, or senders waiting for room).

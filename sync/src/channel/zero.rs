@@ -35,7 +35,7 @@ use super::select::{DISCONNECTED, Token};
 use crate::diagnostics::wait_info;
 use crate::loom::{AtomicBool, Ordering, UnsafeCell};
 use crate::raw_lock::Locked;
-use crate::waiter::{Claimed, Gave, OnInterrupt, List, Node, Waiter};
+use crate::waiter::{Claimed, Gave, List, Node, OnInterrupt, Waiter};
 
 /// A message slot shared by a waiting node's owner and its claimer.
 pub(crate) struct Packet<T> {
