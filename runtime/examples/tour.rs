@@ -34,6 +34,7 @@ fn main() {
     machine_workflow();
     echo_over_loopback();
     children_signals_timers();
+    cancelled_fan_out();
     scheduler_stats();
     dump_of_a_stuck_thread();
 }
@@ -416,6 +417,62 @@ fn children_signals_timers() {
             ticker.recv().unwrap();
         }
         println!("   ticker: 10 ticks of 1 ms in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    })
+    .join()
+    .unwrap();
+    println!();
+}
+
+/// A request fans out to four backends; one fails, and `try_scope` cancels the others, which
+/// were parked in a channel receive, a sleep and a socket read.
+fn cancelled_fan_out() {
+    section("cancellation: a fan-out where one branch fails and the others are cancelled");
+    purloin::spawn(|| {
+        let (_never_tx, never_rx) = purloin::sync::channel::unbounded::<u32>();
+        let (sock, _peer) = purloin::net::UnixStream::pair().unwrap();
+        let failed = std::sync::Mutex::new(None::<Instant>);
+        let stopped = std::sync::Mutex::new(Vec::new());
+        let stop = |what: &'static str, how: String| {
+            stopped.lock().unwrap().push((what, how, Instant::now()));
+        };
+        let stop = &stop;
+        let request = purloin::cancel::CancelToken::new().with_timeout(Duration::from_secs(30));
+        let r: Result<(), String> = purloin::cancel::try_scope_in(&request, |s| {
+            s.spawn(|| {
+                let r = never_rx.recv();
+                stop("cache lookup (channel recv)", format!("{r:?}"));
+                Ok(())
+            });
+            s.spawn(|| {
+                purloin::sleep(Duration::from_secs(3600));
+                stop("retry backoff (sleep)", format!("interrupted: {}", purloin::interrupted()));
+                Ok(())
+            });
+            s.spawn(|| {
+                let mut buf = [0u8; 64];
+                let r = std::io::Read::read(&mut &sock, &mut buf);
+                stop("database (socket read)", format!("{:?}", r.map_err(|e| e.kind())));
+                Ok(())
+            });
+            s.spawn(|| -> Result<(), String> {
+                purloin::sleep(Duration::from_millis(2));
+                *failed.lock().unwrap() = Some(Instant::now());
+                Err("the auth backend answered 503".to_string())
+            });
+            Ok(())
+        });
+        let at = failed.lock().unwrap().unwrap();
+        println!("   the request failed: {}", r.unwrap_err());
+        for (what, how, t) in stopped.into_inner().unwrap() {
+            println!(
+                "   {what:<28} stopped {:>6.1} µs after the failure: {how}",
+                t.saturating_duration_since(at).as_secs_f64() * 1e6
+            );
+        }
+        println!(
+            "   the request's token is {:?} (its 30 s deadline never fired)",
+            request.reason()
+        );
     })
     .join()
     .unwrap();

@@ -34,6 +34,15 @@
 //! (files through [`blocking`]). [`machine`] hosts stackless state machines (many small
 //! actors stepped on the same workers).
 //!
+//! # Cancellation
+//!
+//! [`JoinHandle::interrupt`] makes a green thread's current (or next) wait return an
+//! "interrupted" error (brpc's `bthread_interrupt`); [`cancel::CancelToken`] cancels a tree of
+//! work with deadlines, reaching every green thread running in a token's scope without a
+//! token in every signature (Go's `context.Context`); [`cancel::try_scope`] cancels the
+//! siblings of the first child that fails (Go's `errgroup.WithContext`, Trio's nursery). The
+//! [`cancel`] module lists what each wait does and the Go, brpc and tokio equivalents.
+//!
 //! # Async Rust
 //!
 //! [`future::block_on`] runs a future on a green thread, parking only the green thread;

@@ -319,7 +319,7 @@ fn token_tree_with_a_deadline() {
     // Outside the scope the thread is not held: the same thread waits normally after it.
     let c = call.clone();
     let h = rt.spawn(move || {
-        let r = c.run(|| purloin::interrupted());
+        let r = c.run(purloin::interrupted);
         (r, purloin::interrupted())
     });
     assert_eq!(h.join().unwrap(), (true, false));

@@ -68,9 +68,8 @@ impl WaitQueue {
         data: usize,
         front: bool,
         validate: impl FnOnce() -> bool,
-        deadline: Option<Instant>,
+        (deadline, on): (Option<Instant>, OnInterrupt),
         info: Option<WaitInfo>,
-        on: OnInterrupt,
         on_unwind: impl FnOnce(Option<u32>),
     ) -> Waited {
         let waiter = Waiter::new();
@@ -384,7 +383,7 @@ impl Butex {
             return ButexWait::ValueChanged;
         }
         let validate = || self.value.load(Ordering::Relaxed) == expected;
-        match self.queue.wait(0, false, validate, deadline, info, on, on_unwind) {
+        match self.queue.wait(0, false, validate, (deadline, on), info, on_unwind) {
             Waited::Claimed(_) => ButexWait::Woken,
             Waited::TimedOut => ButexWait::TimedOut,
             Waited::Interrupted => ButexWait::Interrupted,

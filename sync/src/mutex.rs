@@ -347,9 +347,8 @@ impl<T: ?Sized> Mutex<T> {
                 0,
                 requeued,
                 || word.load(Ordering::Relaxed) == expected,
-                None,
+                (None, OnInterrupt::Ignore),
                 info,
-                OnInterrupt::Ignore,
                 |claimed| {
                     if let Some(token) = claimed {
                         self.pass_on(token);

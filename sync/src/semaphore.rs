@@ -194,7 +194,7 @@ impl Semaphore {
                 }
             };
             let info = wait_info(WaitKind::Group, self, None);
-            let waited = self.queue.wait(n, false, validate, deadline, info, on, |claimed| {
+            let waited = self.queue.wait(n, false, validate, (deadline, on), info, |claimed| {
                 // Unwound while queued: give back what was granted, and let the next
                 // requests through if this one was blocking them.
                 match claimed {

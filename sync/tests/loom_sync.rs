@@ -19,6 +19,11 @@
 //!   `rendezvous_hand_off` and `select_two_senders` fail with "Causality violation: Concurrent
 //!   write accesses to `UnsafeCell`" (the packet), `rendezvous_close_race` and
 //!   `mutex_exclusion_and_wakeup` with "Concurrent read and write accesses".
+//! - consuming the interrupt before the abort CAS in `Waiter::abort_interrupted` (I2: consume
+//!   only when the abort won): `pending_interrupt_vs_claim_keeps_the_interrupt` fails with
+//!   "deadlock" (the claim won, the interrupt was gone, and the next wait parked for good).
+//!   `interrupt_vs_wake_exactly_once` passes this mutation at bound 1: its waker and
+//!   interrupter race the wait from the start, and the losing abort needs a second preemption.
 //! - treating a claimed but unwritten slot as empty in the bounded ring's
 //!   `discard_all_messages` (loop `while head != tail` replaced by a stop at the first slot
 //!   whose stamp is not `head + 1`): `bounded_receiver_drop_vs_send` fails with "queued
@@ -463,6 +468,44 @@ fn interrupt_vs_wake_exactly_once() {
         // The main thread is the waker.
         let woke = b.wake_one();
         interrupter.join().unwrap();
+        let (r, next) = h.join().unwrap();
+        match r {
+            ButexWait::Woken => {
+                assert_eq!(woke, 1);
+                assert_eq!(next, Some(ButexWait::Interrupted));
+            }
+            ButexWait::Interrupted => assert_eq!(woke, 0),
+            r => panic!("{r:?}"),
+        }
+        drop(sched);
+    });
+}
+
+/// A pending interrupt against a claim racing the waiter's abort (I2): the waiter sees its
+/// interrupt before it parks and aborts, while a waker claims it. If the claim wins, the wait
+/// returns `Woken` and the interrupt must still be pending: the next wait reports it at once
+/// (had the losing abort consumed it, that wait would park for good: a loom deadlock).
+#[test]
+fn pending_interrupt_vs_claim_keeps_the_interrupt() {
+    model_with_scheduler(|| {
+        let sched = purloin_sched::Builder::new().workers(1).monitor(false).build().unwrap();
+        let b = Arc::new(Butex::new(0));
+        let b2 = b.clone();
+        let queued = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let q2 = queued.clone();
+        let h = sched.spawn(move || {
+            purloin_sched::current().unwrap().interrupt();
+            q2.store(true, Ordering::Release);
+            let r = b2.wait(0, None);
+            let next = (r == ButexWait::Woken).then(|| b2.wait(0, None));
+            (r, next)
+        });
+        // Wake once the waiter is about to queue (a yield, not a preemption: the one
+        // preemption the bound allows goes to the race between the claim and the abort).
+        while !queued.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let woke = b.wake_one();
         let (r, next) = h.join().unwrap();
         match r {
             ButexWait::Woken => {

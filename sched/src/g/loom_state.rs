@@ -287,3 +287,40 @@ fn stale_handle_vs_recycle_and_respawn() {
         assert!(name.as_deref().is_none_or(|n| n == "old"), "the stale handle read {name:?}");
     });
 }
+
+/// An interrupt racing a park (I1) resumes the G exactly once, like an unpark, and the resumed
+/// G sees the interrupt flag and what the interrupter wrote before it. A held interrupt (a
+/// cancelled token) the same way, and taking it back leaves no flag. Mutation check: setting
+/// the flag without `NOTIFIED` for a G that is not parked yet (the `_` arm of `interrupt`)
+/// fails this model ("Causality violation: Concurrent read and write accesses": the G that
+/// resumes itself reads the interrupter's cell without the token's synchronisation).
+#[test]
+fn interrupt_racing_park_resumes_exactly_once() {
+    for hold in [false, true] {
+        loom::model(move || {
+            let g = registry().alloc();
+            let generation = g.prepare_spawn(0);
+            assert!(g.claim_for_run());
+            let cells = Handoff::new();
+            let resumed = Arc::new(AtomicUsize::new(0));
+            let (r2, c2) = (resumed.clone(), cells.clone());
+            let parker = thread::spawn(move || {
+                if c2.park(g) {
+                    r2.fetch_add(1, Ordering::SeqCst);
+                    assert_ne!(g.interrupt_bits(generation), 0, "the interrupt is not seen");
+                }
+            });
+            // SAFETY: only the interrupter writes `cond`, before the interrupt publishes it.
+            unsafe { cells.cond.with_mut(|c| *c = 1) };
+            if g.interrupt(generation, hold) == Unparked::Queue {
+                cells.resume_parked(g);
+                resumed.fetch_add(1, Ordering::SeqCst);
+                assert_ne!(g.interrupt_bits(generation), 0, "the interrupt is not seen");
+            }
+            parker.join().unwrap();
+            assert_eq!(resumed.load(Ordering::SeqCst), 1, "resumed exactly once");
+            assert!(g.clear_interrupt(generation, hold), "the interrupt was consumed");
+            assert_eq!(g.interrupt_bits(generation), 0);
+        });
+    }
+}
