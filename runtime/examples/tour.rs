@@ -454,7 +454,7 @@ fn cancelled_fan_out() {
                 stop("database (socket read)", format!("{:?}", r.map_err(|e| e.kind())));
                 Ok(())
             });
-            s.spawn(|| -> Result<(), String> {
+            s.spawn(|| {
                 purloin::sleep(Duration::from_millis(2));
                 *failed.lock().unwrap() = Some(Instant::now());
                 Err("the auth backend answered 503".to_string())

@@ -130,42 +130,44 @@ impl<E> State<E> {
 }
 
 impl<'scope, 'env, E: Send + 'env> TryScope<'scope, 'env, E> {
-    /// Spawns a child that runs in the scope's token: if it returns `Err` (and is the first
-    /// to fail) the scope returns that error; `Err` or a panic cancels the token, so the
-    /// siblings' interruptible waits end. Joining the handle gives `Ok(value)`, or `Err(())`
-    /// if the child failed (its error went to the scope), or the panic.
+    /// Spawns a child that runs in the scope's token (Go's `errgroup.Group.Go`): if it
+    /// returns `Err` (and is the first to fail) the scope returns that error; `Err` or a panic
+    /// cancels the token, so the siblings' interruptible waits end. The scope waits for every
+    /// child; a child that produces a value writes it where the body can read it after the
+    /// scope (children may borrow), or sends it on a channel.
     ///
     /// # Examples
     ///
     /// ```
-    /// let r: Result<u32, &str> = purloin::cancel::try_scope(|s| {
-    ///     let a = s.spawn(|| Ok(1));
-    ///     let b = s.spawn(|| Ok(2));
-    ///     let (a, b) = (a.join().unwrap(), b.join().unwrap());
-    ///     Ok(a.unwrap_or(0) + b.unwrap_or(0))
+    /// use std::sync::Mutex;
+    ///
+    /// let sum = Mutex::new(0);
+    /// let r: Result<(), &str> = purloin::cancel::try_scope(|s| {
+    ///     for i in 1..=3 {
+    ///         let sum = &sum;
+    ///         s.spawn(move || {
+    ///             *sum.lock().unwrap() += i;
+    ///             Ok(())
+    ///         });
+    ///     }
+    ///     Ok(())
     /// });
-    /// assert_eq!(r, Ok(3));
+    /// assert_eq!((r, sum.into_inner().unwrap()), (Ok(()), 6));
     /// ```
-    pub fn spawn<F, T>(&self, f: F) -> ScopedJoinHandle<'scope, Result<T, ()>>
+    pub fn spawn<F>(&self, f: F)
     where
-        F: FnOnce() -> Result<T, E> + Send + 'scope,
-        T: Send + 'scope,
+        F: FnOnce() -> Result<(), E> + Send + 'scope,
     {
         let state = self.state.clone();
-        self.scope.spawn(move || {
-            let r = catch_unwind(AssertUnwindSafe(|| state.token.run(f)));
-            match r {
-                Ok(Ok(v)) => Ok(v),
-                Ok(Err(e)) => {
-                    state.fail(e);
-                    Err(())
-                }
+        let _detached: ScopedJoinHandle<'scope, ()> =
+            self.scope.spawn(move || match catch_unwind(AssertUnwindSafe(|| state.token.run(f))) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => state.fail(e),
                 Err(panic) => {
                     state.token.cancel();
                     resume_unwind(panic)
                 }
-            }
-        })
+            });
     }
 
     /// The scope's token: cancelled when a child fails, when [`cancel`](TryScope::cancel) is

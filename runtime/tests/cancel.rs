@@ -382,7 +382,7 @@ fn first_failure_cancels_the_siblings() {
                 // cancelled token at once).
                 purloin::yield_now();
                 *failed_at.lock().unwrap() = Some(Instant::now());
-                Err::<(), _>("backend unavailable".to_string())
+                Err("backend unavailable".to_string())
             });
             Ok(())
         });
@@ -410,7 +410,7 @@ fn a_panicking_child_cancels_and_propagates() {
                     purloin::sleep(HOUR);
                     Ok(())
                 });
-                s.spawn(|| -> Result<(), ()> { panic!("child failed") });
+                s.spawn(|| panic!("child failed"));
                 Ok(())
             });
         })
@@ -418,8 +418,8 @@ fn a_panicking_child_cancels_and_propagates() {
     assert!(r.is_err());
 }
 
-/// A scope under a parent token: the parent's cancellation stops the children, and each
-/// child's `Ok` result is there for its handle.
+/// A scope under a parent token: the parent's cancellation stops the children, the scope
+/// returns the first child's error, and a child that finished first kept its result.
 #[test]
 fn scope_under_a_cancelled_parent() {
     let _w = common::watchdog("try_scope_in", Duration::from_secs(60));
@@ -427,16 +427,21 @@ fn scope_under_a_cancelled_parent() {
     let parent = CancelToken::new();
     let p = parent.clone();
     let h = rt.spawn(move || {
-        try_scope_in(&p, |s| {
-            let quick = s.spawn(|| Ok::<_, RecvError>(5));
-            let (_tx, rx) = unbounded::<u32>();
-            let slow = s.spawn(move || rx.recv());
-            Ok((quick.join().unwrap(), slow.join().unwrap()))
-        })
+        let quick = std::sync::Mutex::new(None);
+        let (_tx, rx) = unbounded::<u32>();
+        let r = try_scope_in(&p, |s| {
+            s.spawn(|| {
+                *quick.lock().unwrap() = Some(5);
+                Ok(())
+            });
+            s.spawn(|| rx.recv().map(drop));
+            Ok(())
+        });
+        (r, quick.into_inner().unwrap())
     });
     until_parked(&rt, &h);
     parent.cancel();
-    assert_eq!(h.join().unwrap(), Err(RecvError::Interrupted));
+    assert_eq!(h.join().unwrap(), (Err(RecvError::Interrupted), Some(5)));
 }
 
 /// Waits that end early and leave the interrupt pending: a selection with a deadline, a
