@@ -114,7 +114,7 @@ pub use outside::{
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    ParkedThread, Scheduler, ShutdownReport, current_parked, current_stats,
+    ParkedThread, Scheduler, ShutdownReport, TrySpawnError, current_parked, current_stats, flush,
     spawn_detached_unchecked, spawn_with, with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};

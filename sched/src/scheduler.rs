@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::builder::{Builder, SpawnOptions};
 use crate::g::{self, SpawnSite};
 use crate::join::JoinHandle;
+use crate::outside::OutsidePermit;
 use crate::registry::for_each_parked;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
 use crate::shutdown::{drain_queues, stop_workers, unwind_remaining, wait_all_done};
@@ -322,7 +323,96 @@ impl Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        spawn_on(&self.shared, opts, f, Location::caller())
+        let at = Location::caller();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                return Err(shutting_down());
+            };
+            return spawn_on(
+                &self.shared,
+                opts,
+                move || {
+                    drop(permit);
+                    f()
+                },
+                at,
+            );
+        }
+        spawn_on(&self.shared, opts, f, at)
+    }
+
+    /// Spawns a green thread running `f` with default options unless that would exceed the
+    /// bound on green threads submitted from outside and not yet started
+    /// ([`Builder::max_outside_queued`]): then it returns [`TrySpawnError::Full`] with `f`,
+    /// for the caller to shed or retry, where [`Scheduler::spawn`] would wait. From one of
+    /// the scheduler's own green threads, or without a bound, it never reports `Full`.
+    ///
+    /// # Errors
+    /// [`TrySpawnError::Full`] as above; [`TrySpawnError::Refused`] for the errors of
+    /// [`Scheduler::spawn_with`] (the scheduler is shutting down).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Builder, TrySpawnError};
+    ///
+    /// let sched = Builder::new().workers(2).max_outside_queued(64).build().unwrap();
+    /// let mut handles = Vec::new();
+    /// let mut shed = 0;
+    /// for i in 0..100u64 {
+    ///     match sched.try_spawn(move || i) {
+    ///         Ok(h) => handles.push(h),
+    ///         Err(TrySpawnError::Full(_)) => shed += 1, // e.g. answer "busy" to this client
+    ///         Err(e) => panic!("{e}"),
+    ///     }
+    /// }
+    /// assert_eq!(handles.len() + shed, 100);
+    /// handles.into_iter().for_each(|h| drop(h.join().unwrap()));
+    /// ```
+    #[track_caller]
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, TrySpawnError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let at = Location::caller();
+        let opts = SpawnOptions::default();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            if !self.shared.is_running() {
+                return Err(TrySpawnError::Refused(shutting_down()));
+            }
+            let Some(permit) = OutsidePermit::take(&self.shared, false) else {
+                return Err(TrySpawnError::Full(f));
+            };
+            let f = move || {
+                drop(permit);
+                f()
+            };
+            return spawn_on(&self.shared, opts, f, at).map_err(TrySpawnError::Refused);
+        }
+        spawn_on(&self.shared, opts, f, at).map_err(TrySpawnError::Refused)
+    }
+
+    /// Wakes parked workers for the green threads spawned with
+    /// [`SpawnOptions::nosignal`] since the last flush (brpc's `bthread_flush`): one per
+    /// green thread, up to every parked worker. Returns how many workers it woke.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Scheduler, SpawnOptions};
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let quiet = SpawnOptions { nosignal: true, ..SpawnOptions::default() };
+    /// // A batch queued without a wake-up each ...
+    /// let batch: Vec<_> =
+    ///     (0..8u64).map(|i| sched.spawn_with(quiet.clone(), move || i).unwrap()).collect();
+    /// // ... and the workers woken for it once.
+    /// sched.flush();
+    /// assert_eq!(batch.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 28);
+    /// ```
+    pub fn flush(&self) -> usize {
+        self.shared.flush()
     }
 
     /// Spawns a green thread running `f` with default options.
@@ -401,8 +491,22 @@ impl Scheduler {
     where
         F: FnOnce() + Send,
     {
+        let here = current_worker();
+        if self.shared.config.max_outside_queued != usize::MAX
+            && !here.is_some_and(|m| Arc::ptr_eq(&m.shared, &self.shared))
+        {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                drop(f);
+                return Err(shutting_down());
+            };
+            let task = DetachedCell::allocate(group, move || {
+                drop(permit);
+                f()
+            });
+            return spawn_detached_on(here, &self.shared, opts, task, Location::caller());
+        }
         let task = DetachedCell::allocate(group, f);
-        spawn_detached_on(current_worker(), &self.shared, opts, task, Location::caller())
+        spawn_detached_on(here, &self.shared, opts, task, Location::caller())
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -750,6 +854,95 @@ impl Drop for Scheduler {
             }
         }
     }
+}
+
+/// Whether the calling thread is one of `shared`'s workers (a submission from it is not an
+/// outside one).
+fn on_own_worker(shared: &Arc<Shared>) -> bool {
+    current_worker().is_some_and(|m| Arc::ptr_eq(&m.shared, shared))
+}
+
+/// The error of a spawn from outside a scheduler that is shutting down.
+fn shutting_down() -> io::Error {
+    io::Error::other(
+        "cannot spawn: the runtime is shutting down (spawn before dropping the runtime, or from \
+         one of its green threads)",
+    )
+}
+
+/// Why [`Scheduler::try_spawn`] did not spawn.
+pub enum TrySpawnError<F> {
+    /// The bound on green threads submitted from outside and not yet started
+    /// ([`Builder::max_outside_queued`]) is reached; here is the closure back, unrun. Shed
+    /// the work (answer "busy"), or try again once some have started.
+    Full(F),
+    /// The scheduler refused the spawn (it is shutting down); the closure was dropped.
+    Refused(io::Error),
+}
+
+impl<F> TrySpawnError<F> {
+    /// Whether the bound was reached ([`TrySpawnError::Full`]).
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySpawnError::Full(_))
+    }
+}
+
+impl<F> core::fmt::Debug for TrySpawnError<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TrySpawnError::Full(_) => f.write_str("Full(..)"),
+            TrySpawnError::Refused(e) => f.debug_tuple("Refused").field(e).finish(),
+        }
+    }
+}
+
+impl<F> core::fmt::Display for TrySpawnError<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TrySpawnError::Full(_) => f.write_str(
+                "purloin-sched: too many green threads submitted from outside the runtime are \
+                 waiting to start (the bound set with Builder::max_outside_queued); shed this \
+                 work, try again once some have started, or raise the bound",
+            ),
+            TrySpawnError::Refused(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<F> std::error::Error for TrySpawnError<F> {}
+
+impl<F> From<TrySpawnError<F>> for io::Error {
+    /// `Full` becomes [`io::ErrorKind::WouldBlock`] with the same message.
+    fn from(e: TrySpawnError<F>) -> io::Error {
+        match e {
+            TrySpawnError::Full(_) => io::Error::new(io::ErrorKind::WouldBlock, e.to_string()),
+            TrySpawnError::Refused(e) => e,
+        }
+    }
+}
+
+/// Wakes parked workers for the green threads spawned with [`SpawnOptions::nosignal`] on the
+/// scheduler running the current green thread (see [`Scheduler::flush`]). Returns how many
+/// workers it woke; 0 outside a green thread.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let total = sched.spawn(|| {
+///     let quiet = SpawnOptions { nosignal: true, ..SpawnOptions::default() };
+///     let kids: Vec<_> = (0..4u64)
+///         .map(|i| purloin_sched::spawn_with(quiet.clone(), move || i).unwrap())
+///         .collect();
+///     purloin_sched::flush();
+///     kids.into_iter().map(|k| k.join().unwrap()).sum::<u64>()
+/// });
+/// assert_eq!(total.join().unwrap(), 6);
+/// ```
+pub fn flush() -> usize {
+    current_worker().map_or(0, |m| m.shared.flush())
 }
 
 /// Spawns on `shared` (the body of every spawn function); `at` is the spawn's place in the
