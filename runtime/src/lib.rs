@@ -137,13 +137,13 @@ pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
-    blocking, current, in_green_thread, park, park_deadline, park_timeout, preemption_point,
-    yield_now,
+    TrySpawnError, blocking, current, in_green_thread, park, park_deadline, park_timeout,
+    preemption_point, yield_now,
 };
 pub use purloin_sync::select;
 pub use rt::detect_deadlock;
 pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
-pub use spawn::{Builder, join, scope, spawn, spawn_urgent};
+pub use spawn::{Builder, flush, join, scope, spawn, spawn_urgent, try_spawn};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};
 

@@ -375,6 +375,23 @@ impl Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.try_spawn_wrapped(f, |f| f)
+    }
+
+    /// [`Scheduler::try_spawn`] of `wrap(f)`, where `wrap` is applied only once the spawn is
+    /// admitted, so that [`TrySpawnError::Full`] gives back the caller's own closure (for a
+    /// layer above that wraps every green thread's body).
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn try_spawn_wrapped<F, G, T>(
+        &self,
+        f: F,
+        wrap: impl FnOnce(F) -> G,
+    ) -> Result<JoinHandle<T>, TrySpawnError<F>>
+    where
+        G: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let at = Location::caller();
         let opts = SpawnOptions::default();
         if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
@@ -384,13 +401,14 @@ impl Scheduler {
             let Some(permit) = OutsidePermit::take(&self.shared, false) else {
                 return Err(TrySpawnError::Full(f));
             };
-            let f = move || {
+            let g = wrap(f);
+            let g = move || {
                 drop(permit);
-                f()
+                g()
             };
-            return spawn_on(&self.shared, opts, f, at).map_err(TrySpawnError::Refused);
+            return spawn_on(&self.shared, opts, g, at).map_err(TrySpawnError::Refused);
         }
-        spawn_on(&self.shared, opts, f, at).map_err(TrySpawnError::Refused)
+        spawn_on(&self.shared, opts, wrap(f), at).map_err(TrySpawnError::Refused)
     }
 
     /// Wakes parked workers for the green threads spawned with
