@@ -38,7 +38,7 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The defaults: one worker per CPU, 1 MiB stacks, the monitor on, deadlock detection on
+    /// The defaults: one worker per CPU, 128 KiB stacks, the monitor on, deadlock detection on
     /// (grace 1 s), no schedtrace, no park histogram, no trace — each overridden by its
     /// `PURLOIN_*` environment variable when set (see the table in the crate docs,
     /// "Configuration"): `PURLOIN_WORKERS`, `PURLOIN_STACK_SIZE`, `PURLOIN_DEADLOCK`,

@@ -163,9 +163,10 @@ impl Builder {
         self
     }
 
-    /// Stack size: a class (`Small` 32 KiB, `Normal` 1 MiB, `Large` 8 MiB) or bytes (a
-    /// multiple of the page size; [`StackSize::at_least`] rounds up). An explicit size is
-    /// allocated at spawn, so failures are errors of [`Builder::spawn`].
+    /// Stack size (default 128 KiB, see [`StackSize::default`]): a class (`Small` 32 KiB,
+    /// `Normal` 1 MiB, `Large` 8 MiB) or bytes (a multiple of the page size;
+    /// [`StackSize::at_least`] rounds up). An explicit size is allocated at spawn, so failures
+    /// are errors of [`Builder::spawn`].
     pub fn stack_size(mut self, size: StackSize) -> Builder {
         self.opts.stack_size = Some(size);
         self

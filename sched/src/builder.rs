@@ -45,7 +45,7 @@ impl Default for Builder {
 const DEFAULT_SPARE_WORKERS: usize = 32;
 
 impl Builder {
-    /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
+    /// A builder with the defaults: one worker per available CPU, 128 KiB stacks, the monitor
     /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
     ///
     /// # Examples
