@@ -213,3 +213,26 @@ fn a_scope_runs_its_detached_children_inline_and_they_may_park() {
     assert_ne!(child, owner, "an inline child has an identity of its own");
     assert!(rt.stats().total.inline_joins > before, "the owner ran a child inline");
 }
+
+/// `Scope::spawn` in std's shape (the handle dropped unjoined) costs what a handle-less spawn
+/// does: the scope's owner runs such children inline while it waits, and they still run once
+/// each.
+#[test]
+fn a_scope_runs_children_whose_handles_were_dropped_inline() {
+    let _w = common::watchdog("dropped handles inline", Duration::from_secs(60));
+    const N: usize = 1_000;
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let before = rt.stats().total;
+    let ran: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+    rt.block_on(|| {
+        purloin::scope(|s| {
+            for r in &ran {
+                s.spawn(move || r.fetch_add(1, Ordering::Relaxed));
+            }
+        });
+    });
+    assert!(ran.iter().all(|r| r.load(Ordering::Relaxed) == 1));
+    let after = rt.stats().total;
+    let inline = after.inline_joins - before.inline_joins;
+    assert_eq!(inline, N as u64, "children run inline by their scope's owner");
+}

@@ -527,6 +527,41 @@ impl Scheduler {
         spawn_detached_on(here, &self.shared, opts, task, Location::caller())
     }
 
+    /// [`spawn_grouped_unchecked`](crate::spawn_grouped_unchecked) on this scheduler (from
+    /// any thread).
+    ///
+    /// # Errors
+    /// The reasons of [`Scheduler::spawn_with`]; `f` has then been dropped, unrun.
+    ///
+    /// # Safety
+    /// As for [`spawn_grouped_unchecked`](crate::spawn_grouped_unchecked).
+    #[track_caller]
+    pub unsafe fn spawn_grouped_unchecked<F, T>(
+        &self,
+        opts: SpawnOptions,
+        group: usize,
+        f: F,
+    ) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send,
+        T: Send,
+    {
+        let at = Location::caller();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                drop(f);
+                return Err(shutting_down());
+            };
+            let (task, packet) = TaskCell::allocate_in(Some(group), move || {
+                drop(permit);
+                f()
+            });
+            return spawn_cell(current_worker(), &self.shared, opts, task, packet, at);
+        }
+        let (task, packet) = TaskCell::allocate_in(Some(group), f);
+        spawn_cell(current_worker(), &self.shared, opts, task, packet, at)
+    }
+
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
     ///
     /// # Examples
@@ -994,6 +1029,105 @@ where
         }
     };
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
+}
+
+/// [`spawn_on`] for a closure already in its cell, from `here`, the calling thread's worker
+/// as its caller looked it up (`None`: not a worker); inlined into the scoped spawn, whose
+/// default options fold.
+#[inline(always)]
+fn spawn_cell<T>(
+    here: Option<&crate::worker::M>,
+    shared: &Arc<Shared>,
+    opts: SpawnOptions,
+    task: crate::task::OwnedTask,
+    packet: crate::task::PacketRef<T>,
+    at: SpawnSite,
+) -> io::Result<JoinHandle<T>> {
+    let inline_stack = if opts.pinned || opts.stack_size.is_some() {
+        None
+    } else {
+        Some(shared.config.stack_size.bytes())
+    };
+    // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
+    // the spawning worker) is not to be used.
+    let sched = Arc::as_ptr(shared);
+    let (thread, lazy) = match crate::ready::spawn_lazy_from(here, shared, &opts, task, at) {
+        Ok(()) => (std::sync::OnceLock::new(), true),
+        // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
+        // is `packet`, which then frees the cell.
+        Err(task) => {
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
+            (std::sync::OnceLock::from(t), false)
+        }
+    };
+    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
+}
+
+/// Spawns a green thread running `f`, which may borrow (no `'static` bound), as a member of
+/// `group` (as [`spawn_detached_unchecked`] does), and returns its handle: the handle joins
+/// it for its result as any [`JoinHandle`] does; once the handle is dropped unjoined, the
+/// green thread is a detached member of its group, which a waiter for the group may run
+/// inline ([`run_detached_inline_while`](crate::run_detached_inline_while)). This is a
+/// scope's spawn with a handle (`std::thread::Scope::spawn`'s shape).
+///
+/// # Errors
+/// Not on a green thread, or the reasons of [`Scheduler::spawn_with`]; `f` has then been
+/// dropped, unrun.
+///
+/// # Safety
+/// - `f` and everything it borrows must stay valid until `f` has been run or dropped, which
+///   happens exactly once; the caller learns of it only through `f` (its body and its
+///   `Drop`) or through the handle, as for [`spawn_detached_unchecked`].
+/// - `f`'s result is dropped by whoever frees the green thread's cell: the handle's join
+///   (which returns it), or, once the handle was dropped unjoined, the scheduler, at some
+///   point after `f` returned. A result that must not be dropped that late (one whose `Drop`
+///   uses what `f` borrowed) must be taken by a join.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let total = sched.spawn(|| {
+///     let done = AtomicUsize::new(0);
+///     let group = &done as *const AtomicUsize as usize;
+///     let d = &done;
+///     // SAFETY: `done` outlives the green thread: it is joined before this closure returns,
+///     // and its result (a u32) has nothing to drop.
+///     let h = unsafe {
+///         purloin_sched::spawn_grouped_unchecked(SpawnOptions::default(), group, move || {
+///             d.fetch_add(1, Ordering::SeqCst);
+///             7u32
+///         })
+///     }
+///     .unwrap();
+///     h.join().unwrap()
+/// });
+/// assert_eq!(total.join().unwrap(), 7);
+/// ```
+#[inline]
+#[track_caller]
+pub unsafe fn spawn_grouped_unchecked<F, T>(
+    opts: SpawnOptions,
+    group: usize,
+    f: F,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    let Some(m) = current_worker() else {
+        drop(f);
+        return Err(io::Error::other(
+            "purloin-sched: spawn() outside a green thread has no scheduler to use; call \
+             Scheduler::spawn_grouped_unchecked on a Scheduler (or use the purloin facade, \
+             which starts one)",
+        ));
+    };
+    let (task, packet) = TaskCell::allocate_in(Some(group), f);
+    spawn_cell(Some(m), &m.shared, opts, task, packet, Location::caller())
 }
 
 /// Spawns a detached task on `shared`: lazily if it may be, else with a G. `here` is the

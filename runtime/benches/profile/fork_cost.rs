@@ -18,7 +18,8 @@
 //! `Scope::spawn_detached`, `Scope::spawn` with its handle dropped, or rayon's `Scope::spawn`)
 //! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`. Skynet by scope
 //! (each node a scope of 10 handle-less spawns, as `skynet_1m/purloin_scope` in
-//! `benches/runtime.rs`): `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
+//! `benches/runtime.rs`; `scope-tree-handles`: `Scope::spawn` with each handle dropped):
+//! `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
 //! of ten); per spawn is `(Ir(100,000) - Ir(10,000)) / 100,000` (111,110 - 11,110 spawns).
 //!
 //! With a worker count and a repeat count after `n` (`purloin 25 2 20`), it runs fib(n) that
@@ -95,6 +96,21 @@ fn tree_purloin(num: u64, n: u64) -> u64 {
     parts.iter().sum()
 }
 
+/// [`tree_purloin`] in std's shape: `Scope::spawn`, each handle dropped unjoined.
+fn tree_handles_purloin(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn(move || *p = tree_handles_purloin(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
 fn tree_rayon(num: u64, n: u64) -> u64 {
     if n == 1 {
         return num;
@@ -124,11 +140,11 @@ fn scope_rayon(n: u64) -> u64 {
 /// `rayon-scope-tree`) `reps` times on `workers` workers, printing the scheduler's counters
 /// per run for purloin.
 fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
-    let tree = which.ends_with("scope-tree");
+    let tree = which.contains("scope-tree");
     let (units, unit) = if tree { ((10 * n - 1) / 9 - 1, "spawn") } else { (fib_forks(n), "fork") };
     let mut times = Vec::with_capacity(reps);
     match which {
-        "purloin" | "scope-tree" => {
+        "purloin" | "scope-tree" | "scope-tree-handles" => {
             let rt = purloin::runtime::Builder::new()
                 .workers(workers)
                 .stack_size(purloin::StackSize::Small)
@@ -137,7 +153,9 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
             for _ in 0..reps {
                 let before = rt.stats().total;
                 let t = Instant::now();
-                if tree {
+                if which == "scope-tree-handles" {
+                    black_box(rt.block_on(move || tree_handles_purloin(0, black_box(n))));
+                } else if tree {
                     black_box(rt.block_on(move || tree_purloin(0, black_box(n))));
                 } else {
                     black_box(rt.block_on(move || fib_purloin(black_box(n))));
@@ -226,11 +244,14 @@ fn main() {
                 .unwrap()
                 .block_on(move || f(black_box(n)))
         }
-        "scope-tree" => purloin::runtime::Builder::new()
-            .workers(1)
-            .build()
-            .unwrap()
-            .block_on(move || tree_purloin(0, black_box(n))),
+        "scope-tree" | "scope-tree-handles" => {
+            let f = if which == "scope-tree" { tree_purloin } else { tree_handles_purloin };
+            purloin::runtime::Builder::new()
+                .workers(1)
+                .build()
+                .unwrap()
+                .block_on(move || f(0, black_box(n)))
+        }
         "rayon-scope-tree" => rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -243,7 +264,7 @@ fn main() {
             .install(|| scope_rayon(black_box(n))),
         other => panic!(
             "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles, \
-             rayon-scope, scope-tree or rayon-scope-tree"
+             rayon-scope, scope-tree, scope-tree-handles or rayon-scope-tree"
         ),
     };
     if which.contains("tree") {
