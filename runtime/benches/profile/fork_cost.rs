@@ -30,7 +30,8 @@
 //! skynet by scope: `scope-tree 1000000 2 10` prints, per run, the spawns, the children their
 //! scope's owner ran inline, those that ran as green threads of their own (the difference), the
 //! entries stolen, the steals, switches and worker parks (`rayon-scope-tree 1000000 2 10` for
-//! the time alone).
+//! the time alone); `scope-tree-handles` the same with `Scope::spawn`, and `scope`,
+//! `scope-handles`, `rayon-scope` with `n` spawns into one scope.
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -141,10 +142,17 @@ fn scope_rayon(n: u64) -> u64 {
 /// per run for purloin.
 fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
     let tree = which.contains("scope-tree");
-    let (units, unit) = if tree { ((10 * n - 1) / 9 - 1, "spawn") } else { (fib_forks(n), "fork") };
+    let flat = matches!(which, "scope" | "scope-handles" | "rayon-scope");
+    let (units, unit) = if tree {
+        ((10 * n - 1) / 9 - 1, "spawn")
+    } else if flat {
+        (n, "spawn")
+    } else {
+        (fib_forks(n), "fork")
+    };
     let mut times = Vec::with_capacity(reps);
     match which {
-        "purloin" | "scope-tree" | "scope-tree-handles" => {
+        "purloin" | "scope-tree" | "scope-tree-handles" | "scope" | "scope-handles" => {
             let rt = purloin::runtime::Builder::new()
                 .workers(workers)
                 .stack_size(purloin::StackSize::Small)
@@ -153,7 +161,11 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
             for _ in 0..reps {
                 let before = rt.stats().total;
                 let t = Instant::now();
-                if which == "scope-tree-handles" {
+                if which == "scope" {
+                    black_box(rt.block_on(move || scope_purloin(black_box(n))));
+                } else if which == "scope-handles" {
+                    black_box(rt.block_on(move || scope_handles_purloin(black_box(n))));
+                } else if which == "scope-tree-handles" {
                     black_box(rt.block_on(move || tree_handles_purloin(0, black_box(n))));
                 } else if tree {
                     black_box(rt.block_on(move || tree_purloin(0, black_box(n))));
@@ -189,14 +201,28 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
                 times.push(t.elapsed());
             }
         }
+        "rayon-scope" => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
+            for _ in 0..reps {
+                let t = Instant::now();
+                black_box(pool.install(|| scope_rayon(black_box(n))));
+                times.push(t.elapsed());
+            }
+        }
         other => panic!(
-            "unknown contender {other:?} for repeated runs: use purloin, rayon, scope-tree or \
-             rayon-scope-tree"
+            "unknown contender {other:?} for repeated runs: use purloin, rayon, scope, \
+             scope-handles, rayon-scope, scope-tree, scope-tree-handles or rayon-scope-tree"
         ),
     }
     times.sort();
     let median = times[times.len() / 2];
-    let what = if tree { format!("skynet by scope over {n} leaves") } else { format!("fib({n})") };
+    let what = if tree {
+        format!("skynet by scope over {n} leaves")
+    } else if flat {
+        format!("{n} spawns into one scope")
+    } else {
+        format!("fib({n})")
+    };
     println!(
         "{which}: {what} x{reps} on {workers} workers: median {median:?}, {:.1} ns/{unit}",
         median.as_nanos() as f64 / units as f64
