@@ -4,11 +4,13 @@
 //!
 //! - `spawn_join_100k`: from inside the runtime, spawn 100,000 no-op tasks, then join them all
 //!   (may: in chunks of 10,000, see below); `purloin_scope` and `rayon_scope` spawn them into
-//!   a scope without handles instead.
+//!   a scope without handles instead, `purloin_scope_spawn` with `Scope::spawn`, each handle
+//!   dropped (std's shape).
 //! - `fib/22`, `fib/25`: recursive fib where fib(n-1) is forked and joined (28,656 and
 //!   121,392 forks).
 //! - `skynet_1m`: the skynet tree (10 children per node, 1,111,111 tasks), sums via joins;
-//!   `purloin_scope` and `rayon_scope` sum through a scope per node instead.
+//!   `purloin_scope` and `rayon_scope` sum through a scope per node instead
+//!   (`purloin_scope_spawn`: with `Scope::spawn`, each handle dropped).
 //! - `yield`: one task yielding 10,000 times.
 //! - `fork_join`: `purloin::join` against `rayon::join` only: fib(25) and fib(30) (fork n-1,
 //!   run n-2 here) and skynet_join_1m, the skynet sum over 1,000,000 leaves split in halves
@@ -68,6 +70,20 @@ fn spawn_join(c: &mut Criterion) {
                 purloin::scope(|s| {
                     for i in 0..N {
                         s.spawn_detached(move || {
+                            black_box(i);
+                        });
+                    }
+                })
+            })
+        })
+    });
+    g.bench_function("purloin_scope_spawn", |b| {
+        b.iter(|| {
+            rt.block_on(|| {
+                purloin::scope(|s| {
+                    for i in 0..N {
+                        // std's shape: a handle, dropped unjoined.
+                        s.spawn(move || {
                             black_box(i);
                         });
                     }
@@ -228,6 +244,21 @@ fn skynet_purloin_scope(num: u64, size: u64) -> u64 {
     parts.iter().sum()
 }
 
+/// [`skynet_purloin_scope`] in std's shape: `Scope::spawn`, each handle dropped unjoined.
+fn skynet_purloin_scope_spawn(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let step = size / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn(move || *p = skynet_purloin_scope_spawn(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
 fn skynet_tokio(
     num: u64,
     size: u64,
@@ -272,6 +303,9 @@ fn skynet(c: &mut Criterion) {
     });
     g.bench_function("purloin_scope", |b| {
         b.iter(|| assert_eq!(rt.block_on(|| skynet_purloin_scope(0, SIZE)), expected))
+    });
+    g.bench_function("purloin_scope_spawn", |b| {
+        b.iter(|| assert_eq!(rt.block_on(|| skynet_purloin_scope_spawn(0, SIZE)), expected))
     });
     drop(rt);
     let tk = tokio_rt();

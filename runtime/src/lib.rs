@@ -63,7 +63,7 @@
 //! | variable | what it sets | accepted values | in code |
 //! |---|---|---|---|
 //! | `PURLOIN_WORKERS` | workers (Go's `GOMAXPROCS`); default one per CPU | a number from 1 up | [`runtime::Builder::workers`] |
-//! | `PURLOIN_STACK_SIZE` | default green-thread stack; default `normal` (1 MiB) | `small`, `normal`, `large`, or bytes with an optional `k`/`m`/`g` suffix (`64k`) | [`runtime::Builder::stack_size`] |
+//! | `PURLOIN_STACK_SIZE` | default green-thread stack; default 128 KiB | `small`, `normal`, `large`, or bytes with an optional `k`/`m`/`g` suffix (`64k`) | [`runtime::Builder::stack_size`] |
 //! | `PURLOIN_DEADLOCK` | the deadlock watch; default on, grace 1 s | `1`, `0`, or the grace in milliseconds | [`runtime::Builder::deadlock_detection`] |
 //! | `PURLOIN_TRACE` | record a trace file from the start | a file path | [`runtime::Builder::trace`], [`trace::start`] |
 //! | `PURLOIN_DUMP_SIGNAL` | dump every green thread's stack to stderr on a signal | a signal name (`SIGQUIT`, `QUIT`) or number | [`debugging::dump_on_signal`] |
@@ -147,13 +147,13 @@ pub use deadlock::DeadlockReport;
 pub use local::{AccessError, LocalKey};
 pub use purloin_sched::{
     Cancelled, ForcedUnwind, GreenId, GreenThread, JoinFuture, JoinHandle, StackSize, Stats,
-    blocking, current, in_green_thread, interrupted, park, park_deadline, park_timeout,
-    preemption_point, take_interrupt, yield_now,
+    TrySpawnError, blocking, current, in_green_thread, interrupted, park, park_deadline,
+    park_timeout, preemption_point, take_interrupt, yield_now,
 };
 pub use purloin_sync::select;
 pub use rt::detect_deadlock;
 pub use scope::{Scope, ScopedJoinFuture, ScopedJoinHandle};
-pub use spawn::{Builder, join, scope, spawn, spawn_urgent};
+pub use spawn::{Builder, flush, join, scope, spawn, spawn_urgent, try_spawn};
 pub use stats::stats;
 pub use time::{sleep, sleep_until};
 

@@ -38,7 +38,7 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The defaults: one worker per CPU, 1 MiB stacks, the monitor on, deadlock detection on
+    /// The defaults: one worker per CPU, 128 KiB stacks, the monitor on, deadlock detection on
     /// (grace 1 s), no schedtrace, no park histogram, no trace — each overridden by its
     /// `PURLOIN_*` environment variable when set (see the table in the crate docs,
     /// "Configuration"): `PURLOIN_WORKERS`, `PURLOIN_STACK_SIZE`, `PURLOIN_DEADLOCK`,
@@ -141,6 +141,27 @@ impl Builder {
     /// ```
     pub fn max_spare_workers(mut self, n: usize) -> Builder {
         self.sched = self.sched.max_spare_workers(n);
+        self
+    }
+
+    /// Bounds how many green threads submitted from outside the runtime's workers (from
+    /// `main`, a plain OS thread, another runtime) may wait to start at once; default: no
+    /// bound. When all `n` places are taken, [`Runtime::try_spawn`] and
+    /// [`try_spawn`](crate::try_spawn) give the closure back in
+    /// [`TrySpawnError::Full`](crate::TrySpawnError::Full), and [`Runtime::spawn`] blocks the
+    /// calling thread until one starts, so a server that accepts faster than it serves sheds
+    /// load instead of queueing without limit. Spawns from the runtime's own green threads
+    /// are not counted. See [`purloin_sched::Builder::max_outside_queued`] (why no bound by
+    /// default, and how to choose one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = purloin::runtime::Builder::new().max_outside_queued(10_000).build().unwrap();
+    /// assert_eq!(rt.spawn(|| 1).join().unwrap(), 1);
+    /// ```
+    pub fn max_outside_queued(mut self, n: usize) -> Builder {
+        self.sched = self.sched.max_outside_queued(n);
         self
     }
 
@@ -532,6 +553,51 @@ impl Runtime {
     {
         self.check_usable();
         self.scheduler().spawn(crate::local::with_locals(f))
+    }
+
+    /// Spawns a green thread on this runtime unless its bound on outside submissions is
+    /// reached ([`Builder::max_outside_queued`]); then `f` comes back in
+    /// [`TrySpawnError::Full`](crate::TrySpawnError::Full). See [`try_spawn`](crate::try_spawn).
+    ///
+    /// # Errors
+    /// `Full` as above; `Refused` if the runtime is shutting down or this process is a fork
+    /// of the one that started it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = purloin::runtime::Builder::new().max_outside_queued(4).build().unwrap();
+    /// match rt.try_spawn(|| 42) {
+    ///     Ok(h) => assert_eq!(h.join().unwrap(), 42),
+    ///     Err(e) => assert!(e.is_full(), "{e}"),
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, crate::TrySpawnError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Err(e) = self.data.check_not_forked() {
+            return Err(crate::TrySpawnError::Refused(e));
+        }
+        self.scheduler().try_spawn_wrapped(f, crate::local::with_locals)
+    }
+
+    /// Wakes workers for the green threads spawned on this runtime with
+    /// [`Builder::nosignal`](crate::Builder::nosignal) since the last flush: one parked
+    /// worker per green thread, up to every parked one. Returns how many it woke.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = purloin::Runtime::new().unwrap();
+    /// let h = rt.block_on(|| purloin::Builder::new().nosignal(true).spawn(|| 5).unwrap());
+    /// rt.flush();
+    /// assert_eq!(h.join().unwrap(), 5);
+    /// ```
+    pub fn flush(&self) -> usize {
+        self.scheduler().flush()
     }
 
     /// Whether the calling code runs on a green thread of this runtime.

@@ -13,7 +13,14 @@
 //! `std::thread::Builder::spawn_unchecked` does with its boxed closure); the count is
 //! decremented only after the green thread's reference to it was dropped (and with it, if the
 //! handle is gone, the closure's captures and the result), so the erased lifetime is never
-//! observed past the scope. For [`Scope::spawn_detached`], the closure lives in the
+//! observed past the scope. A [`Scope::spawn`] whose result has nothing to drop (`()`, numbers,
+//! references: `!needs_drop`) takes a cheaper path: the closure and its result live in the
+//! scheduler's task cell (`purloin_sched::spawn_grouped_unchecked`), whose handle is the
+//! [`ScopedJoinHandle`]'s, and the count is decremented by a field dropped after the closure,
+//! as below; the cell (with the result) may outlive the count when the handle was dropped
+//! unjoined, which only a result with nothing to drop may. Such a green thread is a member of
+//! the scope's group once its handle is gone, so the owner's wait runs it inline like a
+//! handle-less one. For [`Scope::spawn_detached`], the closure lives in the
 //! scheduler's task cell itself (`purloin_sched::spawn_detached_unchecked`, whose contract is
 //! that the closure is run or dropped exactly once and that the caller learns of it only
 //! through the closure); the count is decremented by a field dropped after the closure, so
@@ -411,6 +418,109 @@ where
     spawned
 }
 
+/// What a scoped green thread with a handle whose result lives in the scheduler's task cell
+/// runs ([`spawn_scoped_cell`]): the closure, then [`Finish`], in this field order, as for
+/// [`Detached`]. It returns the closure's result with its panic caught (the scope counts an
+/// unjoined panic, so the scheduler must not see one).
+struct CellJob<F> {
+    f: Option<F>,
+    finish: Finish,
+}
+
+impl<F: FnOnce() -> T + Send, T> CellJob<F> {
+    fn run(mut self) -> ThreadResult<T> {
+        let f = self.f.take().expect("a scoped body runs once");
+        self.finish.started = true;
+        let result = panic::catch_unwind(AssertUnwindSafe(crate::local::with_locals(f)));
+        self.finish.panicked = result.is_err();
+        // `self` (its `Finish`) is dropped here: the count goes after the closure and its
+        // captures, before the result is handed over.
+        result
+    }
+}
+
+/// Spawns `f`, which may borrow data living for `'a`, as a green thread counted by `state`,
+/// with its result in the scheduler's task cell (one allocation, no result slot of ours),
+/// in `state`'s group: once its handle is dropped unjoined, the scope's owner runs it inline
+/// while it waits, as it runs handle-less ones.
+///
+/// The cell outlives the count: a handle dropped unjoined leaves the result to the
+/// scheduler, which drops it after the count let the scope end. So only for a result with
+/// nothing to drop (`!needs_drop::<T>()`: dropping it late touches nothing); a panic's
+/// payload is `'static`.
+///
+/// # Safety
+/// As for [`spawn_scoped_detached`]; and `T` has no drop glue.
+#[track_caller]
+unsafe fn spawn_scoped_cell<'a, F, T>(
+    sched: Option<&Scheduler>,
+    opts: SpawnOptions,
+    state: &'a ScopeState,
+    f: F,
+) -> std::io::Result<CellParts<'a, T>>
+where
+    F: FnOnce() -> T + Send + 'a,
+    T: Send + 'a,
+{
+    debug_assert!(!core::mem::needs_drop::<T>());
+    state.started();
+    let job = CellJob {
+        f: Some(f),
+        finish: Finish { state: core::ptr::NonNull::from(state), started: false, panicked: false },
+    };
+    let group = state.group();
+    // SAFETY: `job` (and `f`'s borrows, which live for 'a) is run or dropped before `Finish`
+    // counts the green thread finished (field order, and `CellJob::run` drops the closure
+    // inside), the caller does not let 'a end before the count is zero, and the result the
+    // scheduler may drop after that has no drop glue (a panic's payload is 'static).
+    let spawned = unsafe {
+        match sched {
+            Some(s) => s.spawn_grouped_unchecked(opts, group, move || job.run()),
+            None => purloin_sched::spawn_grouped_unchecked(opts, group, move || job.run()),
+        }
+    };
+    match spawned {
+        Ok(handle) => Ok(CellParts { handle, state }),
+        Err(e) => {
+            // The refused closure was dropped inside the spawn: its `Finish` counted it
+            // finished and unstarted. The caller sees this error, so it does not make the
+            // scope panic.
+            state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+            Err(e)
+        }
+    }
+}
+
+/// A scoped green thread spawned by [`spawn_scoped_cell`]: its handle, whose result is the
+/// closure's with its panic caught.
+pub(crate) struct CellParts<'a, T> {
+    handle: purloin_sched::JoinHandle<ThreadResult<T>>,
+    state: &'a ScopeState,
+}
+
+impl<T> CellParts<'_, T> {
+    fn join(self) -> ThreadResult<T> {
+        cell_result(self.handle.join(), self.state)
+    }
+}
+
+/// What a [`CellParts`]' join returned, with the scope's counts of unjoined panics and
+/// green threads that never ran updated (this joiner sees them).
+fn cell_result<T>(joined: ThreadResult<ThreadResult<T>>, state: &ScopeState) -> ThreadResult<T> {
+    match joined {
+        Ok(result) => {
+            if result.is_err() {
+                state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
+            }
+            result
+        }
+        Err(e) => {
+            state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+            Err(e)
+        }
+    }
+}
+
 /// Waits for the scope's green threads when dropped (every exit path of the owner).
 pub(crate) struct WaitAll<'a>(pub(crate) &'a ScopeState);
 
@@ -593,7 +703,14 @@ enum SchedRef<'a> {
 
 /// An owned permission to join a scoped green thread.
 pub struct ScopedJoinHandle<'scope, T> {
-    parts: ScopedParts<'scope, T>,
+    parts: Parts<'scope, T>,
+}
+
+/// Where a scoped green thread's result lives: in the scheduler's task cell (a result with
+/// nothing to drop), or in a result slot of ours shared with the green thread.
+enum Parts<'scope, T> {
+    Cell(CellParts<'scope, T>),
+    Shared(ScopedParts<'scope, T>),
 }
 
 impl<'scope, T> ScopedJoinHandle<'scope, T> {
@@ -611,17 +728,26 @@ impl<'scope, T> ScopedJoinHandle<'scope, T> {
     /// });
     /// ```
     pub fn join(self) -> ThreadResult<T> {
-        self.parts.join()
+        match self.parts {
+            Parts::Cell(p) => p.join(),
+            Parts::Shared(p) => p.join(),
+        }
     }
 
     /// Whether it has finished.
     pub fn is_finished(&self) -> bool {
-        self.parts.is_finished()
+        match &self.parts {
+            Parts::Cell(p) => p.handle.is_finished(),
+            Parts::Shared(p) => p.is_finished(),
+        }
     }
 
     /// Its handle.
     pub fn thread(&self) -> &GreenThread {
-        self.parts.thread()
+        match &self.parts {
+            Parts::Cell(p) => p.handle.thread(),
+            Parts::Shared(p) => p.thread(),
+        }
     }
 }
 
@@ -634,8 +760,15 @@ impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
     type IntoFuture = ScopedJoinFuture<'scope, T>;
 
     fn into_future(self) -> ScopedJoinFuture<'scope, T> {
-        let ScopedParts { handle, packet, state, _borrow } = self.parts;
-        ScopedJoinFuture { inner: handle.into_future(), packet, state, _borrow }
+        match self.parts {
+            Parts::Cell(CellParts { handle, state }) => {
+                ScopedJoinFuture { inner: FutureParts::Cell(handle.into_future()), state }
+            }
+            Parts::Shared(ScopedParts { handle, packet, state, _borrow }) => ScopedJoinFuture {
+                inner: FutureParts::Shared { inner: handle.into_future(), packet, _borrow },
+                state,
+            },
+        }
     }
 }
 
@@ -643,10 +776,18 @@ impl<'scope, T> core::future::IntoFuture for ScopedJoinHandle<'scope, T> {
 /// impl).
 #[must_use = "futures do nothing unless polled"]
 pub struct ScopedJoinFuture<'scope, T> {
-    inner: purloin_sched::JoinFuture<()>,
-    packet: Arc<dyn ResultSlot<T> + 'scope>,
+    inner: FutureParts<'scope, T>,
     state: &'scope ScopeState,
-    _borrow: PhantomData<&'scope ()>,
+}
+
+/// A [`ScopedJoinFuture`]'s scheduler future, for each kind of [`Parts`].
+enum FutureParts<'scope, T> {
+    Cell(purloin_sched::JoinFuture<ThreadResult<T>>),
+    Shared {
+        inner: purloin_sched::JoinFuture<()>,
+        packet: Arc<dyn ResultSlot<T> + 'scope>,
+        _borrow: PhantomData<&'scope ()>,
+    },
 }
 
 impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
@@ -657,15 +798,26 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
         cx: &mut core::task::Context<'_>,
     ) -> core::task::Poll<ThreadResult<T>> {
         let this = self.get_mut();
-        match core::pin::Pin::new(&mut this.inner).poll(cx) {
-            core::task::Poll::Pending => core::task::Poll::Pending,
-            core::task::Poll::Ready(Err(e)) => {
-                // The awaiter sees this error: it no longer makes the scope panic.
-                this.state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
-                core::task::Poll::Ready(Err(e))
-            }
-            core::task::Poll::Ready(Ok(())) => {
-                core::task::Poll::Ready(take_result(&*this.packet, this.state))
+        let state = this.state;
+        match &mut this.inner {
+            FutureParts::Cell(inner) => match core::pin::Pin::new(inner).poll(cx) {
+                core::task::Poll::Pending => core::task::Poll::Pending,
+                core::task::Poll::Ready(joined) => {
+                    core::task::Poll::Ready(cell_result(joined, state))
+                }
+            },
+            FutureParts::Shared { inner, packet, .. } => {
+                match core::pin::Pin::new(inner).poll(cx) {
+                    core::task::Poll::Pending => core::task::Poll::Pending,
+                    core::task::Poll::Ready(Err(e)) => {
+                        // The awaiter sees this error: it no longer makes the scope panic.
+                        state.unjoined_unstarted.fetch_sub(1, Ordering::Relaxed);
+                        core::task::Poll::Ready(Err(e))
+                    }
+                    core::task::Poll::Ready(Ok(())) => {
+                        core::task::Poll::Ready(take_result(&**packet, state))
+                    }
+                }
             }
         }
     }
@@ -673,7 +825,11 @@ impl<T> core::future::Future for ScopedJoinFuture<'_, T> {
 
 impl<T> core::fmt::Debug for ScopedJoinFuture<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ScopedJoinFuture").field("finished", &self.inner.is_finished()).finish()
+        let finished = match &self.inner {
+            FutureParts::Cell(inner) => inner.is_finished(),
+            FutureParts::Shared { inner, .. } => inner.is_finished(),
+        };
+        f.debug_struct("ScopedJoinFuture").field("finished", &finished).finish()
     }
 }
 
@@ -759,9 +915,15 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             SchedRef::Runtime(s) => Some(*s),
             SchedRef::Current => None,
         };
+        if !core::mem::needs_drop::<T>() {
+            // SAFETY: `scope` holds a WaitAll for `self.state` until after 'scope ends; `T`
+            // has no drop glue (checked above).
+            let parts = unsafe { spawn_scoped_cell(sched, opts, &self.state, f) }?;
+            return Ok(ScopedJoinHandle { parts: Parts::Cell(parts) });
+        }
         // SAFETY: `scope` holds a WaitAll for `self.state` until after 'scope ends.
         let parts = unsafe { spawn_scoped(sched, opts, &self.state, f) }?;
-        Ok(ScopedJoinHandle { parts })
+        Ok(ScopedJoinHandle { parts: Parts::Shared(parts) })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use purloin_sched::{JoinHandle, SpawnOptions, StackSize};
+use purloin_sched::{JoinHandle, SpawnOptions, StackSize, TrySpawnError};
 
 use crate::Scope;
 
@@ -64,6 +64,71 @@ where
     b.spawn(f).unwrap_or_else(|e| panic!("purloin::spawn_urgent: {e}"))
 }
 
+/// Spawns a green thread running `f` unless the runtime's bound on green threads submitted
+/// from outside and not yet started is reached
+/// ([`runtime::Builder::max_outside_queued`](crate::runtime::Builder::max_outside_queued)):
+/// then it gives `f` back in [`TrySpawnError::Full`], for the caller to shed (answer "busy")
+/// or retry, where [`spawn`] would wait for room. From a green thread it spawns on that
+/// green thread's runtime and is never refused as full (only outside submissions are
+/// bounded); from a plain thread, on the global runtime.
+///
+/// # Errors
+/// [`TrySpawnError::Full`] as above; [`TrySpawnError::Refused`] with the error of
+/// [`Builder::spawn`] otherwise.
+///
+/// # Examples
+///
+/// ```
+/// use purloin::TrySpawnError;
+///
+/// let rt = purloin::runtime::Builder::new().max_outside_queued(1000).build().unwrap();
+/// // A server's accept loop: shed what the runtime cannot start soon enough.
+/// let mut served = Vec::new();
+/// for request in 0..100u32 {
+///     match rt.try_spawn(move || request * 2) {
+///         Ok(h) => served.push(h),
+///         Err(TrySpawnError::Full(_)) => { /* reply "busy" */ }
+///         Err(e) => panic!("{e}"),
+///     }
+/// }
+/// assert!(served.into_iter().all(|h| h.join().unwrap() % 2 == 0));
+/// // Without a bound (the global runtime's default), nothing is refused as full.
+/// assert_eq!(purloin::try_spawn(|| 7).unwrap().join().unwrap(), 7);
+/// ```
+#[track_caller]
+pub fn try_spawn<F, T>(f: F) -> Result<JoinHandle<T>, TrySpawnError<F>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    if purloin_sched::in_green_thread() {
+        purloin_sched::spawn_with(SpawnOptions::default(), crate::local::with_locals(f))
+            .map_err(TrySpawnError::Refused)
+    } else {
+        let rt = crate::rt::global();
+        if let Err(e) = rt.check_not_forked() {
+            return Err(TrySpawnError::Refused(e));
+        }
+        rt.scheduler().try_spawn_wrapped(f, crate::local::with_locals)
+    }
+}
+
+/// Wakes workers for the green threads spawned with [`Builder::nosignal`] since the last
+/// flush (brpc's `bthread_flush`): one parked worker per green thread, up to every parked
+/// one. From a green thread it flushes that green thread's runtime; from a plain thread, the
+/// global runtime, if it has started. Returns how many workers it woke.
+///
+/// # Examples
+///
+/// See [`Builder::nosignal`].
+pub fn flush() -> usize {
+    if purloin_sched::in_green_thread() {
+        purloin_sched::flush()
+    } else {
+        crate::current::global_scheduler().map_or(0, |s| s.flush())
+    }
+}
+
 /// Configures a green thread before spawning it, like [`std::thread::Builder`].
 ///
 /// # Examples
@@ -98,9 +163,10 @@ impl Builder {
         self
     }
 
-    /// Stack size: a class (`Small` 32 KiB, `Normal` 1 MiB, `Large` 8 MiB) or bytes (a
-    /// multiple of the page size; [`StackSize::at_least`] rounds up). An explicit size is
-    /// allocated at spawn, so failures are errors of [`Builder::spawn`].
+    /// Stack size (default 128 KiB, see [`StackSize::default`]): a class (`Small` 32 KiB,
+    /// `Normal` 1 MiB, `Large` 8 MiB) or bytes (a multiple of the page size;
+    /// [`StackSize::at_least`] rounds up). An explicit size is allocated at spawn, so failures
+    /// are errors of [`Builder::spawn`].
     pub fn stack_size(mut self, size: StackSize) -> Builder {
         self.opts.stack_size = Some(size);
         self
@@ -129,6 +195,28 @@ impl Builder {
     /// ```
     pub fn pinned(mut self, pinned: bool) -> Builder {
         self.opts.pinned = pinned;
+        self
+    }
+
+    /// Queues the green thread without waking an idle worker for it (brpc's
+    /// `BTHREAD_NOSIGNAL`): a producer that spawns a batch wakes the workers once, with
+    /// [`flush`], instead of once per spawn. Until the flush the batch runs only when a worker
+    /// comes by for other reasons (the spawning green thread's own worker once it parks or
+    /// yields, or a worker woken for other work), so always flush after the batch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// purloin::Runtime::run(|| {
+    ///     let batch: Vec<_> = (0..100u64)
+    ///         .map(|i| purloin::Builder::new().nosignal(true).spawn(move || i).unwrap())
+    ///         .collect();
+    ///     purloin::flush(); // wake the idle workers for the whole batch at once
+    ///     assert_eq!(batch.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 4950);
+    /// });
+    /// ```
+    pub fn nosignal(mut self, nosignal: bool) -> Builder {
+        self.opts.nosignal = nosignal;
         self
     }
 

@@ -76,7 +76,7 @@ fn join_reports_a_green_thread_that_could_not_get_its_stack() {
 #[test]
 fn a_scope_whose_green_thread_never_ran_ends_and_says_so() {
     let _w = common::watchdog("scope without a stack", Duration::from_secs(60));
-    purloin_stack::fault::fail_leases(StackSize::Normal, 0, 2, libc::ENOMEM);
+    purloin_stack::fault::fail_leases(StackSize::default(), 0, 2, libc::ENOMEM);
     let joined = purloin::scope(|s| s.spawn(|| 1).join());
     let err = joined.unwrap_err().downcast::<std::io::Error>().expect("the lease's error");
     assert!(err.to_string().contains("os error 12"), "{err}");
@@ -87,7 +87,7 @@ fn a_scope_whose_green_thread_never_ran_ends_and_says_so() {
     }));
     let msg = panic_message(&*unjoined.unwrap_err());
     assert!(msg.contains("never ran"), "{msg}");
-    assert_eq!(purloin_stack::fault::pending_failures(StackSize::Normal), 0);
+    assert_eq!(purloin_stack::fault::pending_failures(StackSize::default()), 0);
     assert_eq!(purloin::scope(|s| s.spawn(|| 5).join().unwrap()), 5);
 }
 
@@ -289,5 +289,9 @@ fn an_overflow_in_a_child_run_inline_names_the_child() {
     let child = stdout.lines().find_map(|l| l.strip_prefix("CHILD ")).expect(&stdout);
     let expected = format!("green thread {child} (run inline on the stack of green thread ");
     assert!(stderr.contains(&expected), "{stderr}");
-    assert!(stderr.contains(") has overflowed its 1 MiB stack"), "{stderr}");
+    // The default size, and the size to ask for.
+    let size = purloin::StackSize::default();
+    assert!(stderr.contains(&format!(") has overflowed its {size} stack")), "{stderr}");
+    assert!(stderr.contains("give it a larger one: StackSize::Normal (1 MiB)"), "{stderr}");
+    assert!(stderr.contains("PURLOIN_STACK_SIZE=1024k"), "{stderr}");
 }

@@ -213,3 +213,64 @@ fn a_scope_runs_its_detached_children_inline_and_they_may_park() {
     assert_ne!(child, owner, "an inline child has an identity of its own");
     assert!(rt.stats().total.inline_joins > before, "the owner ran a child inline");
 }
+
+/// `Scope::spawn` in std's shape (the handle dropped unjoined) costs what a handle-less spawn
+/// does: the scope's owner runs such children inline while it waits, and they still run once
+/// each.
+#[test]
+fn a_scope_runs_children_whose_handles_were_dropped_inline() {
+    let _w = common::watchdog("dropped handles inline", Duration::from_secs(60));
+    const N: usize = 1_000;
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    let before = rt.stats().total;
+    let ran: Vec<AtomicUsize> = (0..N).map(|_| AtomicUsize::new(0)).collect();
+    rt.block_on(|| {
+        purloin::scope(|s| {
+            for r in &ran {
+                s.spawn(move || r.fetch_add(1, Ordering::Relaxed));
+            }
+        });
+    });
+    assert!(ran.iter().all(|r| r.load(Ordering::Relaxed) == 1));
+    let after = rt.stats().total;
+    let inline = after.inline_joins - before.inline_joins;
+    assert_eq!(inline, N as u64, "children run inline by their scope's owner");
+}
+
+/// A scoped handle of the cheap kind (a result with nothing to drop) keeps std's semantics:
+/// `thread()` names the child (also when asked before it started, and the owner's inline run
+/// of it after the handle was dropped keeps that identity), `is_finished`, a join for the
+/// value, awaiting it, and an unjoined panic that makes the scope panic.
+#[test]
+fn scoped_handles_whose_results_need_no_drop_keep_their_semantics() {
+    let _w = common::watchdog("cheap scoped handles", Duration::from_secs(60));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    rt.block_on(|| {
+        let mut seen = None;
+        let named = purloin::scope(|s| {
+            let h = s.spawn(|| purloin::current().expect("a green thread").id());
+            let id = h.thread().id();
+            assert!(!h.is_finished(), "one worker, and it runs us: not started yet");
+            let seen = &mut seen;
+            // Identity bound before the handle is dropped, then run inline by the owner.
+            let dropped = s.spawn(move || *seen = Some(purloin::current().unwrap().id()));
+            let dropped_id = dropped.thread().id();
+            drop(dropped);
+            assert_eq!(h.join().unwrap(), id);
+            dropped_id
+        });
+        assert_eq!(seen, Some(named));
+        let v = purloin::scope(|s| purloin::future::block_on(s.spawn(|| 41u8 + 1)).unwrap());
+        assert_eq!(v, 42);
+    });
+    let unjoined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(|| {
+            purloin::scope(|s| {
+                s.spawn(|| -> u32 { panic!("boom") });
+            })
+        })
+    }));
+    assert!(unjoined.is_err(), "an unjoined panic makes the scope panic");
+    let joined = rt.block_on(|| purloin::scope(|s| s.spawn(|| -> u32 { panic!("boom") }).join()));
+    assert!(joined.is_err(), "a joined panic is the joiner's");
+}

@@ -45,7 +45,7 @@ impl Default for Builder {
 const DEFAULT_SPARE_WORKERS: usize = 32;
 
 impl Builder {
-    /// A builder with the defaults: one worker per available CPU, 1 MiB stacks, the monitor
+    /// A builder with the defaults: one worker per available CPU, 128 KiB stacks, the monitor
     /// on (blocking handoff after 20 µs, long-runner report after 10 ms).
     ///
     /// # Examples
@@ -72,6 +72,7 @@ impl Builder {
                 max_spare_workers: if cfg!(loom) { 0 } else { DEFAULT_SPARE_WORKERS },
                 park_histogram: false,
                 locals_destructor: None,
+                max_outside_queued: usize::MAX,
             },
         }
     }
@@ -336,6 +337,57 @@ impl Builder {
         self
     }
 
+    /// Bounds how many green threads submitted from outside the scheduler's workers (from
+    /// `main`, a plain OS thread, a green thread of another scheduler) may wait to start at
+    /// once (default: no bound), so a producer that submits faster than the workers serve
+    /// sheds load instead of growing the global queue without limit (brpc's full remote
+    /// queue).
+    ///
+    /// A green thread holds its place from its spawn until it starts running (or is dropped
+    /// unrun at shutdown). When all `n` are taken, [`Scheduler::try_spawn`] returns
+    /// [`TrySpawnError::Full`](crate::TrySpawnError::Full) with the closure, and
+    /// [`Scheduler::spawn`] / [`Scheduler::spawn_with`] block the calling OS thread until a
+    /// place frees up. Spawns from the scheduler's own green threads are not counted: they
+    /// queue on their worker, which runs them itself, and blocking them could stop the
+    /// very green threads that free places.
+    ///
+    /// No bound by default because a bound changes what `spawn` does: a program that spawns
+    /// a burst from `main` and releases it only afterwards would block in `spawn`. Choose one
+    /// when outside submissions come from a source that does not wait for them (accepted
+    /// connections, requests from another system), at a few times what the workers start
+    /// per latency budget; `n` must be at least 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use purloin_sched::{Builder, TrySpawnError};
+    ///
+    /// let sched =
+    ///     Builder::new().workers(1).max_spare_workers(0).max_outside_queued(2).build().unwrap();
+    /// // Keep the one worker busy, so nothing submitted from here starts.
+    /// let (started, release) = (mpsc::channel(), mpsc::channel::<()>());
+    /// let busy = sched.spawn(move || {
+    ///     started.0.send(()).unwrap();
+    ///     release.1.recv().unwrap();
+    /// });
+    /// started.1.recv().unwrap();
+    /// let queued = [sched.try_spawn(|| 1).unwrap(), sched.try_spawn(|| 2).unwrap()];
+    /// match sched.try_spawn(|| 3) {
+    ///     Err(TrySpawnError::Full(f)) => drop(f), // shed it
+    ///     other => panic!("a third may not wait: {other:?}"),
+    /// }
+    /// release.0.send(()).unwrap();
+    /// busy.join().unwrap();
+    /// assert_eq!(queued.map(|h| h.join().unwrap()), [1, 2]);
+    ///
+    /// assert!(Builder::new().max_outside_queued(0).build().is_err());
+    /// ```
+    pub fn max_outside_queued(mut self, n: usize) -> Builder {
+        self.config.max_outside_queued = n;
+        self
+    }
+
     /// The configuration, for the crate's loom models (which build `Shared` without threads).
     #[cfg(all(test, loom))]
     pub(crate) fn config_for_tests(self) -> Config {
@@ -431,6 +483,13 @@ impl Builder {
                 ),
             ));
         }
+        if c.max_outside_queued == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "purloin-sched: max_outside_queued(0) would refuse every spawn from outside the \
+                 workers; use at least 1, or leave it unset for no bound",
+            ));
+        }
         let mut config = self.config;
         config.max_workers = max;
         Ok(config)
@@ -460,4 +519,11 @@ pub struct SpawnOptions {
     pub pinned: bool,
     /// Switch to the new green thread at once; the spawner is re-queued (brpc's start_urgent).
     pub urgent: bool,
+    /// Queue the green thread without waking an idle worker for it (brpc's
+    /// `BTHREAD_NOSIGNAL`): a producer that spawns a batch pays for the wake-ups once, in
+    /// [`Scheduler::flush`] (or [`flush`](crate::flush) from a green thread), which wakes
+    /// one parked worker per green thread queued this way. Until then the batch runs only
+    /// when a worker comes by for other reasons: the spawning green thread's own worker once
+    /// it parks or yields, or a worker woken for other work. Flush after the batch.
+    pub nosignal: bool,
 }

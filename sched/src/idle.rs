@@ -140,6 +140,42 @@ impl Idle {
         Some(p)
     }
 
+    /// The submit side for a batch of `k` entries queued without a wake-up (a flush of
+    /// no-signal spawns, brpc's `bthread_flush`): after F1, takes up to `k` parked workers off
+    /// the sleepers list, each counted unparked and searching (as [`Idle::worker_to_wake`]
+    /// counts the one it picks), and calls `wake` with each P index. Unlike a single
+    /// submission it wakes even while others search: the batch has work for several workers
+    /// at once (Go's `injectglist` starts one worker per queued G up to the idle P's). Returns
+    /// how many it took.
+    pub(crate) fn wake_for_batch(&self, k: usize, mut wake: impl FnMut(usize)) -> usize {
+        // F1: orders the caller's pushes before the loads below (pairs with F2).
+        fence(Ordering::SeqCst);
+        if k == 0 || unparked(self.state.load(Ordering::Relaxed)) >= self.workers() {
+            return 0;
+        }
+        // All taken under one lock, woken after it: a woken worker that finds work wakes the
+        // next sleeper itself (`M::found_work`), which must not take one of ours first.
+        let taken: Vec<usize> = {
+            let mut sleepers = lock(&self.sleepers);
+            let n = k.min(sleepers.list.len());
+            let at = sleepers.list.len() - n;
+            let taken: Vec<usize> = sleepers.list.drain(at..).collect();
+            for &p in &taken {
+                sleepers.granted_search[p] = true;
+            }
+            self.state.fetch_add(n as u32 * (SEARCH_ONE | UNPARK_ONE), Ordering::SeqCst);
+            taken
+        };
+        for &p in &taken {
+            wake(p);
+        }
+        taken.len()
+    }
+
+    fn workers(&self) -> u32 {
+        self.workers.load(Ordering::Relaxed)
+    }
+
     fn should_wake(&self, state: u32) -> bool {
         searching(state) == 0 && unparked(state) < self.workers.load(Ordering::Relaxed)
     }

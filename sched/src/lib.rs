@@ -114,8 +114,8 @@ pub use outside::{
 pub use poll::Poller;
 pub use purloin_stack::StackSize;
 pub use scheduler::{
-    ParkedThread, Scheduler, ShutdownReport, current_parked, current_stats,
-    spawn_detached_unchecked, spawn_with, with_user_data,
+    ParkedThread, Scheduler, ShutdownReport, TrySpawnError, current_parked, current_stats, flush,
+    spawn_detached_unchecked, spawn_grouped_unchecked, spawn_with, with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
 pub use stats::{GlobalStats, ParkHistogram, ProcStats, Stats};

@@ -414,3 +414,75 @@ pub(crate) fn note_scheduler_idle(sched: *const crate::shared::Shared) {
         note_outside_event();
     }
 }
+
+// Back-pressure on outside submissions (`Builder::max_outside_queued`, brpc's full remote
+// queue). A green thread submitted from a thread that is not one of the scheduler's workers
+// holds one unit of `Shared::outside_queued` from its spawn until it starts (or is dropped
+// unrun): an [`OutsidePermit`] moved into its closure, dropped first thing when it runs. A
+// submitter takes the unit with a compare-exchange below the bound, so the count never
+// exceeds it; when it is full, `try_spawn` gives the closure back, and `spawn` waits on
+// `outside_room` for a release.
+//
+// No lost wake-up for a waiting submitter: it takes the lot's snapshot before it reads the
+// count, and every release signals the lot after its decrement (a Release read-modify-write
+// of the lot's word; the snapshot is an Acquire load). If the snapshot saw that signal, the
+// count it reads next shows the decrement; if not, the signal came after the snapshot and the
+// wait returns at once.
+
+impl crate::shared::Shared {
+    /// Takes a unit of the outside bound, waiting for room if `wait`, else failing when the
+    /// bound is reached. Only called under a bound.
+    pub(crate) fn reserve_outside(&self, wait: bool) -> bool {
+        use crate::sync::Ordering;
+        let bound = self.config.max_outside_queued;
+        loop {
+            let snapshot = wait.then(|| self.outside_room.state());
+            let mut n = self.outside_queued.load(Ordering::Relaxed);
+            while n < bound {
+                // Relaxed: the count orders nothing but itself.
+                match self.outside_queued.compare_exchange_weak(
+                    n,
+                    n + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(now) => n = now,
+                }
+            }
+            match snapshot {
+                Some(s) if self.is_running() => self.outside_room.wait(s),
+                _ => return false,
+            }
+        }
+    }
+
+    /// Gives back a unit of the outside bound and wakes a submitter waiting for room.
+    pub(crate) fn release_outside(&self) {
+        use crate::sync::Ordering;
+        self.outside_queued.fetch_sub(1, Ordering::Relaxed);
+        self.outside_room.signal(1);
+    }
+}
+
+/// A green thread's unit of the outside bound, from its submission until it starts; moved
+/// into its closure, which drops it first (or drops it unrun, with the closure).
+pub(crate) struct OutsidePermit(crate::sync::Arc<crate::shared::Shared>);
+
+impl OutsidePermit {
+    /// Takes a unit for a submission to `shared` from outside its workers (see
+    /// [`Shared::reserve_outside`](crate::shared::Shared::reserve_outside)); `None` when the
+    /// bound is reached and `wait` is false, or the scheduler stopped while it waited.
+    pub(crate) fn take(
+        shared: &crate::sync::Arc<crate::shared::Shared>,
+        wait: bool,
+    ) -> Option<OutsidePermit> {
+        shared.reserve_outside(wait).then(|| OutsidePermit(shared.clone()))
+    }
+}
+
+impl Drop for OutsidePermit {
+    fn drop(&mut self) {
+        self.0.release_outside();
+    }
+}

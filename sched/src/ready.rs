@@ -13,8 +13,10 @@
 //!                                      (no read-modify-write; `HeldP::push_spawn`)
 //!    wake-up by a running G or task  → runnext (they run as a unit; Slot::Runnext)
 //!    a fork's job (`join`)           → the local queue, a wake-up hint (`HeldP::push_fork`)
+//!    no-signal spawn                 → the local queue, no wake-up until a flush
 //!    anything else                   → the local queue (Slot::Local)
-//!  from anywhere else                → the global queue (`Shared::push_global`)
+//!  from anywhere else                → the global queue (`Shared::push_global`; a no-signal
+//!                                      spawn: `push_global_quiet`, no wake-up until a flush)
 //! ```
 //!
 //! # The notify rule
@@ -207,6 +209,15 @@ impl HeldP<'_> {
         }
     }
 
+    /// Queues a no-signal spawn on top of the local queue without the notify rule: its wake-up
+    /// is left to a flush (`Shared::flush`). The P is marked as holding work that nobody may
+    /// be coming for (`P::fork_unannounced`, as a fork's hint that woke nobody), so the next
+    /// push that notifies does so with the fence even though work was visible.
+    pub(crate) fn push_nosignal(self, entry: Entry) {
+        self.push_local(entry);
+        self.p().fork_unannounced.store(true, Ordering::Relaxed);
+    }
+
     /// Pushes on the local queue (overflowing its older half to the global queue).
     #[inline]
     fn push_local(self, entry: Entry) {
@@ -360,8 +371,11 @@ pub(crate) fn spawn_lazy_from(
     task: OwnedTask,
     at: SpawnSite,
 ) -> Result<(), OwnedTask> {
-    let default_opts =
-        !opts.pinned && !opts.urgent && opts.stack_size.is_none() && opts.name.is_none();
+    let default_opts = !opts.pinned
+        && !opts.urgent
+        && !opts.nosignal
+        && opts.stack_size.is_none()
+        && opts.name.is_none();
     // A hook that wants every spawn's id (`hook::set_eager_spawn`): the flag is read only
     // when a hook is installed.
     if hook::installed() && hook::eager_spawn() {
@@ -454,6 +468,12 @@ pub(crate) fn spawn_g(
         return Ok(handle);
     }
     match held {
+        Some(h) if opts.nosignal => {
+            bump(&h.p().stats.spawned);
+            h.push_nosignal(g.into());
+            shared.unsignalled.fetch_add(1, Ordering::Release);
+        }
+        None if opts.nosignal => shared.push_global_quiet(g),
         Some(h) => {
             bump(&h.p().stats.spawned);
             if h.m().current.get().is_some() {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::builder::{Builder, SpawnOptions};
 use crate::g::{self, SpawnSite};
 use crate::join::JoinHandle;
+use crate::outside::OutsidePermit;
 use crate::registry::for_each_parked;
 use crate::shared::{Config, PHASE_DRAINING, PHASE_STOPPED, Shared};
 use crate::shutdown::{drain_queues, stop_workers, unwind_remaining, wait_all_done};
@@ -322,7 +323,114 @@ impl Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        spawn_on(&self.shared, opts, f, Location::caller())
+        let at = Location::caller();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                return Err(shutting_down());
+            };
+            return spawn_on(
+                &self.shared,
+                opts,
+                move || {
+                    drop(permit);
+                    f()
+                },
+                at,
+            );
+        }
+        spawn_on(&self.shared, opts, f, at)
+    }
+
+    /// Spawns a green thread running `f` with default options unless that would exceed the
+    /// bound on green threads submitted from outside and not yet started
+    /// ([`Builder::max_outside_queued`]): then it returns [`TrySpawnError::Full`] with `f`,
+    /// for the caller to shed or retry, where [`Scheduler::spawn`] would wait. From one of
+    /// the scheduler's own green threads, or without a bound, it never reports `Full`.
+    ///
+    /// # Errors
+    /// [`TrySpawnError::Full`] as above; [`TrySpawnError::Refused`] for the errors of
+    /// [`Scheduler::spawn_with`] (the scheduler is shutting down).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Builder, TrySpawnError};
+    ///
+    /// let sched = Builder::new().workers(2).max_outside_queued(64).build().unwrap();
+    /// let mut handles = Vec::new();
+    /// let mut shed = 0;
+    /// for i in 0..100u64 {
+    ///     match sched.try_spawn(move || i) {
+    ///         Ok(h) => handles.push(h),
+    ///         Err(TrySpawnError::Full(_)) => shed += 1, // e.g. answer "busy" to this client
+    ///         Err(e) => panic!("{e}"),
+    ///     }
+    /// }
+    /// assert_eq!(handles.len() + shed, 100);
+    /// handles.into_iter().for_each(|h| drop(h.join().unwrap()));
+    /// ```
+    #[track_caller]
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, TrySpawnError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.try_spawn_wrapped(f, |f| f)
+    }
+
+    /// [`Scheduler::try_spawn`] of `wrap(f)`, where `wrap` is applied only once the spawn is
+    /// admitted, so that [`TrySpawnError::Full`] gives back the caller's own closure (for a
+    /// layer above that wraps every green thread's body).
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn try_spawn_wrapped<F, G, T>(
+        &self,
+        f: F,
+        wrap: impl FnOnce(F) -> G,
+    ) -> Result<JoinHandle<T>, TrySpawnError<F>>
+    where
+        G: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let at = Location::caller();
+        let opts = SpawnOptions::default();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            if !self.shared.is_running() {
+                return Err(TrySpawnError::Refused(shutting_down()));
+            }
+            let Some(permit) = OutsidePermit::take(&self.shared, false) else {
+                return Err(TrySpawnError::Full(f));
+            };
+            let g = wrap(f);
+            let g = move || {
+                drop(permit);
+                g()
+            };
+            return spawn_on(&self.shared, opts, g, at).map_err(TrySpawnError::Refused);
+        }
+        spawn_on(&self.shared, opts, wrap(f), at).map_err(TrySpawnError::Refused)
+    }
+
+    /// Wakes parked workers for the green threads spawned with
+    /// [`SpawnOptions::nosignal`] since the last flush (brpc's `bthread_flush`): one per
+    /// green thread, up to every parked worker. Returns how many workers it woke.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use purloin_sched::{Scheduler, SpawnOptions};
+    ///
+    /// let sched = Scheduler::new().unwrap();
+    /// let quiet = SpawnOptions { nosignal: true, ..SpawnOptions::default() };
+    /// // A batch queued without a wake-up each ...
+    /// let batch: Vec<_> =
+    ///     (0..8u64).map(|i| sched.spawn_with(quiet.clone(), move || i).unwrap()).collect();
+    /// // ... and the workers woken for it once.
+    /// sched.flush();
+    /// assert_eq!(batch.into_iter().map(|h| h.join().unwrap()).sum::<u64>(), 28);
+    /// ```
+    pub fn flush(&self) -> usize {
+        self.shared.flush()
     }
 
     /// Spawns a green thread running `f` with default options.
@@ -401,8 +509,57 @@ impl Scheduler {
     where
         F: FnOnce() + Send,
     {
+        let here = current_worker();
+        if self.shared.config.max_outside_queued != usize::MAX
+            && !here.is_some_and(|m| Arc::ptr_eq(&m.shared, &self.shared))
+        {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                drop(f);
+                return Err(shutting_down());
+            };
+            let task = DetachedCell::allocate(group, move || {
+                drop(permit);
+                f()
+            });
+            return spawn_detached_on(here, &self.shared, opts, task, Location::caller());
+        }
         let task = DetachedCell::allocate(group, f);
-        spawn_detached_on(current_worker(), &self.shared, opts, task, Location::caller())
+        spawn_detached_on(here, &self.shared, opts, task, Location::caller())
+    }
+
+    /// [`spawn_grouped_unchecked`](crate::spawn_grouped_unchecked) on this scheduler (from
+    /// any thread).
+    ///
+    /// # Errors
+    /// The reasons of [`Scheduler::spawn_with`]; `f` has then been dropped, unrun.
+    ///
+    /// # Safety
+    /// As for [`spawn_grouped_unchecked`](crate::spawn_grouped_unchecked).
+    #[track_caller]
+    pub unsafe fn spawn_grouped_unchecked<F, T>(
+        &self,
+        opts: SpawnOptions,
+        group: usize,
+        f: F,
+    ) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send,
+        T: Send,
+    {
+        let at = Location::caller();
+        if self.shared.config.max_outside_queued != usize::MAX && !on_own_worker(&self.shared) {
+            let Some(permit) = OutsidePermit::take(&self.shared, true) else {
+                drop(f);
+                return Err(shutting_down());
+            };
+            let (task, packet) = TaskCell::allocate_in(Some(group), move || {
+                drop(permit);
+                f()
+            });
+            return spawn_cell(current_worker(), &self.shared, opts, task, packet, at);
+        }
+        let (task, packet) = TaskCell::allocate_in(Some(group), f);
+        spawn_cell(current_worker(), &self.shared, opts, task, packet, at)
     }
 
     /// A snapshot of the counters (cheap: relaxed loads, no locks except small ones).
@@ -752,6 +909,95 @@ impl Drop for Scheduler {
     }
 }
 
+/// Whether the calling thread is one of `shared`'s workers (a submission from it is not an
+/// outside one).
+fn on_own_worker(shared: &Arc<Shared>) -> bool {
+    current_worker().is_some_and(|m| Arc::ptr_eq(&m.shared, shared))
+}
+
+/// The error of a spawn from outside a scheduler that is shutting down.
+fn shutting_down() -> io::Error {
+    io::Error::other(
+        "cannot spawn: the runtime is shutting down (spawn before dropping the runtime, or from \
+         one of its green threads)",
+    )
+}
+
+/// Why [`Scheduler::try_spawn`] did not spawn.
+pub enum TrySpawnError<F> {
+    /// The bound on green threads submitted from outside and not yet started
+    /// ([`Builder::max_outside_queued`]) is reached; here is the closure back, unrun. Shed
+    /// the work (answer "busy"), or try again once some have started.
+    Full(F),
+    /// The scheduler refused the spawn (it is shutting down); the closure was dropped.
+    Refused(io::Error),
+}
+
+impl<F> TrySpawnError<F> {
+    /// Whether the bound was reached ([`TrySpawnError::Full`]).
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySpawnError::Full(_))
+    }
+}
+
+impl<F> core::fmt::Debug for TrySpawnError<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TrySpawnError::Full(_) => f.write_str("Full(..)"),
+            TrySpawnError::Refused(e) => f.debug_tuple("Refused").field(e).finish(),
+        }
+    }
+}
+
+impl<F> core::fmt::Display for TrySpawnError<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TrySpawnError::Full(_) => f.write_str(
+                "purloin-sched: too many green threads submitted from outside the runtime are \
+                 waiting to start (the bound set with Builder::max_outside_queued); shed this \
+                 work, try again once some have started, or raise the bound",
+            ),
+            TrySpawnError::Refused(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<F> std::error::Error for TrySpawnError<F> {}
+
+impl<F> From<TrySpawnError<F>> for io::Error {
+    /// `Full` becomes [`io::ErrorKind::WouldBlock`] with the same message.
+    fn from(e: TrySpawnError<F>) -> io::Error {
+        match e {
+            TrySpawnError::Full(_) => io::Error::new(io::ErrorKind::WouldBlock, e.to_string()),
+            TrySpawnError::Refused(e) => e,
+        }
+    }
+}
+
+/// Wakes parked workers for the green threads spawned with [`SpawnOptions::nosignal`] on the
+/// scheduler running the current green thread (see [`Scheduler::flush`]). Returns how many
+/// workers it woke; 0 outside a green thread.
+///
+/// # Examples
+///
+/// ```
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let total = sched.spawn(|| {
+///     let quiet = SpawnOptions { nosignal: true, ..SpawnOptions::default() };
+///     let kids: Vec<_> = (0..4u64)
+///         .map(|i| purloin_sched::spawn_with(quiet.clone(), move || i).unwrap())
+///         .collect();
+///     purloin_sched::flush();
+///     kids.into_iter().map(|k| k.join().unwrap()).sum::<u64>()
+/// });
+/// assert_eq!(total.join().unwrap(), 6);
+/// ```
+pub fn flush() -> usize {
+    current_worker().map_or(0, |m| m.shared.flush())
+}
+
 /// Spawns on `shared` (the body of every spawn function); `at` is the spawn's place in the
 /// source, shown by dumps.
 pub(crate) fn spawn_on<F, T>(
@@ -783,6 +1029,105 @@ where
         }
     };
     Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
+}
+
+/// [`spawn_on`] for a closure already in its cell, from `here`, the calling thread's worker
+/// as its caller looked it up (`None`: not a worker); inlined into the scoped spawn, whose
+/// default options fold.
+#[inline(always)]
+fn spawn_cell<T>(
+    here: Option<&crate::worker::M>,
+    shared: &Arc<Shared>,
+    opts: SpawnOptions,
+    task: crate::task::OwnedTask,
+    packet: crate::task::PacketRef<T>,
+    at: SpawnSite,
+) -> io::Result<JoinHandle<T>> {
+    let inline_stack = if opts.pinned || opts.stack_size.is_some() {
+        None
+    } else {
+        Some(shared.config.stack_size.bytes())
+    };
+    // Before `spawn_g`: an urgent spawn switches, after which `shared` (possibly borrowed from
+    // the spawning worker) is not to be used.
+    let sched = Arc::as_ptr(shared);
+    let (thread, lazy) = match crate::ready::spawn_lazy_from(here, shared, &opts, task, at) {
+        Ok(()) => (std::sync::OnceLock::new(), true),
+        // On an error `task` is dropped unrun (its packet completes with `Cancelled`) and so
+        // is `packet`, which then frees the cell.
+        Err(task) => {
+            let t = crate::ready::spawn_g(shared, crate::stackless::Body::Green(task), &opts, at)?;
+            (std::sync::OnceLock::from(t), false)
+        }
+    };
+    Ok(JoinHandle { task: packet, thread, lazy, sched, inline_stack, registered: None })
+}
+
+/// Spawns a green thread running `f`, which may borrow (no `'static` bound), as a member of
+/// `group` (as [`spawn_detached_unchecked`] does), and returns its handle: the handle joins
+/// it for its result as any [`JoinHandle`] does; once the handle is dropped unjoined, the
+/// green thread is a detached member of its group, which a waiter for the group may run
+/// inline ([`run_detached_inline_while`](crate::run_detached_inline_while)). This is a
+/// scope's spawn with a handle (`std::thread::Scope::spawn`'s shape).
+///
+/// # Errors
+/// Not on a green thread, or the reasons of [`Scheduler::spawn_with`]; `f` has then been
+/// dropped, unrun.
+///
+/// # Safety
+/// - `f` and everything it borrows must stay valid until `f` has been run or dropped, which
+///   happens exactly once; the caller learns of it only through `f` (its body and its
+///   `Drop`) or through the handle, as for [`spawn_detached_unchecked`].
+/// - `f`'s result is dropped by whoever frees the green thread's cell: the handle's join
+///   (which returns it), or, once the handle was dropped unjoined, the scheduler, at some
+///   point after `f` returned. A result that must not be dropped that late (one whose `Drop`
+///   uses what `f` borrowed) must be taken by a join.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use purloin_sched::{Scheduler, SpawnOptions};
+///
+/// let sched = Scheduler::new().unwrap();
+/// let total = sched.spawn(|| {
+///     let done = AtomicUsize::new(0);
+///     let group = &done as *const AtomicUsize as usize;
+///     let d = &done;
+///     // SAFETY: `done` outlives the green thread: it is joined before this closure returns,
+///     // and its result (a u32) has nothing to drop.
+///     let h = unsafe {
+///         purloin_sched::spawn_grouped_unchecked(SpawnOptions::default(), group, move || {
+///             d.fetch_add(1, Ordering::SeqCst);
+///             7u32
+///         })
+///     }
+///     .unwrap();
+///     h.join().unwrap()
+/// });
+/// assert_eq!(total.join().unwrap(), 7);
+/// ```
+#[inline]
+#[track_caller]
+pub unsafe fn spawn_grouped_unchecked<F, T>(
+    opts: SpawnOptions,
+    group: usize,
+    f: F,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    let Some(m) = current_worker() else {
+        drop(f);
+        return Err(io::Error::other(
+            "purloin-sched: spawn() outside a green thread has no scheduler to use; call \
+             Scheduler::spawn_grouped_unchecked on a Scheduler (or use the purloin facade, \
+             which starts one)",
+        ));
+    };
+    let (task, packet) = TaskCell::allocate_in(Some(group), f);
+    spawn_cell(Some(m), &m.shared, opts, task, packet, Location::caller())
 }
 
 /// Spawns a detached task on `shared`: lazily if it may be, else with a G. `here` is the

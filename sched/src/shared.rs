@@ -51,6 +51,9 @@ pub(crate) struct Config {
     /// Frees a green thread's local-storage pointer when a fork-join job that ran as its own
     /// green thread ends ([`Builder::locals_destructor`](crate::Builder::locals_destructor)).
     pub(crate) locals_destructor: Option<unsafe fn(*mut ())>,
+    /// The most green threads submitted from outside the workers that may wait to start
+    /// (`Builder::max_outside_queued`); `usize::MAX`: no bound.
+    pub(crate) max_outside_queued: usize,
 }
 
 /// Everything the workers of one scheduler share.
@@ -88,6 +91,13 @@ pub(crate) struct Shared {
     pub(crate) user_data: std::sync::OnceLock<std::sync::Arc<dyn core::any::Any + Send + Sync>>,
     /// The monitor's wake-up handle (set once, when the monitor starts).
     pub(crate) monitor: std::sync::OnceLock<crate::blocking::MonitorHandle>,
+    /// Green threads submitted from outside that have not started yet, counted only under a
+    /// bound (`Config::max_outside_queued`, the `outside` module's back-pressure).
+    pub(crate) outside_queued: AtomicUsize,
+    /// Where outside submitters wait for room under the bound.
+    pub(crate) outside_room: purloin_parking::ParkingLot,
+    /// Entries queued by no-signal spawns since the last flush (`Scheduler::flush`).
+    pub(crate) unsignalled: AtomicUsize,
 }
 
 impl Shared {
@@ -120,6 +130,9 @@ impl Shared {
             poller: crate::poll::PollerSlot::default(),
             monitor: std::sync::OnceLock::new(),
             user_data: std::sync::OnceLock::new(),
+            outside_queued: AtomicUsize::new(0),
+            outside_room: purloin_parking::ParkingLot::new(),
+            unsignalled: AtomicUsize::new(0),
         }
     }
 
@@ -212,6 +225,26 @@ impl Shared {
             None => self.injector.push(g.into()),
         }
         self.notify_work();
+    }
+
+    /// [`Shared::push_global`] without the wake-up, for a no-signal spawn: counted in
+    /// `unsignalled` for the flush that wakes workers for it.
+    pub(crate) fn push_global_quiet(&self, g: GRef) {
+        match crate::worker::current_worker() {
+            Some(m) => crate::switch::on_worker_stack(m, || self.injector.push(g.into())),
+            None => self.injector.push(g.into()),
+        }
+        // Release: a flush on another thread that counts this entry sees it queued (its
+        // swap is AcqRel), and so do the workers it wakes.
+        self.unsignalled.fetch_add(1, Ordering::Release);
+    }
+
+    /// Wakes parked workers for the entries no-signal spawns queued since the last flush:
+    /// one per entry, up to every parked worker. Returns how many were woken.
+    pub(crate) fn flush(&self) -> usize {
+        // AcqRel: pairs with the no-signal spawns' Release increments.
+        let k = self.unsignalled.swap(0, Ordering::AcqRel);
+        self.idle.wake_for_batch(k, |p| self.wake_sleeper(p))
     }
 
     /// Queues a pinned G on its P and wakes that P's worker.

@@ -56,6 +56,10 @@ const DETACHED: u32 = 0b100;
 /// The cell is a [`DetachedCell`] (set at allocation, never changed; a [`TaskCell`] never has
 /// it).
 const DETACHED_CELL: u32 = 0b1000;
+/// The cell is a [`TaskCell`] in a group (set at allocation, never changed): once its handle
+/// is dropped (`DETACHED`), a waiter for the group may run it inline as a member
+/// ([`detached_key`]).
+const GROUPED: u32 = 0b1_0000;
 
 /// What a G record holds to run: a spawned task it co-owns with a join handle, or a job
 /// borrowed from its joiner's stack (fork-join; the joiner does not return before the job is
@@ -163,6 +167,9 @@ pub(crate) struct CellHead {
 #[repr(C)]
 pub(crate) struct Packet<T> {
     head: CellHead,
+    /// The group of a `GROUPED` cell (0 otherwise): at the offset of [`DetachedCell::key`],
+    /// right after the head.
+    key: usize,
     waiter: UnsafeCell<Option<Waiter>>,
     result: UnsafeCell<Option<ThreadResult<T>>>,
 }
@@ -196,16 +203,22 @@ where
 
     /// Allocates a cell for `f`; returns its two owners.
     pub(crate) fn allocate(f: F) -> (OwnedTask, PacketRef<T>) {
+        Self::allocate_in(None, f)
+    }
+
+    /// [`TaskCell::allocate`] in group `key`, if any (see `GROUPED`).
+    pub(crate) fn allocate_in(key: Option<usize>, f: F) -> (OwnedTask, PacketRef<T>) {
         let cell = crate::cells::alloc(core::alloc::Layout::new::<Self>()).cast::<Self>();
         // SAFETY: fresh memory with the layout of `Self`.
         unsafe {
             cell.as_ptr().write(TaskCell {
                 packet: Packet {
                     head: CellHead {
-                        state: AtomicU32::new(EMPTY),
+                        state: AtomicU32::new(if key.is_some() { GROUPED } else { EMPTY }),
                         vtable: &Self::VTABLE,
                         identity: crate::lazy::Identity::new(),
                     },
+                    key: key.unwrap_or(0),
                     waiter: UnsafeCell::new(None),
                     result: UnsafeCell::new(None),
                 },
@@ -269,19 +282,26 @@ pub(crate) struct DetachedCell<F> {
     f: UnsafeCell<Option<F>>,
 }
 
-/// The group key of the task cell `cell` if it is a [`DetachedCell`].
+/// The group key of the task cell `cell` if it is a [`DetachedCell`], or a `GROUPED`
+/// [`TaskCell`] whose handle was dropped: a task nobody joins, which its G side owns alone
+/// (the handle that could bind its identity or wait for it is gone), so a waiter for the
+/// group may run it inline and free it as it frees a detached cell ([`free_detached`]).
 ///
 /// # Safety
 /// The caller owns `cell`'s G side (it dequeued its entry): the cell is live.
 pub(crate) unsafe fn detached_key(cell: NonNull<()>) -> Option<usize> {
     let head = cell.cast::<CellHead>().as_ptr();
-    // SAFETY: live (the caller's obligation); the head is at offset 0 of every cell. Relaxed:
-    // DETACHED_CELL and `key` were written at allocation, before the spawn published the
-    // entry that the caller dequeued (the queue's Release/Acquire pair).
-    if unsafe { (*head).state.load(Ordering::Relaxed) } & DETACHED_CELL == 0 {
+    // SAFETY: live (the caller's obligation); the head is at offset 0 of every cell. Acquire:
+    // a `DETACHED` seen here pairs with the handle's Release (T3), so whatever the handle did
+    // before it let go (a binding of the identity) is seen. DETACHED_CELL, GROUPED and `key`
+    // were written at allocation, before the spawn published the entry that the caller
+    // dequeued (the queue's Release/Acquire pair).
+    let state = unsafe { (*head).state.load(Ordering::Acquire) };
+    if state & DETACHED_CELL == 0 && state & (GROUPED | DETACHED) != GROUPED | DETACHED {
         return None;
     }
-    // SAFETY: a DetachedCell is `repr(C)` with its key right after the head.
+    // SAFETY: a DetachedCell and a TaskCell's packet are `repr(C)` with the key right after
+    // the head.
     Some(unsafe { (*cell.cast::<DetachedCell<()>>().as_ptr()).key })
 }
 
@@ -402,15 +422,17 @@ unsafe fn complete<T>(packet: NonNull<Packet<T>>, result: ThreadResult<T>, by_jo
             unsafe { ((*p).head.vtable.free)(packet.cast()) };
             return;
         }
-        if cur == WAITING && waiter.is_none() {
+        if cur & PHASE == WAITING && waiter.is_none() {
             // SAFETY: WAITING was observed with Acquire (T2): the joiner wrote `waiter` and
             // does not touch it again; the handle cannot free the cell before DONE.
             waiter = unsafe { (*p).waiter.with_mut(|w| (*w).take()) };
         }
+        // The allocation's kind bit stays (`GROUPED`: never changed).
+        let done = (cur & GROUPED) | DONE;
         // SAFETY: live (above). AcqRel: Release publishes the result (T1); Acquire on failure
         // pairs with T2/T3.
         match unsafe {
-            (*p).head.state.compare_exchange(cur, DONE, Ordering::AcqRel, Ordering::Acquire)
+            (*p).head.state.compare_exchange(cur, done, Ordering::AcqRel, Ordering::Acquire)
         } {
             Ok(_) => break,
             Err(actual) => cur = actual,
@@ -516,11 +538,14 @@ impl<T> PacketRef<T> {
         let packet = self.packet();
         // SAFETY: only the (single) joiner writes `waiter`, before publishing WAITING (T2).
         unsafe { packet.waiter.with_mut(|w| *w = Some(waiter)) };
+        // The allocation's kind bit (`GROUPED`, set before the cell was shared, never
+        // changed), kept in both states. Relaxed: written before this handle existed.
+        let kind = packet.head.state.load(Ordering::Relaxed) & GROUPED;
         // Release pairs with the completer's Acquire (T2); Acquire pairs with T1 on failure.
         packet
             .head
             .state
-            .compare_exchange(EMPTY, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(EMPTY | kind, WAITING | kind, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 

@@ -275,13 +275,13 @@ fn write_stderr(mut bytes: &[u8]) {
 
 /// A fixed-size message buffer: formatting without allocation or `core::fmt`.
 struct Msg {
-    buf: [u8; 512],
+    buf: [u8; 1024],
     len: usize,
 }
 
 impl Msg {
     fn new() -> Msg {
-        Msg { buf: [0; 512], len: 0 }
+        Msg { buf: [0; 1024], len: 0 }
     }
 
     fn bytes(&mut self, s: &[u8]) -> &mut Msg {
@@ -371,7 +371,31 @@ fn format_report(hit: &GuardHit, addr: usize) -> Msg {
         .bytes(b" in the guard page of arena slot ")
         .dec(hit.slot as u64)
         .bytes(b"; terminating the process\n");
+    write_fix(&mut m, hit.usable);
     m
+}
+
+/// The fix: the size to ask for (the next named class above `usable`, or twice it), per
+/// spawn and as the default.
+fn write_fix(m: &mut Msg, usable: usize) {
+    m.bytes(b"purloin-stack: if it needs that much stack, give it a larger one: ");
+    let env_kib = if usable < crate::StackSize::NORMAL_BYTES {
+        m.bytes(b"StackSize::Normal (1 MiB)");
+        crate::StackSize::NORMAL_BYTES >> 10
+    } else if usable < crate::StackSize::LARGE_BYTES {
+        m.bytes(b"StackSize::Large (8 MiB)");
+        crate::StackSize::LARGE_BYTES >> 10
+    } else {
+        let twice = usable.saturating_mul(2);
+        m.bytes(b"StackSize::Bytes(").dec(twice as u64).bytes(b") (").size(twice).bytes(b")");
+        twice >> 10
+    };
+    m.bytes(
+        b" for this green thread (purloin::Builder::stack_size), or as every green thread's \
+             default (purloin::runtime::Builder::stack_size, or PURLOIN_STACK_SIZE=",
+    )
+    .dec(env_kib as u64)
+    .bytes(b"k)\n");
 }
 
 /// An alternate signal stack for the calling thread, so the overflow handler can run when a
@@ -505,7 +529,11 @@ mod tests {
         for _ in 0..100 {
             full.bytes(b"0123456789");
         }
-        assert_eq!(full.as_bytes().len(), 512, "truncates instead of overflowing");
+        assert_eq!(full.as_bytes().len(), 1000);
+        for _ in 0..10 {
+            full.bytes(b"0123456789");
+        }
+        assert_eq!(full.as_bytes().len(), 1024, "truncates instead of overflowing");
     }
 
     #[test]

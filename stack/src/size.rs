@@ -16,7 +16,7 @@ use crate::os;
 /// ```
 /// use purloin_stack::StackSize;
 ///
-/// assert_eq!(StackSize::default(), StackSize::Normal);
+/// assert_eq!(StackSize::default(), StackSize::Bytes(StackSize::DEFAULT_BYTES));
 /// assert_eq!(StackSize::Small.bytes(), 32 * 1024);
 /// assert_eq!(StackSize::Large.bytes(), 8 * 1024 * 1024);
 /// // A custom size must be a multiple of the page size; `at_least` rounds up.
@@ -24,12 +24,11 @@ use crate::os;
 /// assert_eq!(StackSize::at_least(100_000).bytes() % page, 0);
 /// assert!(StackSize::at_least(100_000).bytes() >= 100_000);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StackSize {
     /// 32 KiB: for many small green threads (brpc's `STACK_TYPE_SMALL`, may's default).
     Small,
-    /// 1 MiB, the default (brpc's `STACK_TYPE_NORMAL`).
-    #[default]
+    /// 1 MiB (brpc's `STACK_TYPE_NORMAL`, and its default).
     Normal,
     /// 8 MiB, the size of a Linux main thread's stack (brpc's `STACK_TYPE_LARGE`).
     Large,
@@ -39,6 +38,8 @@ pub enum StackSize {
 }
 
 impl StackSize {
+    /// The usable bytes of the default size ([`StackSize::default`]).
+    pub const DEFAULT_BYTES: usize = 128 * 1024;
     /// The usable bytes of [`StackSize::Small`].
     pub const SMALL_BYTES: usize = 32 * 1024;
     /// The usable bytes of [`StackSize::Normal`].
@@ -156,6 +157,27 @@ impl StackSize {
             .into_iter()
             .find(|s| s.bytes().div_ceil(page) * page == usable)
             .unwrap_or(StackSize::Bytes(usable))
+    }
+}
+
+/// 128 KiB ([`StackSize::DEFAULT_BYTES`]): what a green thread gets when nobody chose a size.
+///
+/// The size is a bet between two costs. A parked green thread keeps one touched page of its
+/// stack resident whatever its size, but its slot's span of address space decides how many
+/// threads share one page of page tables (a 4 KiB page maps 2 MiB on x86_64): at 1 MiB every
+/// two threads cost a page-table page (2 KiB each, which `VmRSS` does not show), at 128 KiB
+/// sixteen share one (256 bytes each), at 32 KiB about sixty. With a million parked threads
+/// that is 2 GB against 256 MB of page tables, and the page tables' allocation made spawning
+/// them several times slower. Smaller is cheaper still, but the stack is fixed (nothing
+/// grows it, as Go's 2 KiB starting stacks are grown by copying), so it must hold what
+/// ordinary code needs without thought: formatting, std's I/O, a resolver call, a few dozen
+/// frames of a debug build. 128 KiB is four times may's default (32 KiB, also brpc's small
+/// class) and an eighth of brpc's default (1 MiB). Code that recurses deeply asks for more
+/// ([`StackSize::Normal`], [`StackSize::Large`]); an overflow is reported with the size to
+/// ask for, never silent.
+impl Default for StackSize {
+    fn default() -> StackSize {
+        StackSize::Bytes(Self::DEFAULT_BYTES)
     }
 }
 

@@ -18,7 +18,8 @@
 //! `Scope::spawn_detached`, `Scope::spawn` with its handle dropped, or rayon's `Scope::spawn`)
 //! and waits for them. Per spawn is `(Ir(50,000) - Ir(10,000)) / 40,000`. Skynet by scope
 //! (each node a scope of 10 handle-less spawns, as `skynet_1m/purloin_scope` in
-//! `benches/runtime.rs`): `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
+//! `benches/runtime.rs`; `scope-tree-handles`: `Scope::spawn` with each handle dropped):
+//! `scope-tree` or `rayon-scope-tree` and the number of leaves (a power
 //! of ten); per spawn is `(Ir(100,000) - Ir(10,000)) / 100,000` (111,110 - 11,110 spawns).
 //!
 //! With a worker count and a repeat count after `n` (`purloin 25 2 20`), it runs fib(n) that
@@ -29,7 +30,8 @@
 //! skynet by scope: `scope-tree 1000000 2 10` prints, per run, the spawns, the children their
 //! scope's owner ran inline, those that ran as green threads of their own (the difference), the
 //! entries stolen, the steals, switches and worker parks (`rayon-scope-tree 1000000 2 10` for
-//! the time alone).
+//! the time alone); `scope-tree-handles` the same with `Scope::spawn`, and `scope`,
+//! `scope-handles`, `rayon-scope` with `n` spawns into one scope.
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -95,6 +97,21 @@ fn tree_purloin(num: u64, n: u64) -> u64 {
     parts.iter().sum()
 }
 
+/// [`tree_purloin`] in std's shape: `Scope::spawn`, each handle dropped unjoined.
+fn tree_handles_purloin(num: u64, n: u64) -> u64 {
+    if n == 1 {
+        return num;
+    }
+    let step = n / 10;
+    let mut parts = [0u64; 10];
+    purloin::scope(|s| {
+        for (i, p) in parts.iter_mut().enumerate() {
+            s.spawn(move || *p = tree_handles_purloin(num + i as u64 * step, step));
+        }
+    });
+    parts.iter().sum()
+}
+
 fn tree_rayon(num: u64, n: u64) -> u64 {
     if n == 1 {
         return num;
@@ -124,11 +141,18 @@ fn scope_rayon(n: u64) -> u64 {
 /// `rayon-scope-tree`) `reps` times on `workers` workers, printing the scheduler's counters
 /// per run for purloin.
 fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
-    let tree = which.ends_with("scope-tree");
-    let (units, unit) = if tree { ((10 * n - 1) / 9 - 1, "spawn") } else { (fib_forks(n), "fork") };
+    let tree = which.contains("scope-tree");
+    let flat = matches!(which, "scope" | "scope-handles" | "rayon-scope");
+    let (units, unit) = if tree {
+        ((10 * n - 1) / 9 - 1, "spawn")
+    } else if flat {
+        (n, "spawn")
+    } else {
+        (fib_forks(n), "fork")
+    };
     let mut times = Vec::with_capacity(reps);
     match which {
-        "purloin" | "scope-tree" => {
+        "purloin" | "scope-tree" | "scope-tree-handles" | "scope" | "scope-handles" => {
             let rt = purloin::runtime::Builder::new()
                 .workers(workers)
                 .stack_size(purloin::StackSize::Small)
@@ -137,7 +161,13 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
             for _ in 0..reps {
                 let before = rt.stats().total;
                 let t = Instant::now();
-                if tree {
+                if which == "scope" {
+                    black_box(rt.block_on(move || scope_purloin(black_box(n))));
+                } else if which == "scope-handles" {
+                    black_box(rt.block_on(move || scope_handles_purloin(black_box(n))));
+                } else if which == "scope-tree-handles" {
+                    black_box(rt.block_on(move || tree_handles_purloin(0, black_box(n))));
+                } else if tree {
                     black_box(rt.block_on(move || tree_purloin(0, black_box(n))));
                 } else {
                     black_box(rt.block_on(move || fib_purloin(black_box(n))));
@@ -171,14 +201,28 @@ fn repeated(which: &str, n: u64, workers: usize, reps: usize) {
                 times.push(t.elapsed());
             }
         }
+        "rayon-scope" => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().unwrap();
+            for _ in 0..reps {
+                let t = Instant::now();
+                black_box(pool.install(|| scope_rayon(black_box(n))));
+                times.push(t.elapsed());
+            }
+        }
         other => panic!(
-            "unknown contender {other:?} for repeated runs: use purloin, rayon, scope-tree or \
-             rayon-scope-tree"
+            "unknown contender {other:?} for repeated runs: use purloin, rayon, scope, \
+             scope-handles, rayon-scope, scope-tree, scope-tree-handles or rayon-scope-tree"
         ),
     }
     times.sort();
     let median = times[times.len() / 2];
-    let what = if tree { format!("skynet by scope over {n} leaves") } else { format!("fib({n})") };
+    let what = if tree {
+        format!("skynet by scope over {n} leaves")
+    } else if flat {
+        format!("{n} spawns into one scope")
+    } else {
+        format!("fib({n})")
+    };
     println!(
         "{which}: {what} x{reps} on {workers} workers: median {median:?}, {:.1} ns/{unit}",
         median.as_nanos() as f64 / units as f64
@@ -226,11 +270,14 @@ fn main() {
                 .unwrap()
                 .block_on(move || f(black_box(n)))
         }
-        "scope-tree" => purloin::runtime::Builder::new()
-            .workers(1)
-            .build()
-            .unwrap()
-            .block_on(move || tree_purloin(0, black_box(n))),
+        "scope-tree" | "scope-tree-handles" => {
+            let f = if which == "scope-tree" { tree_purloin } else { tree_handles_purloin };
+            purloin::runtime::Builder::new()
+                .workers(1)
+                .build()
+                .unwrap()
+                .block_on(move || f(0, black_box(n)))
+        }
         "rayon-scope-tree" => rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -243,7 +290,7 @@ fn main() {
             .install(|| scope_rayon(black_box(n))),
         other => panic!(
             "unknown contender {other:?}: use purloin, sched, rayon, scope, scope-handles, \
-             rayon-scope, scope-tree or rayon-scope-tree"
+             rayon-scope, scope-tree, scope-tree-handles or rayon-scope-tree"
         ),
     };
     if which.contains("tree") {
