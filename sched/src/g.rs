@@ -430,9 +430,17 @@ impl G {
 
     /// `RUNNING => PARKING` before switching out to park. Fails (returns false) if a
     /// `NOTIFIED` token is pending; the caller consumes it and does not park.
+    #[inline]
     pub(crate) fn begin_park(&self) -> bool {
+        self.begin_park_unless(NOTIFIED)
+    }
+
+    /// [`G::begin_park`] that also fails if any of `flags` is set (an interruptible park
+    /// passes the interrupt bits, checked with the same load).
+    #[inline]
+    pub(crate) fn begin_park_unless(&self, flags: u32) -> bool {
         let cur = self.state.load(Ordering::Relaxed);
-        if bits_of(cur) & NOTIFIED != 0 || status_of(cur) != RUNNING {
+        if bits_of(cur) & (NOTIFIED | flags) != 0 || status_of(cur) != RUNNING {
             return false;
         }
         let next = (cur & !(STATUS_MASK as u64)) | PARKING as u64;

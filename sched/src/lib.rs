@@ -123,8 +123,9 @@ pub use switch::NoSwitch;
 pub use task::Cancelled;
 pub use thread::{
     ForcedUnwind, GreenId, GreenThread, WaitInfo, WaitKind, current, current_locals,
-    in_green_thread, interrupted, park, park_deadline, park_timeout, preemption_point,
-    set_current_locals, set_wait_info, sleep, sleep_until, take_interrupt, yield_now,
+    in_green_thread, interrupted, park, park_deadline, park_deadline_interruptible,
+    park_interruptible, park_timeout, preemption_point, set_current_locals, set_wait_info, sleep,
+    sleep_until, take_interrupt, yield_now,
 };
 
 /// Spawns a green thread on the scheduler running the current green thread.

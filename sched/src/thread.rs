@@ -471,13 +471,21 @@ pub fn park() {
 
 /// The green-thread side of [`park`] on worker `m`; returns the worker it resumed on.
 fn park_on(m: &worker::M) -> &worker::M {
+    park_on_unless::<0>(m).0
+}
+
+/// [`park_on`] that does not park if any of `FLAGS` is set on the running record (checked
+/// with the load `begin_park` makes anyway); returns the worker and whether it did not park
+/// because of them.
+#[inline(always)]
+fn park_on_unless<const FLAGS: u32>(m: &worker::M) -> (&worker::M, bool) {
     let g = m.current.get().expect("park_on runs on a green thread");
     if g.take_notified() {
-        return m;
+        return (m, false);
     }
-    if !g.begin_park() {
+    if !g.begin_park_unless(FLAGS) {
         g.take_notified();
-        return m;
+        return (m, FLAGS != 0 && g.interrupt_bits(g.generation()) & FLAGS != 0);
     }
     g.stamp();
     crate::hook::emit(move || crate::hook::Event::Park {
@@ -485,9 +493,86 @@ fn park_on(m: &worker::M) -> &worker::M {
         wait: wait_info_of(g),
     });
     if m.time_parks {
-        return park_timed(m);
+        return (park_timed(m), false);
     }
-    switch_out_from(m, Action::Park)
+    (switch_out_from(m, Action::Park), false)
+}
+
+/// [`park`] for an interruptible wait of `me`, the calling green thread's identity
+/// ([`current`]): returns `true` at once, without parking, if `me` has a pending or held
+/// interrupt ([`GreenThread::interrupt`]); otherwise parks like [`park`] (an interrupt that
+/// arrives while it is parked wakes it) and returns `false`. The check costs nothing beyond
+/// the load a park makes anyway. On a plain OS thread it parks the OS thread.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let me = purloin_sched::current().unwrap();
+///     // A wait loop that gives up when interrupted (and consumes the interrupt).
+///     while !purloin_sched::park_interruptible(&me) {}
+///     me.take_interrupt()
+/// });
+/// h.interrupt();
+/// assert!(h.join().unwrap());
+/// ```
+pub fn park_interruptible(me: &GreenThread) -> bool {
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
+        crate::sync::thread::park();
+        return false;
+    };
+    crate::switch::check_no_switch(m);
+    // A child run inline by its joiner parks the joiner's record; its own flags are on its
+    // record (where `GreenThread::interrupt` puts them): look there.
+    if m.current.get().is_some_and(|g| g != me.g) && me.is_interrupted() {
+        return true;
+    }
+    let (m, was_blocking) = crate::blocking::pause_blocking(m);
+    let (m, interrupted) = park_on_unless::<{ g::INTERRUPT | g::HOLD_MASK }>(m);
+    after_resume_on(m);
+    crate::blocking::resume_blocking(was_blocking);
+    interrupted
+}
+
+/// [`park_interruptible`] with a deadline, as [`park_deadline`] is to [`park`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(|| {
+///     let me = purloin_sched::current().unwrap();
+///     let deadline = Instant::now() + Duration::from_millis(2);
+///     while Instant::now() < deadline {
+///         if purloin_sched::park_deadline_interruptible(&me, deadline) {
+///             return false; // interrupted
+///         }
+///     }
+///     true
+/// });
+/// assert!(h.join().unwrap());
+/// ```
+pub fn park_deadline_interruptible(me: &GreenThread, deadline: Instant) -> bool {
+    let Some(m) = current_worker().filter(|m| m.current.get().is_some()) else {
+        let now = Instant::now();
+        if deadline > now {
+            park_os_timeout(deadline - now);
+        }
+        return false;
+    };
+    if Instant::now() >= deadline {
+        return false;
+    }
+    let g = m.current.get().expect("on a green thread");
+    let (p, seq) = add_timer(m, deadline, GreenThread { g, generation: g.generation() });
+    let interrupted = park_interruptible(me);
+    if let Some(m) = current_worker() {
+        m.shared.ps[p].timers.delete(m.shared.epoch, seq);
+    }
+    interrupted
 }
 
 /// [`park_on`]'s switch out when the scheduler records park durations

@@ -187,16 +187,17 @@ impl Waiter {
                 _ => {}
             }
             let waiting = state & TAG == WAITING;
-            if on != OnInterrupt::Ignore
-                && waiting
-                && let Who::Green(g) = self.who
-                && g.is_interrupted()
-            {
-                return self.abort_interrupted(&g, on);
-            }
             let deadline = if waiting { deadline } else { None };
+            // Only a wait that can still be aborted reacts to an interrupt; the interruptible
+            // parks check the flags with the load a park makes anyway.
+            let interruptible = on != OnInterrupt::Ignore && waiting;
             match self.who {
-                Who::Green(_) => match deadline {
+                Who::Green(g) => match deadline {
+                    None if interruptible => {
+                        if purloin_sched::park_interruptible(&g) {
+                            return self.abort_interrupted(&g, on);
+                        }
+                    }
                     None => purloin_sched::park(),
                     Some(d) => {
                         // Under loom a deadline may pass at any point: yield once (let others
@@ -205,6 +206,9 @@ impl Waiter {
                         let passed = core::mem::replace(&mut yielded, true);
                         #[cfg(not(loom))]
                         let passed = Instant::now() >= d;
+                        if interruptible && g.is_interrupted() {
+                            return self.abort_interrupted(&g, on);
+                        }
                         if passed {
                             return self.abort().ok_or(Gave::TimedOut);
                         }
@@ -214,7 +218,13 @@ impl Waiter {
                             purloin_sched::yield_now();
                         }
                         #[cfg(not(loom))]
-                        purloin_sched::park_deadline(d);
+                        if interruptible {
+                            if purloin_sched::park_deadline_interruptible(&g, d) {
+                                return self.abort_interrupted(&g, on);
+                            }
+                        } else {
+                            purloin_sched::park_deadline(d);
+                        }
                     }
                 },
                 Who::Os => {
