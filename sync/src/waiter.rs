@@ -169,6 +169,7 @@ impl Waiter {
     /// Returns at once with the token if already claimed. May unwind (a forced unwind at
     /// scheduler shutdown comes out of `park`): callers keep their nodes in a guard that aborts
     /// and unlinks (see [`Wait`]).
+    #[inline]
     pub(crate) fn wait(
         &self,
         deadline: Option<Instant>,
@@ -187,17 +188,19 @@ impl Waiter {
                 _ => {}
             }
             let waiting = state & TAG == WAITING;
+            // Only a wait that can still be aborted reacts to an interrupt. Checked before
+            // every park: an interrupt that arrives while parked wakes the park, and one that
+            // came before it (its token possibly taken by an earlier park) is seen here.
+            if on != OnInterrupt::Ignore
+                && waiting
+                && let Who::Green(g) = self.who
+                && g.is_interrupted()
+            {
+                return self.abort_interrupted(&g, on);
+            }
             let deadline = if waiting { deadline } else { None };
-            // Only a wait that can still be aborted reacts to an interrupt; the interruptible
-            // parks check the flags with the load a park makes anyway.
-            let interruptible = on != OnInterrupt::Ignore && waiting;
             match self.who {
-                Who::Green(g) => match deadline {
-                    None if interruptible => {
-                        if purloin_sched::park_interruptible(&g) {
-                            return self.abort_interrupted(&g, on);
-                        }
-                    }
+                Who::Green(_) => match deadline {
                     None => purloin_sched::park(),
                     Some(d) => {
                         // Under loom a deadline may pass at any point: yield once (let others
@@ -206,9 +209,6 @@ impl Waiter {
                         let passed = core::mem::replace(&mut yielded, true);
                         #[cfg(not(loom))]
                         let passed = Instant::now() >= d;
-                        if interruptible && g.is_interrupted() {
-                            return self.abort_interrupted(&g, on);
-                        }
                         if passed {
                             return self.abort().ok_or(Gave::TimedOut);
                         }
@@ -218,13 +218,7 @@ impl Waiter {
                             purloin_sched::yield_now();
                         }
                         #[cfg(not(loom))]
-                        if interruptible {
-                            if purloin_sched::park_deadline_interruptible(&g, d) {
-                                return self.abort_interrupted(&g, on);
-                            }
-                        } else {
-                            purloin_sched::park_deadline(d);
-                        }
+                        purloin_sched::park_deadline(d);
                     }
                 },
                 Who::Os => {
