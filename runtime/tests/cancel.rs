@@ -94,7 +94,7 @@ fn three_ways<S: Send + Sync + 'static>(
 
 /// Wait kinds whose std-shaped result cannot report an interrupt: they end early and leave it
 /// pending.
-const LEAVES: [&str; 4] = ["sleep", "condvar", "wait group", "semaphore"];
+const LEAVES: [&str; 5] = ["sleep", "condvar", "wait group", "semaphore", "select"];
 
 #[test]
 fn rendezvous_recv() {
@@ -166,6 +166,26 @@ fn rendezvous_and_full_send() {
             r => panic!("{r:?}"),
         },
         |(_, rx)| assert_eq!(rx.recv(), Ok(0)),
+    );
+}
+
+#[test]
+fn select_with_a_deadline() {
+    three_ways(
+        "select",
+        unbounded::<u32>,
+        |(_, rx)| {
+            let mut sel = purloin::sync::channel::Select::new();
+            sel.recv(rx);
+            match sel.select_timeout(HOUR) {
+                Err(_) => true,
+                Ok(op) => {
+                    assert_eq!(op.recv(rx), Ok(7));
+                    false
+                }
+            }
+        },
+        |(tx, _)| tx.send(7).unwrap(),
     );
 }
 
