@@ -65,6 +65,16 @@ const QEMU_SKIPS: &[&str] = &[
     "an_address_space_limit_fails_joins_with_the_cause",
     "spawn_errors_keep_the_os_error",
     "a_hundred_thousand_concurrent_green_threads",
+    // qemu-user has a thread of its own (its RCU thread) in the guest's `/proc/self/task`, so
+    // counts of the process's unknown threads are one too high.
+    "Scheduler::unknown_threads (line",
+    "Scheduler::mark_waiting_thread (line",
+    "outside::helper_thread (line",
+    // Emulated code runs tens of times slower, so the monitor finds workers stalled and adds
+    // spare workers that these tests do not expect (they take queued work, or add a P).
+    "detached_tasks_run_or_drop_once_each",
+    "lazily_spawned_children_queued_behind_a_stuck_worker_are_cancelled_at_shutdown",
+    "stats::Stats (line",
 ];
 
 /// What the set-up step prepared.
@@ -391,23 +401,25 @@ fn aarch64(tc: &Toolchains) -> Result<(), String> {
     let mut stack = aarch64_cargo(tc, &["test", "-p", "purloin-stack"]);
     skip_distorted(&mut stack);
     run("aarch64: test stack", &mut stack)?;
-    run(
-        "aarch64: test sched (unit, integration, doc)",
-        &mut aarch64_cargo(tc, &["test", "-p", "purloin-sched"]),
-    )?;
+    let mut sched = aarch64_cargo(tc, &["test", "-p", "purloin-sched"]);
+    skip_distorted(&mut sched);
+    run("aarch64: test sched (unit, integration, doc)", &mut sched)?;
     let mut facade = aarch64_cargo(tc, &["test", "-p", "purloin", "--lib"]);
     for test in FACADE_TESTS {
         facade.args(["--test", test]);
     }
     skip_distorted(&mut facade);
     run("aarch64: test purloin (unit, chosen integration tests)", &mut facade)?;
-    run("aarch64: doctest purloin", &mut aarch64_cargo(tc, &["test", "-p", "purloin", "--doc"]))?;
+    let mut doc = aarch64_cargo(tc, &["test", "-p", "purloin", "--doc"]);
+    skip_distorted(&mut doc);
+    run("aarch64: doctest purloin", &mut doc)?;
     Ok(())
 }
 
-/// Appends the test harness's `--skip` for every test of [`QEMU_SKIPS`] (exact names).
+/// Appends the test harness's `--skip` for every test of [`QEMU_SKIPS`] (each a substring of
+/// exactly one test's name).
 fn skip_distorted(cmd: &mut Command) {
-    cmd.args(["--", "--exact"]);
+    cmd.arg("--");
     for skip in QEMU_SKIPS {
         cmd.args(["--skip", skip]);
     }
