@@ -84,8 +84,8 @@ impl Context {
     ///
     /// Nothing runs until the returned context is first resumed; then `entry` is called on the
     /// new stack with the [`Transfer`] of that switch (after the `ontop` function, for
-    /// [`resume_ontop`](Context::resume_ontop)). `new` writes 24 bytes below `stack_top`
-    /// (rounded down to 16 bytes) and nothing else (under loom: nothing; it spawns the
+    /// [`resume_ontop`](Context::resume_ontop)). `new` writes a few words below `stack_top`
+    /// (rounded down to 16 bytes: 24 bytes on x86_64, 48 on AArch64) and nothing else (under loom: nothing; it spawns the
     /// context's loom thread instead).
     ///
     /// With the `fpu-env` feature, the new context starts with the MXCSR and x87 control word
@@ -133,8 +133,8 @@ impl Context {
     pub unsafe fn new(stack_top: *mut u8, stack_limit: *mut u8, entry: Entry) -> Context {
         #[cfg(not(loom))]
         check_stack(stack_top, stack_limit);
-        // SAFETY: the 24 bytes below the aligned top lie inside `stack_limit..stack_top`
-        // (size >= MIN_STACK_SIZE > 24, checked above), which the caller promised is ours.
+        // SAFETY: the initial frame below the aligned top (at most 48 bytes) lies inside
+        // `stack_limit..stack_top` (size >= MIN_STACK_SIZE > 48, checked above), which the caller promised is ours.
         // (The loom backend does not touch the stack.)
         let raw = unsafe { backend::init(stack_top, stack_limit, entry) };
         Context { raw, _not_sync: PhantomData }
@@ -146,8 +146,9 @@ impl Context {
     ///
     /// The "current execution" can be anything running on a stack: a thread's own stack (its
     /// `main`, a scheduler loop) or a context made by [`Context::new`]. The switch saves only
-    /// what the ABI requires (`rbx`, `rbp`, the stack pointer, a resume address and, with
-    /// `fpu-env`, MXCSR and the x87 control word); the compiler spills any other register
+    /// what the ABI requires and the compiler cannot save itself (`rbx`, `rbp` on x86_64,
+    /// `x19`, `x29` on AArch64; the stack pointer, a resume address and, with `fpu-env`, the
+    /// floating-point control registers); the compiler spills any other register
     /// that is live across the call, because the call is inlined.
     ///
     /// # Safety

@@ -104,7 +104,8 @@
 //! # How fast, and why
 //!
 //! A switch is an inline `asm!` block inlined into the caller: it pushes `rbx`, `rbp` and a
-//! resume address, swaps the stack pointer and jumps to the target's resume address; the
+//! resume address (on AArch64: stores `x19`, `x29` and a resume address), swaps the stack
+//! pointer and jumps to the target's resume address; the
 //! compiler spills only the other registers that are live at that point. No `call`/`ret`
 //! pair crosses stacks, so the CPU's return-stack buffer stays aligned with each context's own
 //! calls, even when a green thread parks several frames below where it was resumed. The
@@ -123,20 +124,22 @@
 //! a switch included. The contract: **code that changes MXCSR or the x87 control word must
 //! restore them before switching.** Foreign code that keeps a non-default mode across a
 //! callback that may switch (a C library calling `fesetround` around a callback) needs the
-//! `fpu-env` feature.
+//! `fpu-env` feature. The same holds on AArch64 for FPCR (rounding mode, flush-to-zero,
+//! default NaN), which AAPCS64 also treats as the thread's.
 //!
 //! # Cargo features
 //!
-//! - `fpu-env` (off by default): save and restore MXCSR and the x87 control word on every
-//!   switch (boost.context does this always), so each context keeps its own floating-point
-//!   mode; a fresh context starts with the mode of the thread that called [`Context::new`].
+//! - `fpu-env` (off by default): save and restore MXCSR and the x87 control word (on
+//!   AArch64: FPCR) on every switch (boost.context does this always on x86_64), so each
+//!   context keeps its own floating-point mode; a fresh context starts with the mode of the thread that called [`Context::new`].
 //!   It costs `stmxcsr`/`fnstcw`/`ldmxcsr`/`fldcw` per switch: about 5–10 ns per round trip
 //!   on the development machine, mostly `ldmxcsr` (see BENCHMARKS.md).
 //!
 //! # Platforms
 //!
-//! x86_64 with the System V ABI on ELF Unixes (tested on Linux). Other targets fail to build
-//! with a message saying so. Under `--cfg loom` the crate builds on any target.
+//! x86_64 with the System V ABI and AArch64 with AAPCS64, on ELF Unixes: x86_64 Linux is
+//! tested natively, aarch64 Linux under qemu-user. Other targets (Windows, macOS) fail to
+//! build with a message saying so. Under `--cfg loom` the crate builds on any target.
 //!
 //! # The loom backend and its models
 //!

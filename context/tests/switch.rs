@@ -133,29 +133,62 @@ fn a_context_suspended_on_one_thread_resumes_on_another() {
     drop(stack);
 }
 
-/// Scribbles over every xmm register and computes with floats of its own, then switches back.
+/// Scribbles over every vector register (xmm0-15 on x86_64, v0-v31 on AArch64, whose low
+/// halves d8-d15 are callee-saved) and computes with floats of its own, then switches back.
 extern "C-unwind" fn float_scrambler(mut t: Transfer) -> ! {
     let mut x = 0.5f64;
     loop {
-        // SAFETY: only writes caller-saved vector registers that are declared clobbered.
-        unsafe {
-            std::arch::asm!(
-                "pcmpeqd xmm0, xmm0", "pcmpeqd xmm1, xmm1", "pcmpeqd xmm2, xmm2",
-                "pcmpeqd xmm3, xmm3", "pcmpeqd xmm4, xmm4", "pcmpeqd xmm5, xmm5",
-                "pcmpeqd xmm6, xmm6", "pcmpeqd xmm7, xmm7", "pcmpeqd xmm8, xmm8",
-                "pcmpeqd xmm9, xmm9", "pcmpeqd xmm10, xmm10", "pcmpeqd xmm11, xmm11",
-                "pcmpeqd xmm12, xmm12", "pcmpeqd xmm13, xmm13", "pcmpeqd xmm14, xmm14",
-                "pcmpeqd xmm15, xmm15",
-                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
-                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
-                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
-                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
-                options(nomem, nostack),
-            );
-        }
+        scramble_vector_registers();
         x = black_box(x) * 3.0 + 1.0;
         // SAFETY: `t.context` is the resumer, suspended in `resume`.
         t = unsafe { t.context.resume(x.to_bits() as usize) };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn scramble_vector_registers() {
+    // SAFETY: only writes caller-saved vector registers that are declared clobbered.
+    unsafe {
+        std::arch::asm!(
+            "pcmpeqd xmm0, xmm0", "pcmpeqd xmm1, xmm1", "pcmpeqd xmm2, xmm2",
+            "pcmpeqd xmm3, xmm3", "pcmpeqd xmm4, xmm4", "pcmpeqd xmm5, xmm5",
+            "pcmpeqd xmm6, xmm6", "pcmpeqd xmm7, xmm7", "pcmpeqd xmm8, xmm8",
+            "pcmpeqd xmm9, xmm9", "pcmpeqd xmm10, xmm10", "pcmpeqd xmm11, xmm11",
+            "pcmpeqd xmm12, xmm12", "pcmpeqd xmm13, xmm13", "pcmpeqd xmm14, xmm14",
+            "pcmpeqd xmm15, xmm15",
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            options(nomem, nostack),
+        );
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn scramble_vector_registers() {
+    // SAFETY: only writes vector registers that are declared clobbered (the compiler saves
+    // the callee-saved d8-d15 of this frame around the block).
+    unsafe {
+        std::arch::asm!(
+            "movi v0.2d, #-1", "movi v1.2d, #-1", "movi v2.2d, #-1", "movi v3.2d, #-1",
+            "movi v4.2d, #-1", "movi v5.2d, #-1", "movi v6.2d, #-1", "movi v7.2d, #-1",
+            "movi v8.2d, #-1", "movi v9.2d, #-1", "movi v10.2d, #-1", "movi v11.2d, #-1",
+            "movi v12.2d, #-1", "movi v13.2d, #-1", "movi v14.2d, #-1", "movi v15.2d, #-1",
+            "movi v16.2d, #-1", "movi v17.2d, #-1", "movi v18.2d, #-1", "movi v19.2d, #-1",
+            "movi v20.2d, #-1", "movi v21.2d, #-1", "movi v22.2d, #-1", "movi v23.2d, #-1",
+            "movi v24.2d, #-1", "movi v25.2d, #-1", "movi v26.2d, #-1", "movi v27.2d, #-1",
+            "movi v28.2d, #-1", "movi v29.2d, #-1", "movi v30.2d, #-1", "movi v31.2d, #-1",
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _, out("v15") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+            out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            options(nomem, nostack),
+        );
     }
 }
 
@@ -181,7 +214,7 @@ fn float_loop(ctx: &mut Option<Context>) -> f64 {
 }
 
 #[test]
-fn values_in_xmm_registers_survive_switches() {
+fn values_in_vector_registers_survive_switches() {
     let _dog = Watchdog::new("xmm", 60);
     let stack = TestStack::new(64 * 1024);
     // SAFETY: the stack outlives the context.

@@ -80,9 +80,11 @@
 //!
 //! # Platforms
 //!
-//! Linux and Android (tested on x86_64 Linux), Windows 8+ (`WaitOnAddress`; compile-gated and
-//! not run here), macOS/iOS/watchOS/FreeBSD (atomic-wait plus a condvar table for timed waits;
-//! not run here), any other `std` platform (condvar table). See [`futex`] for details.
+//! Linux and Android (tested on x86_64 Linux, and on aarch64 Linux under qemu-user), Windows 8+
+//! (`WaitOnAddress`; tested on x86_64-pc-windows-gnu under wine), macOS/iOS/watchOS/FreeBSD
+//! (atomic-wait plus a condvar table for timed waits; type-checked for macOS, not run), any
+//! other `std` platform (condvar table). Wake counts are exact only on Linux, Android and the
+//! condvar table ([`futex::WAKE_COUNT_IS_EXACT`]). See [`futex`] for details.
 //!
 //! # loom
 //!

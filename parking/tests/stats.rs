@@ -51,12 +51,20 @@ fn counters_track_waits_wakes_skips_and_timeouts() {
             assert_eq!(d, stats::Counters::default());
         }
 
-        // 4. a wake with nobody there is counted as empty; one that finds a sleeper is not.
+        // 4. a wake with nobody there is counted as empty where the OS reports how many it
+        // woke; elsewhere (an upper bound: `wake_one` says 1) nothing tells it was empty.
         let before = stats::snapshot();
-        assert_eq!(futex::wake_one(&word), 0);
+        let woken = futex::wake_one(&word);
         let d = stats::snapshot().since(&before);
+        let empty = if futex::WAKE_COUNT_IS_EXACT {
+            assert_eq!(woken, 0);
+            1
+        } else {
+            assert_eq!(woken, 1);
+            0
+        };
         if stats::ENABLED {
-            assert_eq!((d.futex_wakes, d.wakes_empty), (1, 1));
+            assert_eq!((d.futex_wakes, d.wakes_empty), (1, empty));
         }
 
         // 5. a signal that finds a registered sleeper issues exactly one wake.

@@ -86,6 +86,22 @@ enum Fork {
     RawSyscall,
 }
 
+/// `fork` as a bare system call, bypassing the C library's fork handlers. AArch64 Linux has
+/// no `fork` system call: `clone(SIGCHLD)` with no other flags is the same operation.
+///
+/// # Safety
+///
+/// As `fork`: the child may only make async-signal-safe calls.
+unsafe fn raw_fork() -> libc::pid_t {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: the caller's obligation; clone with only the exit signal and no new stack is fork.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) };
+    #[cfg(not(target_arch = "aarch64"))]
+    // SAFETY: the caller's obligation.
+    let pid = unsafe { libc::syscall(libc::SYS_fork) };
+    pid as libc::pid_t
+}
+
 /// Forks a child that runs `checks`, reports its result byte through a pipe and then waits
 /// for signals; returns the child's pid and its report (`None`: it died first).
 fn fork_and_report(how: Fork, checks: impl FnOnce() -> u8) -> (libc::pid_t, Option<u8>) {
@@ -98,7 +114,7 @@ fn fork_and_report(how: Fork, checks: impl FnOnce() -> u8) -> (libc::pid_t, Opti
         // async-signal-safe calls; its alarm ends it if it hangs.
         Fork::Libc => unsafe { libc::fork() },
         // SAFETY: as above, and the child of a raw fork only makes async-signal-safe calls.
-        Fork::RawSyscall => unsafe { libc::syscall(libc::SYS_fork) as libc::pid_t },
+        Fork::RawSyscall => unsafe { raw_fork() },
     };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {

@@ -3,12 +3,15 @@
 //! ```text
 //! cargo xtask loom  [-p CRATE] [--preemptions N] [FILTER]   loom models, bottom-up
 //! cargo xtask ci                                            everything CI checks, in order
+//! cargo xtask cross                                         aarch64 (qemu), Windows (wine), macOS
 //! cargo xtask invariants                                    the architecture's absences
 //! cargo xtask bench [-p CRATE] [FILTER]                     criterion benches + ratio table
 //! cargo xtask soak  [SECONDS [THREADS]]                     the runtime's soak (release)
 //! ```
 //!
 //! Kept std-only so it builds in seconds on a fresh machine.
+
+mod cross;
 
 use std::env;
 use std::ffi::OsString;
@@ -48,6 +51,10 @@ commands:
         with RUSTFLAGS=\"--cfg loom\" in target/loom; LOOM_MAX_PREEMPTIONS defaults to 2
   ci    architecture invariants, fmt, clippy, tests, docs, loom, packaging and dependency
         checks; stops at the first failure and names it
+  cross every target beyond x86_64 Linux (also run by ci): installs what it needs
+        from Debian 12's apt as root (once), tests aarch64 Linux under qemu-user and
+        the Windows leaves (deque, parking) under wine, type-checks macOS; scratch in
+        target/cross (set PURLOIN_CI_SKIP_CROSS=1 to leave it out of ci)
   invariants
         only the architecture invariants: assembly only in context/, futex calls only in
         parking/, memory mapping only in stack/ (library sources)
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
         Some("loom") => parse_loom(&args[1..]).and_then(|opts| loom(&opts)),
         Some("ci") if args.len() == 1 => ci(),
         Some("invariants") if args.len() == 1 => architecture_invariants(),
+        Some("cross") if args.len() == 1 => cross::cross(),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench(&opts)),
         Some("soak") if args.len() <= 3 => soak(&args[1..]),
         Some("-h" | "--help" | "help") => {
@@ -307,6 +315,11 @@ fn ci() -> Result<(), String> {
     }
     for (krate, allowed) in ABOVE_SCHED {
         stands_alone(krate, allowed)?;
+    }
+    if cross::enabled_in_ci() {
+        cross::cross()?;
+    } else {
+        eprintln!("\n==> [cross] SKIPPED: PURLOIN_CI_SKIP_CROSS=1");
     }
     eprintln!("\nci: all steps passed in {:.1?}", started.elapsed());
     Ok(())

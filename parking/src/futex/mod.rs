@@ -42,9 +42,21 @@
 //! On Linux the crate issues its own syscall for untimed waits too (rather than calling
 //! `atomic-wait`): the same `FUTEX_WAIT_BITSET` call serves both, and only the raw result tells
 //! [`WaitResult::ValueChanged`] (`EAGAIN`) from [`WaitResult::Woken`], and the wake side
-//! needs the count that only the raw syscall returns. Only x86_64 Linux is tested on this
-//! project's CI; the Windows and atomic-wait paths are compile-gated and type-checked in Linux
-//! test builds but were not run (the fallback table is tested on Linux).
+//! needs the count that only the raw syscall returns. This project's CI runs the tests on
+//! x86_64 Linux, on aarch64 Linux under qemu-user, and on x86_64 Windows (gnu) under wine; the
+//! atomic-wait paths are type-checked for macOS and in Linux test builds but not run (the
+//! fallback table is tested on Linux).
+//!
+//! # Wake counts
+//!
+//! Where the OS reports how many threads a wake woke (Linux and Android futexes, the fallback
+//! table, the loom emulation) the `wake*` functions return that count, and a count of 0 means
+//! nobody was asleep on the word at that instant. `WakeByAddressSingle`/`All` and atomic-wait
+//! report nothing, so there (Windows, macOS, iOS, watchOS, FreeBSD) `wake(n)` returns `n` and
+//! `wake_all` `usize::MAX`, whether or not anybody waited: an upper bound, which says nothing
+//! about whether a sleeper was found. [`WAKE_COUNT_IS_EXACT`] tells the two apart. Portable
+//! code never retries "until a wake reports a thread": it changes the word first and lets the
+//! waiter re-check it, or wakes until the waiter is seen to have returned.
 //!
 //! # Under loom
 //!

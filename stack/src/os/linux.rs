@@ -21,7 +21,13 @@ pub(crate) fn page_size() -> usize {
         0 => {
             // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is always supported on Linux.
             let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            let page = usize::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or(4096);
+            let page =
+                usize::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or_else(|| {
+                    panic!(
+                        "purloin-stack: sysconf(_SC_PAGESIZE) returned {page}, not a page size; \
+                         the C library or the emulator this runs under is broken"
+                    )
+                });
             PAGE.store(page, Ordering::Relaxed);
             page
         }
@@ -206,8 +212,10 @@ const BACKEND_MPROTECT: u8 = 2;
 static PROBED: AtomicU8 = AtomicU8::new(BACKEND_UNKNOWN);
 
 /// Probes once whether the kernel installs guard markers: `MADV_GUARD_INSTALL` on a scratch
-/// page. `EINVAL` (kernels before 6.13, or an mlocked address space), `EPERM` and `ENOSYS`
-/// (a seccomp filter) select the `mprotect` fallback; any other failure is returned.
+/// page, then a check that the page really faults. `EINVAL` (kernels before 6.13, or an
+/// mlocked address space), `EPERM` and `ENOSYS` (a seccomp filter) select the `mprotect`
+/// fallback, and so does a success that installed nothing (qemu-user answers the advice with
+/// 0 and ignores it); any other failure is returned.
 pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
     match PROBED.load(Ordering::Relaxed) {
         BACKEND_MARKERS => return Ok(GuardBackend::GuardMarkers),
@@ -219,10 +227,14 @@ pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
     // SAFETY: the first page of the scratch mapping just made; nothing uses it.
     let rc = unsafe { libc::madvise(scratch.cast(), page, MADV_GUARD_INSTALL) };
     let err = io::Error::last_os_error();
+    let faults = rc == 0 && reading_faults(scratch);
     // SAFETY: the whole scratch mapping, unused from here on.
     unsafe { unmap(scratch, 2 * page) };
-    let backend = if rc == 0 {
+    let backend = if faults {
         GuardBackend::GuardMarkers
+    } else if rc == 0 {
+        // Accepted but not installed: an emulator or a kernel that ignores unknown advice.
+        GuardBackend::Mprotect
     } else {
         match err.raw_os_error() {
             Some(libc::EINVAL | libc::EPERM | libc::ENOSYS) => GuardBackend::Mprotect,
@@ -236,6 +248,30 @@ pub(crate) fn probe_backend() -> io::Result<GuardBackend> {
     // Relaxed: a plain process-wide constant; racing probes compute the same value.
     PROBED.store(code, Ordering::Relaxed);
     Ok(backend)
+}
+
+/// Whether reading the byte at `p` faults, found without touching it from user space: the
+/// kernel copies it into a pipe with `write`, which fails with `EFAULT` where an access would
+/// fault (a guard marker, `PROT_NONE`) and succeeds where the page is readable. Any other
+/// outcome (no pipe: the descriptor limit) counts as "does not fault", which selects the
+/// fallback that is known to work.
+fn reading_faults(p: *const u8) -> bool {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we pass.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return false;
+    }
+    // SAFETY: `write` only reads through `p`, and the kernel checks the access itself (an
+    // unreadable page is an EFAULT, not a fault in this process); the pipe is ours and empty,
+    // so one byte never blocks.
+    let n = unsafe { libc::write(fds[1], p.cast(), 1) };
+    let efault = n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT);
+    // SAFETY: the two descriptors pipe2 just opened, closed once.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    efault
 }
 
 /// Builds the error for a failed memory call: names the call, what it was for, the cause
@@ -436,6 +472,31 @@ mod tests {
         let a = probe_backend().unwrap();
         let b = probe_backend().unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_probed_backend_really_faults() {
+        // Whatever the probe chose, a guard it installs must make the page unreadable: a
+        // backend accepted on its return value alone (qemu-user returns 0 for guard markers
+        // and installs nothing) fails here.
+        let backend = probe_backend().unwrap();
+        let page = page_size();
+        let p = map_stack_memory(2 * page, &|| "a test".into()).unwrap();
+        assert!(!reading_faults(p), "a fresh page must be readable");
+        // SAFETY: the first page of our own unused mapping.
+        unsafe { install_guard(backend, p, page, &|| "a test".into()) }.unwrap();
+        assert!(reading_faults(p), "{backend:?} guard installed, yet the page reads");
+        assert!(!reading_faults(p.wrapping_add(page)), "the page above the guard must read");
+        // SAFETY: the whole mapping, unused from here on.
+        unsafe { unmap(p, 2 * page) };
+    }
+
+    #[test]
+    fn the_page_size_is_read_not_assumed() {
+        // SAFETY: getauxval has no preconditions; AT_PAGESZ is set by every Linux kernel.
+        let from_kernel = unsafe { libc::getauxval(libc::AT_PAGESZ) } as usize;
+        assert_eq!(page_size(), from_kernel);
+        assert!(page_size().is_power_of_two() && page_size() >= 4096);
     }
 
     #[test]
