@@ -500,8 +500,10 @@ fn macos(tc: &Toolchains) -> Result<(), String> {
 /// The crates type-checked for macOS.
 const MACOS_CRATES: &[&str] = &["purloin-deque", "purloin-parking"];
 
-/// Whether `cargo xtask ci` should run the cross step: always, unless
-/// `PURLOIN_CI_SKIP_CROSS=1` (a machine that is not the Debian 12 CI image).
+/// Whether `cargo xtask ci` should run the cross step: only with `PURLOIN_CI_CROSS=1`. Its
+/// time on a cold 2-core machine has not been measured below what the 40-minute CI budget
+/// leaves (about 15–18 minutes), so it is opt-in until it is; `cargo xtask cross` runs it
+/// alone.
 pub(crate) fn enabled_in_ci() -> bool {
-    env::var_os("PURLOIN_CI_SKIP_CROSS").is_none_or(|v| v != "1")
+    env::var_os("PURLOIN_CI_CROSS").is_some_and(|v| v == "1")
 }

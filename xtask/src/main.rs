@@ -51,10 +51,10 @@ commands:
         with RUSTFLAGS=\"--cfg loom\" in target/loom; LOOM_MAX_PREEMPTIONS defaults to 2
   ci    architecture invariants, fmt, clippy, tests, docs, loom, packaging and dependency
         checks; stops at the first failure and names it
-  cross every target beyond x86_64 Linux (also run by ci): installs what it needs
-        from Debian 12's apt as root (once), tests aarch64 Linux under qemu-user and
-        the Windows leaves (deque, parking) under wine, type-checks macOS; scratch in
-        target/cross (set PURLOIN_CI_SKIP_CROSS=1 to leave it out of ci)
+  cross every target beyond x86_64 Linux (run by ci with PURLOIN_CI_CROSS=1): installs
+        what it needs from Debian 12's apt as root (once), tests aarch64 Linux under
+        qemu-user and the Windows leaves (deque, parking) under wine, type-checks macOS;
+        scratch in target/cross
   invariants
         only the architecture invariants: assembly only in context/, futex calls only in
         parking/, memory mapping only in stack/ (library sources)
@@ -319,7 +319,10 @@ fn ci() -> Result<(), String> {
     if cross::enabled_in_ci() {
         cross::cross()?;
     } else {
-        eprintln!("\n==> [cross] SKIPPED: PURLOIN_CI_SKIP_CROSS=1");
+        eprintln!(
+            "\n==> [cross] not run: set PURLOIN_CI_CROSS=1 to include it, or run `cargo xtask \
+             cross` alone"
+        );
     }
     eprintln!("\nci: all steps passed in {:.1?}", started.elapsed());
     Ok(())
