@@ -167,7 +167,9 @@ impl Drop for Inner {
 /// [`with_deadline`](CancelToken::with_deadline) make a child that also cancels itself when
 /// its time is up (through the scheduler's timers; the timer is deleted when the token is
 /// dropped). Green threads that run [`run`](CancelToken::run) see a cancelled token as
-/// interrupted waits: see the [module docs](self).
+/// interrupted waits: a cancellation adds a held interrupt to each green thread in its scope
+/// (see [`GreenThread::hold_interrupt`]), which ends every interruptible wait of that thread
+/// until it leaves the scope.
 ///
 /// # Examples
 ///
