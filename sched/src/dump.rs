@@ -549,8 +549,15 @@ const WALKER_FUNCTIONS: [&str; 2] =
 
 /// Frames of the scheduler's switch out, above the wait a green thread called, found by
 /// name when a stack has no user frame to anchor on (inlined frames carry their bare name).
-const SWITCH_FUNCTIONS: [&str; 6] =
-    ["switch_out_from", "switch_out", "park_on", "park_timed", "resume", "run_ontop"];
+const SWITCH_FUNCTIONS: [&str; 7] = [
+    "switch_out_from",
+    "switch_out",
+    "park_on",
+    "park_on_unless",
+    "park_timed",
+    "resume",
+    "run_ontop",
+];
 
 /// Where a frame's code comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -732,10 +739,12 @@ impl Sorter {
     }
 }
 
-/// Whether `f` is one of [`SWITCH_FUNCTIONS`] (by its last path segment).
+/// Whether `f` is one of [`SWITCH_FUNCTIONS`] (by its last path segment, without generic
+/// arguments: an inlined generic frame is named `park_on_unless<0>`).
 fn is_switch(f: &Frame) -> bool {
     f.function.as_deref().is_some_and(|n| {
         let last = n.rsplit("::").next().unwrap_or(n);
+        let last = last.split('<').next().unwrap_or(last);
         SWITCH_FUNCTIONS.contains(&last)
     })
 }
