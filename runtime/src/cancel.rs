@@ -73,12 +73,18 @@
 //! assert_eq!(r, Err("backend unavailable".to_string()));
 //! ```
 
+#[cfg(not(loom))]
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+#[cfg(not(loom))]
 use std::sync::{Arc, Mutex};
 
 pub use purloin_sched::{interrupted, take_interrupt};
+// Tokens and scopes use the scheduler's timers and the facade's scopes, which the loom build
+// (the models of the facade's own protocols) leaves out.
+#[cfg(not(loom))]
 pub use purloin_sync::{CancelReason, CancelScope, CancelToken};
 
+#[cfg(not(loom))]
 use crate::scope::{Scope, ScopedJoinHandle};
 
 /// A wait gave up because the calling green thread was interrupted
@@ -106,6 +112,7 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+#[cfg(not(loom))]
 /// The children of a [`try_scope`]: spawn work that may fail; the first failure cancels the
 /// rest.
 pub struct TryScope<'scope, 'env, E> {
@@ -113,11 +120,13 @@ pub struct TryScope<'scope, 'env, E> {
     state: Arc<State<E>>,
 }
 
+#[cfg(not(loom))]
 struct State<E> {
     token: CancelToken,
     first: Mutex<Option<E>>,
 }
 
+#[cfg(not(loom))]
 impl<E> State<E> {
     fn fail(&self, e: E) {
         let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
@@ -129,6 +138,7 @@ impl<E> State<E> {
     }
 }
 
+#[cfg(not(loom))]
 impl<'scope, 'env, E: Send + 'env> TryScope<'scope, 'env, E> {
     /// Spawns a child that runs in the scope's token (Go's `errgroup.Group.Go`): if it
     /// returns `Err` (and is the first to fail) the scope returns that error; `Err` or a panic
@@ -207,6 +217,7 @@ impl<'scope, 'env, E: Send + 'env> TryScope<'scope, 'env, E> {
     }
 }
 
+#[cfg(not(loom))]
 /// A scope whose children may fail: the first child to return `Err` or panic cancels the
 /// scope's token (its siblings' interruptible waits end, see the [module docs](self)), and
 /// after every child has ended the scope returns that first error (or resumes that panic).
@@ -230,6 +241,7 @@ where
     try_scope_in(&CancelToken::new(), f)
 }
 
+#[cfg(not(loom))]
 /// [`try_scope`] under `parent`: the scope's token is a child of `parent`, so cancelling
 /// `parent` (or its deadline) cancels the scope's children too.
 ///
@@ -272,6 +284,7 @@ where
     }
 }
 
+#[cfg(not(loom))]
 impl<E> std::fmt::Debug for TryScope<'_, '_, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TryScope").field("token", &self.state.token).finish_non_exhaustive()
