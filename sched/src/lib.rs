@@ -70,6 +70,8 @@ mod join;
 mod join_future;
 mod lazy;
 #[cfg(all(test, loom))]
+mod loom_flush;
+#[cfg(all(test, loom))]
 mod loom_idle;
 #[cfg(all(test, loom))]
 mod loom_monitor;

@@ -423,7 +423,7 @@ pub(crate) fn note_scheduler_idle(sched: *const crate::shared::Shared) {
 // exceeds it; when it is full, `try_spawn` gives the closure back, and `spawn` waits on
 // `outside_room` for a release.
 //
-// No lost wake-up for a waiting submitter: it takes the lot's snapshot before it reads the
+// O1, no lost wake-up for a waiting submitter: it takes the lot's snapshot before it reads the
 // count, and every release signals the lot after its decrement (a Release read-modify-write
 // of the lot's word; the snapshot is an Acquire load). If the snapshot saw that signal, the
 // count it reads next shows the decrement; if not, the signal came after the snapshot and the
@@ -436,6 +436,7 @@ impl crate::shared::Shared {
         use crate::sync::Ordering;
         let bound = self.config.max_outside_queued;
         loop {
+            // O1: the snapshot before the count.
             let snapshot = wait.then(|| self.outside_room.state());
             let mut n = self.outside_queued.load(Ordering::Relaxed);
             while n < bound {

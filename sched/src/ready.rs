@@ -215,6 +215,7 @@ impl HeldP<'_> {
     /// push that notifies does so with the fence even though work was visible.
     pub(crate) fn push_nosignal(self, entry: Entry) {
         self.push_local(entry);
+        // N1: read by the next notifying push's `onto_visible_work`, which then fences.
         self.p().fork_unannounced.store(true, Ordering::Relaxed);
     }
 
@@ -471,6 +472,7 @@ pub(crate) fn spawn_g(
         Some(h) if opts.nosignal => {
             bump(&h.p().stats.spawned);
             h.push_nosignal(g.into());
+            // N2 (see `Shared::push_global_quiet`).
             shared.unsignalled.fetch_add(1, Ordering::Release);
         }
         None if opts.nosignal => shared.push_global_quiet(g),

@@ -234,7 +234,7 @@ impl Shared {
             Some(m) => crate::switch::on_worker_stack(m, || self.injector.push(g.into())),
             None => self.injector.push(g.into()),
         }
-        // Release: a flush on another thread that counts this entry sees it queued (its
+        // N2, Release: a flush on another thread that counts this entry sees it queued (its
         // swap is AcqRel), and so do the workers it wakes.
         self.unsignalled.fetch_add(1, Ordering::Release);
     }
@@ -242,7 +242,8 @@ impl Shared {
     /// Wakes parked workers for the entries no-signal spawns queued since the last flush:
     /// one per entry, up to every parked worker. Returns how many were woken.
     pub(crate) fn flush(&self) -> usize {
-        // AcqRel: pairs with the no-signal spawns' Release increments.
+        // N2, AcqRel: pairs with the no-signal spawns' Release increments. F1 (in
+        // `wake_for_batch`) orders the queued entries before the idle state it reads.
         let k = self.unsignalled.swap(0, Ordering::AcqRel);
         self.idle.wake_for_batch(k, |p| self.wake_sleeper(p))
     }
