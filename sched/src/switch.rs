@@ -78,6 +78,11 @@ impl M {
         bump(&p.stats.switches);
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
+        // A precise (odd) stamp: the queueing point timed this wait for a worker.
+        let queued = g.since.load(crate::sync::STAT);
+        if queued & crate::clock::PRECISE != 0 {
+            record_sched_latency(p, g, queued);
+        }
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
         let task = unsafe {
             g.work.with(|w| match &*w {
@@ -98,6 +103,7 @@ impl M {
         }
         self.current.set(Some(g));
         g.stamp();
+        bump(&g.switches);
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
         let mut ctx = unsafe { g.take_context() }.expect("a runnable G has a context");
@@ -116,6 +122,7 @@ impl M {
                 // record stays RUNNING and current; the monitor sees the tick).
                 ctx = t.context;
                 bump(&p.stats.switches);
+                bump(&g.switches);
                 p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                 continue;
             }
@@ -128,7 +135,8 @@ impl M {
             Action::Yield => {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.stamp();
+                g.charge_and_stamp();
+                self.sample_queued(g);
                 g.publish_runnable();
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
@@ -167,7 +175,8 @@ impl M {
             Action::RequeueGlobal => {
                 // SAFETY: we own the record until the push publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.stamp();
+                g.charge_and_stamp();
+                self.sample_queued(g);
                 g.publish_runnable();
                 self.shared.push_global(g);
                 None
@@ -314,6 +323,17 @@ impl M {
             self.shared.note_finished(p);
         }
     }
+}
+
+/// Records the wait for a worker of `g`, which a queueing point stamped with a precise reading
+/// `queued` (odd: `clock`), on P `p` that switches it in now, and stamps over the reading (a
+/// stackless task's step is not stamped at its start otherwise).
+#[cold]
+#[inline(never)]
+fn record_sched_latency(p: &P, g: GRef, queued: u64) {
+    let waited = crate::clock::precise().saturating_sub(queued & !crate::clock::PRECISE);
+    p.sched_latencies.record_nanos(waited);
+    g.stamp();
 }
 
 /// First code on a new G's stack. Never returns and never unwinds (an unwind across the
