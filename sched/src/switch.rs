@@ -461,11 +461,13 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
     }
-    // The switch hook (`hook`): one load and a branch on each side when none is installed
-    // (the calls are out of line). It runs here, on the G's stack, so what it carries across
-    // the switch stays in this frame.
-    let saved =
-        if crate::hook::installed() { crate::hook::switch_out(action == Action::Exit) } else { 0 };
+    // The switch hooks (`hook`): one load and a branch on each side when none is installed
+    // (the calls are out of line). They run here, on the G's stack, so the words they carry
+    // across the switch (one per hook) stay in this frame.
+    let mut saved = crate::hook::Saved::new();
+    if crate::hook::installed() {
+        crate::hook::switch_out(action == Action::Exit, &mut saved);
+    }
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action.word()) };
@@ -474,7 +476,7 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     adopt_worker(m);
     m.g0.set(Some(t.context));
     if crate::hook::installed() {
-        crate::hook::switch_in(saved);
+        crate::hook::switch_in(&saved);
     }
     m
 }
