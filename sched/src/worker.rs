@@ -670,6 +670,7 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
 }
 
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
+    use crate::builder::WorkerHooks;
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
     let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
@@ -678,6 +679,8 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
         shared.ps[p].take_handed();
     }
     shared.ps[p].holder.store(crate::os::current_thread(), Ordering::Relaxed);
+    // Before the thread becomes a worker (`Builder::on_worker_start`).
+    WorkerHooks::run(&shared.config.worker_hooks.start, "start", id);
     let m = M::new(shared, p, id);
     crate::sync::set_current_worker_ptr((&m as *const M).cast());
     loop {
@@ -698,6 +701,8 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     m.leave_searching();
     crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
+    // No longer a worker, and still counted alive: a shutdown joins this thread after it.
+    WorkerHooks::run(&m.shared.config.worker_hooks.stop, "stop", id);
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
 }
 
