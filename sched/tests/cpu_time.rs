@@ -103,8 +103,9 @@ fn a_run_is_charged_while_running_and_at_its_park_and_parks_add_nothing() {
     assert!(own >= held, "read by itself: {own:?} < {held:?}");
 }
 
-/// A yield that queues the green thread (another one is runnable) charges the run before it,
-/// and so does a blocking section.
+/// A yield that queues the green thread (another one is runnable) charges the run before it;
+/// entering and leaving a blocking section charge the runs before and in it. Each of the three
+/// stretches lasts at least what the test holds it for, so the total is at least their sum.
 #[test]
 fn yields_and_blocking_sections_charge_the_run() {
     let _w = common::watchdog("cpu time at yields", Duration::from_secs(120));
@@ -112,42 +113,42 @@ fn yields_and_blocking_sections_charge_the_run() {
         Builder::new().workers(1).long_run_threshold(Duration::from_secs(3600)).build().unwrap();
     let phase = Arc::new(AtomicU32::new(0));
     let p2 = phase.clone();
-    // Keeps the worker's queue non-empty, so each yield of `h` queues it behind this one.
+    // Keeps the worker's queue non-empty, so the yield of `h` queues it behind this one.
     let other = sched.spawn(|| {
         for _ in 0..3 {
             purloin_sched::yield_now();
         }
     });
     let h = sched.spawn(move || {
-        p2.store(1, Ordering::Release);
-        while p2.load(Ordering::Acquire) == 1 {
-            std::hint::spin_loop();
-        }
+        // Waits in phase `n` until the test moves it on.
+        let stay = |n: u32| {
+            p2.store(n, Ordering::Release);
+            while p2.load(Ordering::Acquire) == n {
+                std::hint::spin_loop();
+            }
+        };
+        stay(1);
         purloin_sched::yield_now();
         let after_yield = purloin_sched::current().unwrap().cpu_time().unwrap();
+        stay(3);
         purloin_sched::enter_blocking();
-        p2.store(3, Ordering::Release);
-        while p2.load(Ordering::Acquire) == 3 {
-            std::hint::spin_loop();
-        }
+        stay(5);
         purloin_sched::exit_blocking();
         let after_blocking = purloin_sched::current().unwrap().cpu_time().unwrap();
         (after_yield, after_blocking)
     });
-    while phase.load(Ordering::Acquire) != 1 {
-        std::thread::yield_now();
+    let mut held = Vec::new();
+    for n in [1, 3, 5] {
+        while phase.load(Ordering::Acquire) != n {
+            std::thread::yield_now();
+        }
+        held.push(hold());
+        drop(sched.dump());
+        phase.store(n + 1, Ordering::Release);
     }
-    let first = hold();
-    drop(sched.dump());
-    phase.store(2, Ordering::Release);
-    while phase.load(Ordering::Acquire) != 3 {
-        std::thread::yield_now();
-    }
-    let second = hold();
-    drop(sched.dump());
-    phase.store(4, Ordering::Release);
     let (after_yield, after_blocking) = h.join().unwrap();
     other.join().unwrap();
-    assert!(after_yield >= first, "{after_yield:?} < {first:?}");
-    assert!(after_blocking >= first + second, "{after_blocking:?} < {:?}", first + second);
+    assert!(after_yield >= held[0], "{after_yield:?} < {:?}", held[0]);
+    let all: Duration = held.iter().sum();
+    assert!(after_blocking >= all, "{after_blocking:?} < {all:?}");
 }
