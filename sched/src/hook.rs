@@ -50,7 +50,6 @@
 //! run needs both ends: [`set_eager_spawn`] makes spawns take a record (and an id) at once
 //! while a hook is installed. With no hook installed its flag is never read.
 
-use core::mem::MaybeUninit;
 use std::sync::{Mutex, OnceLock};
 
 use crate::GreenId;
@@ -356,19 +355,14 @@ pub(crate) fn installed() -> bool {
     INSTALLED.load(HOOK_FLAG)
 }
 
-/// What the hooks' `switch_out`s returned, one word per hook in installation order, kept in
-/// the switching frame across the switch (module docs). Only the first `len` words are
-/// written: a switch with no hook installed writes nothing but `len`.
-pub(crate) struct Saved {
-    len: usize,
-    words: [MaybeUninit<usize>; MAX_HOOKS],
-}
+/// What the hooks' `switch_out`s returned, one word per hook in installation order (0 for a
+/// hook installed since), kept in the switching frame across the switch (module docs).
+pub(crate) struct Saved([usize; MAX_HOOKS]);
 
 impl Saved {
-    /// No words (no hook was called).
-    #[inline(always)]
+    /// No words: every hook gets 0.
     pub(crate) const fn new() -> Saved {
-        Saved { len: 0, words: [MaybeUninit::uninit(); MAX_HOOKS] }
+        Saved([0; MAX_HOOKS])
     }
 }
 
@@ -377,27 +371,21 @@ impl Saved {
 #[cold]
 #[inline(never)]
 pub(crate) fn switch_out(finished: bool, saved: &mut Saved) {
-    for (i, h) in hooks().enumerate() {
-        saved.words[i].write(h.switch_out(finished));
-        saved.len = i + 1;
+    for (word, h) in saved.0.iter_mut().zip(hooks()) {
+        *word = h.switch_out(finished);
     }
 }
 
-/// The hooks' [`Hook::switch_in`]s, in reverse order, each with its own word from `saved`
-/// (0 for a hook installed since the switch-out). Out of line, as [`switch_out`].
+/// The hooks' [`Hook::switch_in`]s, in reverse order, each with its own word from `saved`.
+/// Out of line, as [`switch_out`].
 #[cold]
 #[inline(never)]
 pub(crate) fn switch_in(saved: &Saved) {
     let n = hooks().count();
-    for (i, slot) in HOOKS[..n].iter().enumerate().rev() {
-        let Some(h) = slot.get() else { continue };
-        let word = if i < saved.len {
-            // SAFETY: `switch_out` wrote the first `len` words before setting `len`.
-            unsafe { saved.words[i].assume_init() }
-        } else {
-            0
-        };
-        h.switch_in(word);
+    for (word, slot) in saved.0[..n].iter().zip(&HOOKS[..n]).rev() {
+        if let Some(h) = slot.get() {
+            h.switch_in(*word);
+        }
     }
 }
 

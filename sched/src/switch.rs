@@ -461,13 +461,24 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
     }
-    // The switch hooks (`hook`): one load and a branch on each side when none is installed
-    // (the calls are out of line). They run here, on the G's stack, so the words they carry
-    // across the switch (one per hook) stay in this frame.
-    let mut saved = crate::hook::Saved::new();
+    // The switch hooks (`hook`): one load and a branch on each side when none is installed.
+    // With hooks, the whole switch runs out of line, in a frame on the G's stack that keeps
+    // the words they carry across it (one per hook).
     if crate::hook::installed() {
-        crate::hook::switch_out(action == Action::Exit, &mut saved);
+        return switch_hooked(g0, action);
     }
+    let m = resume_g0(g0, action);
+    if crate::hook::installed() {
+        // Installed while this G was switched out: its hooks see it come back (`saved == 0`).
+        crate::hook::switch_in(&crate::hook::Saved::new());
+    }
+    m
+}
+
+/// Resumes `g0` with `action`; returns, once some worker resumed the G, that worker (with its
+/// g0 kept for the next switch).
+#[inline(always)]
+fn resume_g0<'a>(g0: Context, action: Action) -> &'a M {
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action.word()) };
@@ -475,9 +486,18 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let m = unsafe { &*(t.data as *const M) };
     adopt_worker(m);
     m.g0.set(Some(t.context));
-    if crate::hook::installed() {
-        crate::hook::switch_in(&saved);
-    }
+    m
+}
+
+/// [`switch_out_from`] with hooks installed: their `switch_out`s, the switch, their
+/// `switch_in`s, each with its own word kept in this frame.
+#[cold]
+#[inline(never)]
+fn switch_hooked<'a>(g0: Context, action: Action) -> &'a M {
+    let mut saved = crate::hook::Saved::new();
+    crate::hook::switch_out(action == Action::Exit, &mut saved);
+    let m = resume_g0(g0, action);
+    crate::hook::switch_in(&saved);
     m
 }
 
