@@ -419,7 +419,8 @@ impl fmt::Display for Dump {
                 write!(f, ", for {}", ShortDuration(d))?;
             }
             if let Some((ran, switches)) = t.cpu {
-                write!(f, "; ran {} in {switches} switches", ShortDuration(ran))?;
+                let plural = if switches == 1 { "" } else { "es" };
+                write!(f, "; ran {} in {switches} switch{plural}", ShortDuration(ran))?;
             }
             if let Some(c) = t.running_inline {
                 write!(f, "; running {c} inline")?;
@@ -555,8 +556,10 @@ const WALKER_FUNCTIONS: [&str; 2] =
 
 /// Frames of the scheduler's switch out, above the wait a green thread called, found by
 /// name when a stack has no user frame to anchor on (inlined frames carry their bare name).
-const SWITCH_FUNCTIONS: [&str; 7] = [
+const SWITCH_FUNCTIONS: [&str; 9] = [
     "switch_out_from",
+    "switch_hooked",
+    "resume_g0",
     "switch_out",
     "park_on",
     "park_on_unless",

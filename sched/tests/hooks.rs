@@ -129,3 +129,23 @@ fn the_same_hook_is_not_installed_twice() {
     assert_eq!(hook::install(&A), Err(InstallError::AlreadyInstalled));
     assert_eq!(hook::install(&B), Err(InstallError::AlreadyInstalled));
 }
+
+/// With hooks installed a parked green thread's switch-out has a frame more (the hooked
+/// switch, out of line); a dump still cuts its stack at the wait it called.
+#[test]
+fn a_dump_cuts_a_hooked_switch_out_at_the_wait() {
+    let _w = common::watchdog("dump with hooks", Duration::from_secs(120));
+    install_both();
+    let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+    let h = sched.spawn(purloin_sched::park);
+    while sched.parked().is_empty() {
+        std::thread::yield_now();
+    }
+    let dump = sched.dump();
+    let t = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
+    let top =
+        t.backtrace.as_ref().and_then(|bt| bt.frames.first()).and_then(|f| f.function.clone());
+    assert!(top.as_deref().is_some_and(|f| f.ends_with("::park")), "{dump}");
+    h.thread().unpark();
+    h.join().unwrap();
+}
