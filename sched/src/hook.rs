@@ -29,7 +29,7 @@
 //! so hooks never share or see each other's words. A hook installed while a green thread was
 //! switched out sees that green thread's next `switch_in` with `saved == 0`.
 //!
-//! # Where the hook runs
+//! # Where the hooks run
 //!
 //! - [`Hook::switch_out`] runs on the green thread's own stack, on the OS thread it ran on,
 //!   just before it switches out (yield, park, exit, a blocking section's requeue);
@@ -55,7 +55,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::GreenId;
 use crate::sync::{HOOK_FLAG, HookFlag};
 
-/// A scheduler event reported to the installed [`Hook`].
+/// A scheduler event reported to the installed [`Hook`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
@@ -211,6 +211,9 @@ static EAGER_SPAWN: HookFlag = HookFlag::new(false);
 /// [`Event::Spawn`] has an id and its first run is announced with the same id
 /// ([`Event::Start`]). Spawns cost what a non-lazy spawn costs meanwhile (`lazy`: two
 /// cache-line transfers per child), and a joiner no longer runs an unstarted child inline.
+///
+/// The switch is one for the process, not per hook: the last call wins, whichever hook made
+/// it (the facade's trace turns it on while it records, and off when it stops).
 ///
 /// # Examples
 ///
