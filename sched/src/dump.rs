@@ -325,7 +325,8 @@ pub struct GreenDump {
     /// the lag is larger).
     pub in_state_for: Option<Duration>,
     /// How long it has run on a worker ([`GreenThread::cpu_time`](crate::GreenThread::cpu_time):
-    /// coarse) and how many times it was switched in; `None` for stackless tasks.
+    /// coarse) and how many times it was switched in; `None` for finished green threads and
+    /// stackless tasks.
     pub cpu: Option<(Duration, u64)>,
     /// The green thread that spawned it (for a spawn from a child that its joiner ran inline,
     /// the joiner: the green thread whose record ran the code, as in hook events' `by`).
@@ -974,7 +975,7 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
                     name: gref.name(),
                     state,
                     in_state_for: timed.then(|| crate::clock::elapsed(since, now)),
-                    cpu: (!gref.is_step()).then(|| {
+                    cpu: (state != GreenState::Finished && !gref.is_step()).then(|| {
                         let ran = Duration::from_nanos(gref.run_nanos());
                         (ran, gref.switches.load(crate::sync::STAT))
                     }),

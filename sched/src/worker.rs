@@ -231,10 +231,10 @@ impl M {
         }
     }
 
-    /// [`M::sample_queued`]'s sample: the precise stamp, and the next sample drawn uniformly
-    /// from the next `SCHED_LATENCY_PERIOD` queueings after a half period (a mean of 1.5
-    /// periods would undersample: the draw is from `[P/2, 3P/2)`, mean `P`), so that a pattern
-    /// of queueings that repeats with the period is not timed always at the same green thread.
+    /// [`M::sample_queued`]'s sample: the precise stamp, and the count down to the next one,
+    /// drawn uniformly from `[P/2, 3P/2)` queueings (`P` = `SCHED_LATENCY_PERIOD`, the mean),
+    /// so that a pattern of queueings that repeats with the period is not timed always at the
+    /// same green thread.
     #[cold]
     #[inline(never)]
     fn stamp_precise(&self, g: GRef) {
