@@ -277,11 +277,16 @@ impl GreenThread {
     /// while workers run green threads), not a reading of the OS clock at every switch, which
     /// would cost each switch a clock read. So it is *sampled*, like a tick-based CPU
     /// profile: a run is charged the clock's advance during it, which is 0 for a run that no
-    /// refresh fell into and a whole refresh interval for a short run that one did. Summed
-    /// over many runs the charges are an unbiased estimate of the time run (each refresh's
-    /// interval is charged to the runs it falls into, in proportion to their length, on
-    /// average); for a green thread that ran in total for less than a few refresh intervals
-    /// the value is noise, and it may well be 0. Without the monitor
+    /// refresh fell into and a whole refresh interval for a short run that one did. Precisely,
+    /// a run is charged its true length plus the clock's lag behind real time at its start
+    /// minus the lag at its end, and a lag is between 0 and one refresh interval. Summed over
+    /// many runs whose starts and ends fall independently of the refreshes the lags cancel on
+    /// average, so the total estimates the time run without bias (each refresh's interval is
+    /// charged to the runs it falls into, in proportion to their length); for a green thread
+    /// that ran in total for less than a few refresh intervals the value is noise, and it may
+    /// well be 0. A run that starts right after the clock was refreshed (a worker that woke
+    /// from its park refreshes it) starts with no lag and tends to be undercharged. Without the
+    /// monitor
     /// ([`Builder::monitor(false)`](crate::Builder::monitor)) the clock rarely advances while
     /// workers are busy, and the value undercounts.
     ///
