@@ -285,10 +285,9 @@ impl GreenThread {
     /// charged to the runs it falls into, in proportion to their length); for a green thread
     /// that ran in total for less than a few refresh intervals the value is noise, and it may
     /// well be 0. A run that starts right after the clock was refreshed (a worker that woke
-    /// from its park refreshes it) starts with no lag and tends to be undercharged. Without the
-    /// monitor
-    /// ([`Builder::monitor(false)`](crate::Builder::monitor)) the clock rarely advances while
-    /// workers are busy, and the value undercounts.
+    /// from its park refreshes it) starts with no lag and tends to be undercharged. Without
+    /// the monitor ([`Builder::monitor(false)`](crate::Builder::monitor)) the clock rarely
+    /// advances while workers are busy, and the value undercounts.
     ///
     /// What counts as running: from switch-in to switch-out, including time in blocking
     /// sections (the OS thread may be blocked in a system call) and time the OS did not run
