@@ -162,6 +162,9 @@ pub use time::{sleep, sleep_until};
 pub mod runtime {
     pub use crate::rt::{Builder, Runtime};
     pub use purloin_sched::ShutdownReport;
+    /// Observers of every switch and scheduler event ([`hook::install`] adds one; they
+    /// compose with the facade's trace and `tracing` support).
+    pub use purloin_sched::hook;
 }
 
 pub use rt::Runtime;

@@ -8,11 +8,15 @@
 //! ([`Builder::park_histogram`](crate::runtime::Builder::park_histogram) or
 //! `PURLOIN_PARK_HISTOGRAM=1`), `purloin_park_duration_seconds` is a Prometheus histogram per
 //! worker: cumulative `_bucket`s at powers of two from 1.024 µs to 68.7 s and `+Inf`, `_sum`
-//! and `_count` (see [`ParkHistogram`]).
+//! and `_count` (see [`ParkHistogram`](purloin_sched::ParkHistogram)).
+//! `purloin_sched_latency_seconds` is a histogram per worker of the same shape, always there:
+//! how long runnable green threads waited for a worker (Go's `/sched/latencies:seconds`), from
+//! a sample of the transitions (see [`Stats::sched_latency`]: `_count` is the number of
+//! samples, not of transitions).
 
 use std::fmt::Write as _;
 
-use purloin_sched::{Dump, GreenState, ParkHistogram, Stats};
+use purloin_sched::{Dump, DurationHistogram, GreenState, Stats};
 
 /// The metrics of the runtime running the current green thread (of the global runtime, from
 /// a plain thread) in the Prometheus text format.
@@ -113,26 +117,33 @@ pub(crate) fn render(s: &Stats, states: &Dump) -> String {
     .collect();
     gauge("green_threads", "Green threads by state.", &by_state);
     if !s.park_durations.is_empty() {
-        park_histogram(&mut out, &s.park_durations);
+        histogram(
+            &mut out,
+            "purloin_park_duration_seconds",
+            "How long green threads stayed parked (switch out to switch in), by the worker that \
+             resumed them.",
+            &s.park_durations,
+        );
     }
+    histogram(
+        &mut out,
+        "purloin_sched_latency_seconds",
+        "How long runnable green threads waited for a worker (queued to switched in), by the \
+         worker that ran them; a sample of the transitions.",
+        &s.sched_latencies,
+    );
     out
 }
 
-/// `purloin_park_duration_seconds`, a histogram per worker (cumulative buckets, as the format
-/// wants them).
-fn park_histogram(out: &mut String, per_worker: &[ParkHistogram]) {
-    let name = "purloin_park_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} How long green threads stayed parked (switch out to switch in), by the \
-         worker that resumed them."
-    );
+/// `name`, a histogram per worker (cumulative buckets, as the format wants them).
+fn histogram(out: &mut String, name: &str, help: &str, per_worker: &[DurationHistogram]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} histogram");
     for (w, h) in per_worker.iter().enumerate() {
         let mut cumulative = 0;
         for (i, n) in h.buckets.iter().enumerate() {
             cumulative += n;
-            match ParkHistogram::upper_bound(i) {
+            match DurationHistogram::upper_bound(i) {
                 Some(le) => {
                     let le = le.as_secs_f64();
                     let _ =

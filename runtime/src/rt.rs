@@ -228,6 +228,54 @@ impl Builder {
         self
     }
 
+    /// Calls `f` on every worker OS thread when it starts, before it runs any green thread,
+    /// with the thread's worker number (tokio's `on_thread_start`, brpc's
+    /// `run_worker_startfn`): every worker thread, also the ones started later for blocking
+    /// hand-offs and spare workers. A panic in `f` is reported on stderr and the worker goes
+    /// on. See [`purloin_sched::Builder::on_worker_start`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = purloin::runtime::Builder::new()
+    ///     .workers(2)
+    ///     .on_worker_start(|n| eprintln!("worker thread {n} starts"))
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(|| ());
+    /// ```
+    pub fn on_worker_start(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.sched = self.sched.on_worker_start(f);
+        self
+    }
+
+    /// Calls `f` on every worker OS thread when it ends, after its last green thread (tokio's
+    /// `on_thread_stop`). See [`purloin_sched::Builder::on_worker_stop`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let s = stopped.clone();
+    /// let rt = purloin::runtime::Builder::new()
+    ///     .workers(2)
+    ///     .on_worker_stop(move |_| {
+    ///         s.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(|| ());
+    /// drop(rt); // shuts down
+    /// assert!(stopped.load(Ordering::Relaxed) >= 2); // one per worker thread (spares too)
+    /// ```
+    pub fn on_worker_stop(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.sched = self.sched.on_worker_stop(f);
+        self
+    }
+
     /// Prints one line of scheduler state to stderr every `interval` (Go's
     /// `GODEBUG=schedtrace`); also set by `PURLOIN_SCHEDTRACE=<ms>` (a value that is not a
     /// whole number of milliseconds is ignored with a warning, once). [`Builder::build`]

@@ -38,7 +38,8 @@ const MAX_DEPTH: usize = 256;
 const TARGET: &str = "purloin::sched";
 
 /// Installs the facade's hook (`hook`) if a subscriber is interested in anything (once per
-/// process; a hook installed by someone else stays, and spans then do not follow).
+/// process, beside the program's own hooks; if the program took every hook slot, spans do not
+/// follow).
 pub(crate) fn install() {
     if LevelFilter::current() != LevelFilter::OFF {
         let _ = crate::hook::install();

@@ -105,6 +105,62 @@ fn timers_pending_counts_a_timed_wait() {
     });
 }
 
+/// Checks that `name` is a Prometheus histogram per worker (`workers` of them) in `text`:
+/// cumulative buckets that never decrease, one per bound of `DurationHistogram` and `+Inf`,
+/// whose `+Inf` bucket equals its `_count`, and a `_sum`. Returns the counts' total.
+fn check_histogram(text: &str, name: &str, workers: usize) -> f64 {
+    let (types, samples) = parse(text);
+    assert_eq!(types[name], "histogram", "{text}");
+    let mut total = 0.0;
+    for w in 0..workers {
+        let mut buckets: Vec<(f64, f64)> = samples
+            .iter()
+            .filter_map(|(k, v)| {
+                let rest = k.strip_prefix(&format!("{name}_bucket{{worker=\"{w}\",le=\""))?;
+                let le = rest.strip_suffix("\"}")?;
+                let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+                Some((le, *v))
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(buckets.len(), purloin::sched::DurationHistogram::BUCKETS, "{text}");
+        assert!(buckets.windows(2).all(|p| p[0].1 <= p[1].1), "not cumulative: {text}");
+        let count = samples[&format!("{name}_count{{worker=\"{w}\"}}")];
+        assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, count), "{text}");
+        assert!(samples.contains_key(&format!("{name}_sum{{worker=\"{w}\"}}")), "{text}");
+        total += count;
+    }
+    total
+}
+
+/// `purloin_sched_latency_seconds` is always there, a histogram per worker; two green threads
+/// that wake each other many times on one worker give it samples.
+#[test]
+fn sched_latency_is_a_prometheus_histogram() {
+    const ROUNDS: u32 = 1000;
+    let _w = rt_common::watchdog("sched latency text", Duration::from_secs(120));
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    rt.block_on(|| {
+        let (tx1, rx1) = purloin::sync::channel::bounded::<u32>(0);
+        let (tx2, rx2) = purloin::sync::channel::bounded::<u32>(0);
+        let echo = purloin::spawn(move || {
+            for v in rx1.iter() {
+                tx2.send(v).unwrap();
+            }
+        });
+        for i in 0..ROUNDS {
+            tx1.send(i).unwrap();
+            assert_eq!(rx2.recv().unwrap(), i);
+        }
+        drop(tx1);
+        echo.join().unwrap();
+        let text = purloin::metrics::prometheus();
+        // About one in 64 of the ~2000 wake-ups is timed.
+        let samples = check_histogram(&text, "purloin_sched_latency_seconds", 1);
+        assert!(samples >= 1.0, "{text}");
+    });
+}
+
 /// With the park histogram on, `purloin_park_duration_seconds` is a histogram per worker whose
 /// cumulative buckets never decrease, whose `+Inf` bucket equals its `_count`, and whose
 /// counts add up to at least the parks the program made (other green threads of the runtime
@@ -147,32 +203,7 @@ fn park_histogram_is_a_prometheus_histogram() {
         }
         parker.join().unwrap();
         let text = purloin::metrics::prometheus();
-        let (types, samples) = parse(&text);
-        assert_eq!(types["purloin_park_duration_seconds"], "histogram");
-        let mut total = 0.0;
-        for w in 0..2 {
-            let mut buckets: Vec<(f64, f64)> = samples
-                .iter()
-                .filter_map(|(k, v)| {
-                    let rest = k.strip_prefix(&format!(
-                        "purloin_park_duration_seconds_bucket{{worker=\"{w}\",le=\""
-                    ))?;
-                    let le = rest.strip_suffix("\"}")?;
-                    let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
-                    Some((le, *v))
-                })
-                .collect();
-            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-            assert_eq!(buckets.len(), purloin::sched::ParkHistogram::BUCKETS, "{text}");
-            assert!(buckets.windows(2).all(|p| p[0].1 <= p[1].1), "not cumulative: {text}");
-            let count = samples[&format!("purloin_park_duration_seconds_count{{worker=\"{w}\"}}")];
-            assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, count), "{text}");
-            assert!(
-                samples
-                    .contains_key(&format!("purloin_park_duration_seconds_sum{{worker=\"{w}\"}}"))
-            );
-            total += count;
-        }
+        let total = check_histogram(&text, "purloin_park_duration_seconds", 2);
         assert!(total >= f64::from(PARKS), "{total} parks counted: {text}");
     });
 }

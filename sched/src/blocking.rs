@@ -137,7 +137,7 @@ pub fn enter_blocking() {
     let p = m.p();
     bump(&p.stats.blocking);
     if let Some(g) = m.current.get() {
-        g.stamp();
+        g.charge_and_stamp();
     }
     m.set_in_blocking(true);
     crate::hook::emit(|| crate::hook::Event::BlockingEnter { id: running_id(m) });
@@ -176,7 +176,7 @@ pub fn exit_blocking() {
     // B1: the CAS races the monitor's retake on the same word.
     if p.try_exit_syscall() {
         if let Some(g) = m.current.get() {
-            g.stamp();
+            g.charge_and_stamp();
             p.running.store(g.as_ptr(), Ordering::Relaxed);
         }
         return;

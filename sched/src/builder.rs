@@ -73,6 +73,7 @@ impl Builder {
                 park_histogram: false,
                 locals_destructor: None,
                 max_outside_queued: usize::MAX,
+                worker_hooks: WorkerHooks::default(),
             },
         }
     }
@@ -388,6 +389,80 @@ impl Builder {
         self
     }
 
+    /// Calls `f` on every worker OS thread of the scheduler when it starts, before it runs any
+    /// green thread, with the thread's worker number (brpc's `run_worker_startfn`, tokio's
+    /// `on_thread_start`): to set CPU affinity, a thread priority or thread-locals of a
+    /// library the green threads use.
+    ///
+    /// Every worker thread calls it, also the ones started later: by
+    /// [`Scheduler::set_workers`], for a processor handed off from a worker blocked in a
+    /// system call, and spare workers the monitor adds for stalled ones
+    /// ([`max_spare_workers`](Self::max_spare_workers)). The number is the one at the end of
+    /// the thread's name ([`thread_name`](Self::thread_name)): 0, 1, 2, ... in the order the
+    /// scheduler started its threads, never reused, so it is not a processor index (a spare
+    /// thread may later hold any processor).
+    ///
+    /// The thread holds a processor while `f` runs, which runs nothing else meanwhile: keep it
+    /// short. `f` runs before the thread becomes a worker: the scheduler's functions see a
+    /// plain thread (a spawn goes to the global queue, a park blocks the OS thread). A panic
+    /// in `f` is caught and reported on stderr with the worker's name, and the worker goes on
+    /// (it does not take its processor down with it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let s = started.clone();
+    /// let sched = purloin_sched::Builder::new()
+    ///     .workers(2)
+    ///     .on_worker_start(move |_worker| {
+    ///         s.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// sched.spawn(|| ()).join().unwrap();
+    /// drop(sched); // shuts down: every worker thread has ended
+    /// assert!(started.load(Ordering::Relaxed) >= 2); // one per worker thread (spares too)
+    /// ```
+    pub fn on_worker_start(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.config.worker_hooks.start = Some(StdArc::new(f));
+        self
+    }
+
+    /// Calls `f` on every worker OS thread when it ends, after it ran its last green thread,
+    /// with the thread's worker number (tokio's `on_thread_stop`; see
+    /// [`on_worker_start`](Self::on_worker_start) for which threads and numbers). A worker
+    /// thread ends at shutdown, when [`Scheduler::set_workers`] removes its processor, and
+    /// when a spare retires. Shutdown waits for the hooks of the threads it waits for. A panic
+    /// in `f` is caught and reported on stderr.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let s = stopped.clone();
+    /// let sched = purloin_sched::Builder::new()
+    ///     .workers(2)
+    ///     .on_worker_stop(move |_worker| {
+    ///         s.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// sched.spawn(|| ()).join().unwrap();
+    /// drop(sched);
+    /// assert!(stopped.load(Ordering::Relaxed) >= 2); // one per worker thread (spares too)
+    /// ```
+    pub fn on_worker_stop(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Builder {
+        self.config.worker_hooks.stop = Some(StdArc::new(f));
+        self
+    }
+
     /// The configuration, for the crate's loom models (which build `Shared` without threads).
     #[cfg(all(test, loom))]
     pub(crate) fn config_for_tests(self) -> Config {
@@ -493,6 +568,47 @@ impl Builder {
         let mut config = self.config;
         config.max_workers = max;
         Ok(config)
+    }
+}
+
+/// A worker thread hook ([`Builder::on_worker_start`], [`Builder::on_worker_stop`]).
+pub(crate) type WorkerHook = StdArc<dyn Fn(usize) + Send + Sync>;
+
+/// The worker thread hooks of a scheduler.
+#[derive(Clone, Default)]
+pub(crate) struct WorkerHooks {
+    pub(crate) start: Option<WorkerHook>,
+    pub(crate) stop: Option<WorkerHook>,
+}
+
+impl core::fmt::Debug for WorkerHooks {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WorkerHooks")
+            .field("start", &self.start.is_some())
+            .field("stop", &self.stop.is_some())
+            .finish()
+    }
+}
+
+impl WorkerHooks {
+    /// Runs `hook` (the `which` hook: "start" or "stop") for worker thread `worker` on this
+    /// thread; a panic is caught and reported, so the worker goes on.
+    pub(crate) fn run(hook: &Option<WorkerHook>, which: &str, worker: usize) {
+        let Some(f) = hook else { return };
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(worker)));
+        if let Err(payload) = ran {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a non-string payload");
+            let name = std::thread::current().name().unwrap_or("a worker").to_owned();
+            eprintln!(
+                "purloin: the on_worker_{which} hook panicked on worker thread {name} \
+                 (number {worker}): {msg}; the worker goes on without it (catch the panic in \
+                 the hook to handle it yourself)"
+            );
+        }
     }
 }
 

@@ -29,6 +29,14 @@
 //! advances only when a worker wakes up or a dump runs, and busy workers stamp older times:
 //! durations are still never under-estimated, but may be over-estimated by more.
 //!
+//! # Stamps that carry a precise reading
+//!
+//! The clock's values are even (the last nanosecond is dropped). An odd stamp in a record is
+//! a precise reading ([`precise`], plus one) that a queueing point took to time the green
+//! thread's wait for a worker (`Stats::sched_latency`); the switch-in that finds it records the
+//! wait and stamps over it. Either kind reads as a time in the same unit (off by at most a
+//! nanosecond), so a dump needs no test.
+//!
 //! # Memory ordering
 //!
 //! Relaxed everywhere: the clock orders nothing, and a stamp is a diagnostic read racily.
@@ -54,10 +62,25 @@ pub(crate) fn coarse() -> u64 {
     NOW.load(STAT)
 }
 
+/// `now` in the clock's unit: nanoseconds since [`base`], made even (module docs).
+fn since_base(now: Instant) -> u64 {
+    now.saturating_duration_since(base()).as_nanos() as u64 & !PRECISE
+}
+
+/// The low bit of a stamp that holds a [`precise`] reading (module docs).
+pub(crate) const PRECISE: u64 = 1;
+
+/// A precise reading of the OS clock in the clock's unit, without refreshing the clock (no
+/// write to the shared word): for timing a wait whose both ends read it.
+#[inline]
+pub(crate) fn precise() -> u64 {
+    since_base(Instant::now())
+}
+
 /// Sets the clock to `now` (unless another refresh went further) and returns it in the
 /// clock's unit.
 pub(crate) fn refresh_at(now: Instant) -> u64 {
-    let n = now.saturating_duration_since(base()).as_nanos() as u64;
+    let n = since_base(now);
     NOW.fetch_max(n, STAT);
     n
 }

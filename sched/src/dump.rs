@@ -324,6 +324,10 @@ pub struct GreenDump {
     /// while the monitor runs (see [`Builder::monitor`](crate::Builder::monitor); without it
     /// the lag is larger).
     pub in_state_for: Option<Duration>,
+    /// How long it has run on a worker ([`GreenThread::cpu_time`](crate::GreenThread::cpu_time):
+    /// coarse) and how many times it was switched in; `None` for finished green threads and
+    /// stackless tasks.
+    pub cpu: Option<(Duration, u64)>,
     /// The green thread that spawned it (for a spawn from a child that its joiner ran inline,
     /// the joiner: the green thread whose record ran the code, as in hook events' `by`).
     /// `None` if a plain thread spawned it, and for a fork-join job
@@ -414,6 +418,10 @@ impl fmt::Display for Dump {
             }
             if let Some(d) = t.in_state_for {
                 write!(f, ", for {}", ShortDuration(d))?;
+            }
+            if let Some((ran, switches)) = t.cpu {
+                let plural = if switches == 1 { "" } else { "es" };
+                write!(f, "; ran {} in {switches} switch{plural}", ShortDuration(ran))?;
             }
             if let Some(c) = t.running_inline {
                 write!(f, "; running {c} inline")?;
@@ -549,8 +557,10 @@ const WALKER_FUNCTIONS: [&str; 2] =
 
 /// Frames of the scheduler's switch out, above the wait a green thread called, found by
 /// name when a stack has no user frame to anchor on (inlined frames carry their bare name).
-const SWITCH_FUNCTIONS: [&str; 7] = [
+const SWITCH_FUNCTIONS: [&str; 9] = [
     "switch_out_from",
+    "switch_hooked",
+    "resume_g0",
     "switch_out",
     "park_on",
     "park_on_unless",
@@ -965,6 +975,10 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
                     name: gref.name(),
                     state,
                     in_state_for: timed.then(|| crate::clock::elapsed(since, now)),
+                    cpu: (state != GreenState::Finished && !gref.is_step()).then(|| {
+                        let ran = Duration::from_nanos(gref.run_nanos());
+                        (ran, gref.switches.load(crate::sync::STAT))
+                    }),
                     spawned_by: (spawner != 0).then_some(GreenId(spawner)),
                     created_at: gref.created_at(),
                     wait: wait_info_of(gref),

@@ -135,6 +135,14 @@ pub(crate) struct G {
     /// whoever makes the change (the party that owns the record at that moment); read racily
     /// by dumps (how long a green thread has been in its state).
     pub(crate) since: crate::sync::DiagU64,
+    /// Time on a worker (`GreenThread::cpu_time`), in the coarse clock's nanoseconds, up to
+    /// the `since` stamp while the G runs: every stamp of a running G first charges it the
+    /// clock's advance since the previous one ([`G::charge_and_stamp`]). Written by the G's
+    /// owner (the G itself, or its worker's g0 after it switched out); read racily.
+    pub(crate) run_ns: crate::sync::DiagU64,
+    /// Times switched in (brpc's `nswitch`; a yield resumed at once counts, as in
+    /// `ProcStats::switches`). Written by the worker that switches it in; read racily.
+    pub(crate) switches: crate::sync::DiagU64,
     /// Saved registers while switched out.
     pub(crate) context: UnsafeCell<Option<Context>>,
     /// The scheduler this green thread belongs to (set at spawn, read by wakers that won a
@@ -227,6 +235,8 @@ impl G {
         G {
             state: AtomicU64::new(word(1, FREE)),
             since: crate::sync::DiagU64::new(0),
+            run_ns: crate::sync::DiagU64::new(0),
+            switches: crate::sync::DiagU64::new(0),
             spawned_by: crate::sync::DiagU64::new(0),
             created_at: crate::sync::DiagPtr::new(core::ptr::null_mut()),
             refs: AtomicU32::new(0),
@@ -291,6 +301,31 @@ impl G {
     #[inline]
     pub(crate) fn stamp(&self) {
         self.since.store(crate::clock::coarse(), crate::sync::STAT);
+    }
+
+    /// Stamps the running G (as [`G::stamp`]) after charging it the coarse clock's advance
+    /// since its last stamp (`run_ns`): at every change of state that ends or splits a run
+    /// (park, yield, a blocking section's requeue, entering and leaving a blocking section).
+    /// The caller owns the record and the G is running (its last stamp is the switch-in's or
+    /// one of these, never a queueing's precise reading).
+    #[inline]
+    pub(crate) fn charge_and_stamp(&self) {
+        let now = crate::clock::coarse();
+        let last = self.since.load(crate::sync::STAT);
+        let ran = self.run_ns.load(crate::sync::STAT).wrapping_add(now.saturating_sub(last));
+        self.run_ns.store(ran, crate::sync::STAT);
+        self.since.store(now, crate::sync::STAT);
+    }
+
+    /// Time on a worker in the coarse clock's nanoseconds, the running slice included if the
+    /// G is running (a racy read: see `GreenThread::cpu_time`). The caller holds a reference.
+    pub(crate) fn run_nanos(&self) -> u64 {
+        let ran = self.run_ns.load(crate::sync::STAT);
+        if status_of(self.state.load(Ordering::Relaxed)) != RUNNING {
+            return ran;
+        }
+        let last = self.since.load(crate::sync::STAT) & !crate::clock::PRECISE;
+        ran.wrapping_add(crate::clock::coarse().saturating_sub(last))
     }
 
     /// Records who spawned the G and where (the caller owns the record: see `spawned_by`).
@@ -698,6 +733,8 @@ impl G {
         self.pinned_to.store(NOT_PINNED as u32, Ordering::Relaxed);
         self.host.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.wait_kind.store(0, crate::sync::STAT);
+        self.run_ns.store(0, crate::sync::STAT);
+        self.switches.store(0, crate::sync::STAT);
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {
             self.name.with_mut(|n| *n = None);
@@ -805,10 +842,13 @@ mod tests {
     /// million records), so its size is pinned here: a field that grows it fails this test and
     /// has to earn its bytes (or share a word with another field). The spawn's place
     /// (`created_at`, 8 bytes) earns them as Go's `gopc` does: a dump shows where every
-    /// green thread was created.
+    /// green thread was created. The run time and the switch count (`run_ns`, `switches`,
+    /// 16 bytes) earn theirs as brpc's `cputime_ns` and `nswitch` do: per green thread CPU
+    /// accounting in dumps and from handles (a 32-bit count would wrap within hours on a
+    /// busy long-lived green thread, and no field has 4 bytes of padding to spare).
     #[test]
     fn record_size_is_pinned() {
         assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
-        assert!(size_of::<G>() <= 216, "G record grew to {} bytes", size_of::<G>());
+        assert!(size_of::<G>() <= 232, "G record grew to {} bytes", size_of::<G>());
     }
 }

@@ -1,16 +1,35 @@
-//! One process-wide observer of the scheduler: called when a green thread switches out and
-//! back in, and at the scheduler's events (spawn, first run, park, unpark, steal, global-queue
-//! pulls, worker sleeps and wake-ups, blocking sections, timers fired, poller wake-ups).
+//! The process's observers of the scheduler ([`Hook`]s): called when a green thread switches
+//! out and back in, and at the scheduler's events (spawn, first run, park, unpark, steal,
+//! global-queue pulls, worker sleeps and wake-ups, blocking sections, timers fired, poller
+//! wake-ups).
 //!
 //! The scheduler depends on no tracing or profiling library; a layer above (the `purloin`
-//! facade's `tracing` feature) installs a [`Hook`] that translates. A hook is installed once
-//! per process and never removed. Every site first reads one flag (`INSTALLED`, Relaxed) and
-//! branches; with no hook installed that load and predictable branch is all it costs, and the
-//! event's fields are not even computed (each site passes a closure, called out of line).
-//! With the flag set, the hook itself comes from the `OnceLock` (its Acquire load pairs with
-//! the Release of the one `set`, so the flag's Relaxed read publishes nothing by itself).
+//! facade's trace and `tracing` feature) installs a [`Hook`] that translates, and a program
+//! may add its own (a metrics exporter), up to [`MAX_HOOKS`] in all. Hooks are installed with
+//! [`install`] and never removed: a hook that should stop working checks a flag of its own
+//! (the facade's do). Removal would need every switch to take part in a reclamation scheme so
+//! that no site still calls a removed hook; never removing keeps a site's cost at one load.
 //!
-//! # Where the hook runs
+//! Every site first reads one flag (`INSTALLED`, Relaxed) and branches; with no hook
+//! installed that load and predictable branch is all it costs, and the event's fields are not
+//! even computed (each site passes a closure, called out of line). With the flag set, the
+//! hooks come from a fixed array of `OnceLock` slots filled in order and never emptied: a
+//! site calls the hooks of the slots that are set, up to the first empty one (each slot's
+//! Acquire load pairs with the Release of its one `set`, so the flag's Relaxed read publishes
+//! nothing by itself, and a hook being installed meanwhile is called from some switch on).
+//! Installs are serialised by a lock, so the same hook is never installed twice.
+//!
+//! # Several hooks: order, and the switch word
+//!
+//! Every hook sees every switch and event. [`Hook::switch_out`]s and [`Hook::event`]s run in
+//! the order the hooks were installed; [`Hook::switch_in`]s in the reverse order (the last to
+//! see the green thread leave is the first to see it come back, like nested scopes). Each
+//! hook gets back, in its `switch_in`, exactly the word *its own* `switch_out` returned: the
+//! switching frame keeps one word per hook (on the green thread's stack, across the switch),
+//! so hooks never share or see each other's words. A hook installed while a green thread was
+//! switched out sees that green thread's next `switch_in` with `saved == 0`.
+//!
+//! # Where the hooks run
 //!
 //! - [`Hook::switch_out`] runs on the green thread's own stack, on the OS thread it ran on,
 //!   just before it switches out (yield, park, exit, a blocking section's requeue);
@@ -31,12 +50,12 @@
 //! run needs both ends: [`set_eager_spawn`] makes spawns take a record (and an id) at once
 //! while a hook is installed. With no hook installed its flag is never read.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::GreenId;
 use crate::sync::{HOOK_FLAG, HookFlag};
 
-/// A scheduler event reported to the installed [`Hook`].
+/// A scheduler event reported to the installed [`Hook`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
@@ -147,11 +166,10 @@ pub enum Event {
 /// }
 ///
 /// static COUNT: CountSpawns = CountSpawns(AtomicU64::new(0));
-/// if hook::install(&COUNT).is_ok() {
-///     let sched = purloin_sched::Scheduler::new().unwrap();
-///     sched.spawn(|| ()).join().unwrap();
-///     assert!(COUNT.0.load(Ordering::Relaxed) >= 1);
-/// }
+/// hook::install(&COUNT).unwrap();
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// sched.spawn(|| ()).join().unwrap();
+/// assert!(COUNT.0.load(Ordering::Relaxed) >= 1);
 /// ```
 pub trait Hook: Sync + 'static {
     /// On the green thread's stack and OS thread, before it switches out. `finished` is true
@@ -174,9 +192,16 @@ pub trait Hook: Sync + 'static {
     }
 }
 
-static HOOK: OnceLock<&'static dyn Hook> = OnceLock::new();
+/// Most hooks a process can [`install`].
+pub const MAX_HOOKS: usize = 8;
 
-/// Set once `HOOK` holds the hook: the sites' one load and branch.
+/// The installed hooks, in order: set slots first, never emptied (module docs).
+static HOOKS: [OnceLock<&'static dyn Hook>; MAX_HOOKS] = [const { OnceLock::new() }; MAX_HOOKS];
+
+/// Serialises [`install`]s (the check for the same hook and the choice of a slot).
+static INSTALLING: Mutex<()> = Mutex::new(());
+
+/// Set once `HOOKS` holds a hook: the sites' one load and branch.
 static INSTALLED: HookFlag = HookFlag::new(false);
 
 /// [`set_eager_spawn`]'s flag (read only after `INSTALLED`).
@@ -186,6 +211,9 @@ static EAGER_SPAWN: HookFlag = HookFlag::new(false);
 /// [`Event::Spawn`] has an id and its first run is announced with the same id
 /// ([`Event::Start`]). Spawns cost what a non-lazy spawn costs meanwhile (`lazy`: two
 /// cache-line transfers per child), and a joiner no longer runs an unstarted child inline.
+///
+/// The switch is one for the process, not per hook: the last call wins, whichever hook made
+/// it (the facade's trace turns it on while it records, and off when it stops).
 ///
 /// # Examples
 ///
@@ -202,13 +230,12 @@ static EAGER_SPAWN: HookFlag = HookFlag::new(false);
 ///     }
 /// }
 /// static SAW: SawId = SawId(AtomicBool::new(false));
-/// if hook::install(&SAW).is_ok() {
-///     hook::set_eager_spawn(true);
-///     let sched = purloin_sched::Scheduler::new().unwrap();
-///     // A spawn from a green thread (lazy otherwise) now reports its id.
-///     sched.spawn(|| purloin_sched::spawn(|| ()).unwrap().join().unwrap()).join().unwrap();
-///     assert!(SAW.0.load(Ordering::Relaxed));
-/// }
+/// hook::install(&SAW).unwrap();
+/// hook::set_eager_spawn(true);
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// // A spawn from a green thread (lazy otherwise) now reports its id.
+/// sched.spawn(|| purloin_sched::spawn(|| ()).unwrap().join().unwrap()).join().unwrap();
+/// assert!(SAW.0.load(Ordering::Relaxed));
 /// ```
 pub fn set_eager_spawn(on: bool) {
     // Relaxed: a hint; a spawn that reads the old value is lazy (or not) once more.
@@ -222,37 +249,88 @@ pub(crate) fn eager_spawn() -> bool {
     EAGER_SPAWN.load(HOOK_FLAG)
 }
 
-/// Installs the process's hook. Green threads switched out before the hook was installed are
-/// switched in with `saved == 0`.
+/// Why [`install`] refused a hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// This very hook (the same object) is installed already: it sees every switch and
+    /// event once, not twice.
+    AlreadyInstalled,
+    /// [`MAX_HOOKS`] hooks are installed (they are never removed).
+    Full,
+}
+
+impl core::fmt::Display for InstallError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            InstallError::AlreadyInstalled => f.write_str(
+                "purloin: this scheduler hook is installed already (install it once per process)",
+            ),
+            InstallError::Full => write!(
+                f,
+                "purloin: {MAX_HOOKS} scheduler hooks are installed, the most a process can \
+                 have (hooks are never removed); combine some of them into one hook"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InstallError {}
+
+/// Adds `hook` to the process's hooks: from now on it sees every switch and event of every
+/// scheduler, after the hooks installed before it (module docs). Hooks are never removed.
 ///
 /// # Errors
-/// The hook already installed (there is one per process, never removed), when there is one.
+///
+/// [`InstallError::AlreadyInstalled`] if this hook (the same object, compared by address) is
+/// installed already; [`InstallError::Full`] if [`MAX_HOOKS`] are.
 ///
 /// # Examples
 ///
 /// ```
-/// use purloin_sched::hook::{self, Hook};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use purloin_sched::hook::{self, Event, Hook, InstallError};
 ///
-/// struct Quiet;
-/// impl Hook for Quiet {}
-/// static QUIET: Quiet = Quiet;
-/// // The first install wins; a second one is refused.
-/// let _ = hook::install(&QUIET);
-/// assert!(hook::install(&QUIET).is_err());
+/// struct Parks(AtomicU64);
+/// impl Hook for Parks {
+///     fn event(&self, e: Event) {
+///         if let Event::Park { .. } = e {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+/// static A: Parks = Parks(AtomicU64::new(0));
+/// static B: Parks = Parks(AtomicU64::new(0));
+/// hook::install(&A).unwrap();
+/// hook::install(&B).unwrap(); // a second hook: both see every event
+/// assert_eq!(hook::install(&A), Err(InstallError::AlreadyInstalled));
+///
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// assert!(A.0.load(Ordering::Relaxed) >= 1 && B.0.load(Ordering::Relaxed) >= 1);
 /// ```
-pub fn install(hook: &'static dyn Hook) -> Result<(), &'static dyn Hook> {
-    let mut installed = false;
-    let current = HOOK.get_or_init(|| {
-        installed = true;
-        hook
-    });
-    if installed {
-        // Relaxed: a site that sees the flag reads the hook through the OnceLock (Acquire).
-        INSTALLED.store(true, HOOK_FLAG);
-        Ok(())
-    } else {
-        Err(*current)
+pub fn install(hook: &'static dyn Hook) -> Result<(), InstallError> {
+    let _serial = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let same = |h: &&'static dyn Hook| core::ptr::addr_eq(*h as *const dyn Hook, hook);
+    if hooks().any(|h| same(&h)) {
+        return Err(InstallError::AlreadyInstalled);
     }
+    let slot = HOOKS.iter().find(|s| s.get().is_none()).ok_or(InstallError::Full)?;
+    // Under the lock nobody else sets a slot: this one is still empty.
+    let _ = slot.set(hook);
+    // Relaxed: a site that sees the flag reads the hooks through their OnceLocks (Acquire).
+    INSTALLED.store(true, HOOK_FLAG);
+    Ok(())
+}
+
+/// The installed hooks, in installation order (module docs).
+fn hooks() -> impl Iterator<Item = &'static dyn Hook> {
+    HOOKS.iter().map_while(|s| s.get().copied())
 }
 
 /// The id of the green thread whose record runs on this OS thread: the one [`Event::Park`]
@@ -280,25 +358,37 @@ pub(crate) fn installed() -> bool {
     INSTALLED.load(HOOK_FLAG)
 }
 
-/// The installed hook (after [`installed`] said there is one).
-#[cold]
-fn get() -> Option<&'static dyn Hook> {
-    HOOK.get().copied()
+/// What the hooks' `switch_out`s returned, one word per hook in installation order (0 for a
+/// hook installed since), kept in the switching frame across the switch (module docs).
+pub(crate) struct Saved([usize; MAX_HOOKS]);
+
+impl Saved {
+    /// No words: every hook gets 0.
+    pub(crate) const fn new() -> Saved {
+        Saved([0; MAX_HOOKS])
+    }
 }
 
-/// The hook's [`Hook::switch_out`] (out of line: the switch inlines only the flag's test).
+/// The hooks' [`Hook::switch_out`]s, their words kept in `saved` (out of line: the switch
+/// inlines only the flag's test).
 #[cold]
 #[inline(never)]
-pub(crate) fn switch_out(finished: bool) -> usize {
-    get().map_or(0, |h| h.switch_out(finished))
+pub(crate) fn switch_out(finished: bool, saved: &mut Saved) {
+    for (word, h) in saved.0.iter_mut().zip(hooks()) {
+        *word = h.switch_out(finished);
+    }
 }
 
-/// The hook's [`Hook::switch_in`] (out of line, as [`switch_out`]).
+/// The hooks' [`Hook::switch_in`]s, in reverse order, each with its own word from `saved`.
+/// Out of line, as [`switch_out`].
 #[cold]
 #[inline(never)]
-pub(crate) fn switch_in(saved: usize) {
-    if let Some(h) = get() {
-        h.switch_in(saved);
+pub(crate) fn switch_in(saved: &Saved) {
+    let n = hooks().count();
+    for (word, slot) in saved.0[..n].iter().zip(&HOOKS[..n]).rev() {
+        if let Some(h) = slot.get() {
+            h.switch_in(*word);
+        }
     }
 }
 
@@ -314,7 +404,8 @@ pub(crate) fn emit(make: impl FnOnce() -> Event) {
 #[cold]
 #[inline(never)]
 fn cold_emit(make: impl FnOnce() -> Event) {
-    if let Some(h) = get() {
-        h.event(make());
+    let event = make();
+    for h in hooks() {
+        h.event(event);
     }
 }

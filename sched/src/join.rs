@@ -197,6 +197,41 @@ impl<T> JoinHandle<T> {
         self.thread().interrupt()
     }
 
+    /// How long the green thread has run on a worker so far ([`GreenThread::cpu_time`]:
+    /// coarse, read its docs); `None` once it has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// assert!(h.cpu_time().is_some()); // not ended yet
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn cpu_time(&self) -> Option<std::time::Duration> {
+        self.thread().cpu_time()
+    }
+
+    /// How many times the green thread was switched in so far
+    /// ([`GreenThread::switches`]); `None` once it has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(h.switches(), Some(1)); // it ran once, then parked
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn switches(&self) -> Option<u64> {
+        self.thread().switches()
+    }
+
     /// The green thread's handle.
     ///
     /// A green thread spawned from a green thread with default options gets its record (and

@@ -120,7 +120,9 @@ pub use scheduler::{
     spawn_detached_unchecked, spawn_grouped_unchecked, spawn_with, with_user_data,
 };
 pub use stackless::{Task, TaskStep, spawn_task};
-pub use stats::{GlobalStats, ParkHistogram, ProcStats, Stats};
+pub use stats::{
+    DurationHistogram, GlobalStats, ParkHistogram, ProcStats, SCHED_LATENCY_PERIOD, Stats,
+};
 pub use switch::NoSwitch;
 pub use task::Cancelled;
 pub use thread::{

@@ -95,7 +95,10 @@ pub(crate) struct P {
     pub(crate) running: AtomicPtr<crate::g::G>,
     pub(crate) stats: PStats,
     /// Park durations of the green threads that resumed here (`Builder::park_histogram`).
-    pub(crate) park_durations: crate::stats::ParkBuckets,
+    pub(crate) park_durations: crate::stats::DurationBuckets,
+    /// Sampled scheduling latencies of the green threads switched in here (`stats`,
+    /// `Stats::sched_latency`).
+    pub(crate) sched_latencies: crate::stats::DurationBuckets,
     /// Green threads spawned / finished by this P's holders (owner-written; see `Shared::live`).
     pub(crate) started: AtomicU64,
     pub(crate) finished: AtomicU64,
@@ -129,7 +132,8 @@ impl P {
             running: AtomicPtr::new(core::ptr::null_mut()),
             holder: AtomicU64::new(0),
             stats: PStats::default(),
-            park_durations: crate::stats::ParkBuckets::new(),
+            park_durations: crate::stats::DurationBuckets::new(),
+            sched_latencies: crate::stats::DurationBuckets::new(),
             started: AtomicU64::new(0),
             finished: AtomicU64::new(0),
         }

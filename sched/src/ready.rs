@@ -47,7 +47,7 @@ use crate::stackless::Body;
 use crate::stats::bump;
 use crate::sync::{Arc, Ordering};
 use crate::task::{OwnedTask, TaskRef};
-use crate::worker::current_worker;
+use crate::worker::{M, current_worker};
 
 /// Where [`HeldP::enqueue`] puts an entry on the held P.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,7 +245,7 @@ impl HeldP<'_> {
 /// unit; else the local queue), else the global queue.
 pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     let here = current_worker();
-    stamp_queued(g, here.is_some());
+    stamp_queued(g, here);
     let pin = g.pinned_to();
     if pin != NOT_PINNED {
         shared.push_pinned(pin, g);
@@ -266,14 +266,25 @@ pub(crate) fn schedule(g: GRef, shared: &Shared, use_runnext: bool) {
     shared.push_global(g);
 }
 
-/// Stamps `g`, which a wake-up or spawn is queueing, with the coarse clock on a worker. On a
-/// thread that is not a worker every worker may be parked and the coarse clock standing still
-/// (`clock`): stamp it with a fresh reading instead (such a wake-up wakes a worker anyway).
-fn stamp_queued(g: GRef, on_worker: bool) {
-    if on_worker {
-        g.stamp();
-    } else {
-        g.since.store(crate::clock::refresh(), crate::sync::STAT);
+/// Stamps `g`, which a wake-up or spawn is queueing, with the coarse clock on worker `here`
+/// (and samples its scheduling latency there: `M::sample_queued`). On a thread that is not a
+/// worker every worker may be parked and the coarse clock standing still (`clock`): stamp it
+/// with a fresh reading instead (such a wake-up wakes a worker anyway); that reading is
+/// precise, and one of every `SCHED_LATENCY_PERIOD` such stamps, counted process-wide, is
+/// marked as a sample.
+fn stamp_queued(g: GRef, here: Option<&M>) {
+    match here {
+        Some(m) => {
+            g.stamp();
+            m.sample_queued(g);
+        }
+        None => {
+            static OUTSIDE: crate::sync::DiagU32 = crate::sync::DiagU32::new(0);
+            let nth = OUTSIDE.fetch_add(1, crate::sync::STAT);
+            let sample = nth.is_multiple_of(crate::stats::SCHED_LATENCY_PERIOD);
+            let tag = if sample { crate::clock::PRECISE } else { 0 };
+            g.since.store(crate::clock::refresh() | tag, crate::sync::STAT);
+        }
     }
 }
 
@@ -454,8 +465,9 @@ pub(crate) fn spawn_g(
     }
     let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
     let generation = g.prepare_spawn_at(spawner, Some(at));
-    if here.is_none() {
-        stamp_queued(g, false);
+    match here {
+        Some(m) => m.sample_queued(g),
+        None => stamp_queued(g, None),
     }
     shared.note_started(held.map(|h| h.p()));
     let handle = GreenThread { g, generation };

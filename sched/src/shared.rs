@@ -54,6 +54,8 @@ pub(crate) struct Config {
     /// The most green threads submitted from outside the workers that may wait to start
     /// (`Builder::max_outside_queued`); `usize::MAX`: no bound.
     pub(crate) max_outside_queued: usize,
+    /// `Builder::on_worker_start` and `on_worker_stop`.
+    pub(crate) worker_hooks: crate::builder::WorkerHooks,
 }
 
 /// Everything the workers of one scheduler share.

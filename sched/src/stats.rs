@@ -98,19 +98,44 @@ counters! {
     }
 }
 
-/// How long green threads stayed parked, in log2 buckets: one processor's (or a sum), as a
-/// snapshot. Recorded only when the scheduler was built with
+/// Durations in log2 buckets: one processor's (or a sum), as a snapshot. What is measured
+/// depends on where it comes from: [`ParkHistogram`] (park durations, opt-in) and
+/// [`Stats::sched_latencies`] (runnable to running, sampled, always on).
+///
+/// Bucket `i` counts durations shorter than [`upper_bound(i)`](Self::upper_bound)
+/// (2<sup>10+i</sup> ns: 1.024 µs, 2.048 µs, ... 68.7 s) and, but for bucket 0, at least as
+/// long as the bound of bucket `i - 1`; the last bucket has no bound. The buckets are not
+/// cumulative.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use purloin_sched::DurationHistogram;
+///
+/// assert_eq!(DurationHistogram::upper_bound(0), Some(Duration::from_nanos(1024)));
+/// assert_eq!(DurationHistogram::upper_bound(DurationHistogram::BUCKETS - 1), None);
+/// assert_eq!(DurationHistogram::default().count(), 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DurationHistogram {
+    /// Durations per bucket (see the type's docs).
+    pub buckets: [u64; DurationHistogram::BUCKETS],
+    /// The durations' total in nanoseconds.
+    pub sum_nanos: u64,
+}
+
+/// How long green threads stayed parked (a [`DurationHistogram`]): one processor's (or a
+/// sum), as a snapshot. Recorded only when the scheduler was built with
 /// [`Builder::park_histogram(true)`](crate::Builder::park_histogram).
 ///
 /// A park lasts from the green thread's switch out in [`park`](crate::park) (or any wait built
 /// on it: locks, channels, joins, sleeps, I/O) to its switch back in, so it includes the time
-/// it was runnable in a queue after its wake-up. Both ends are read from the OS clock
-/// (`Instant`), so sub-microsecond parks are measured as such. A `park` that returns at once
-/// (a pending unpark) is not a park. Each park is recorded by the processor it resumes on.
-///
-/// Bucket `i` counts parks shorter than [`upper_bound(i)`](Self::upper_bound) (2<sup>10+i</sup>
-/// ns: 1.024 µs, 2.048 µs, ... 68.7 s) and, but for bucket 0, at least as long as the bound of
-/// bucket `i - 1`; the last bucket has no bound. The buckets are not cumulative.
+/// it was runnable in a queue after its wake-up (that part alone is
+/// [`Stats::sched_latencies`]). Both ends are read from the OS clock (`Instant`), so
+/// sub-microsecond parks are measured as such. A `park` that returns at once (a pending
+/// unpark) is not a park. Each park is recorded by the processor it resumes on.
 ///
 /// # Examples
 ///
@@ -130,19 +155,17 @@ counters! {
 /// assert_eq!(ParkHistogram::upper_bound(0), Some(Duration::from_nanos(1024)));
 /// assert_eq!(ParkHistogram::upper_bound(ParkHistogram::BUCKETS - 1), None);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ParkHistogram {
-    /// Parks per bucket (see the type's docs).
-    pub buckets: [u64; ParkHistogram::BUCKETS],
-    /// The parks' total duration in nanoseconds.
-    pub sum_nanos: u64,
-}
+pub type ParkHistogram = DurationHistogram;
+
+/// One in how many transitions from runnable to running each worker times for
+/// [`Stats::sched_latency`] (on average; see there). Each timed one costs two reads of the OS
+/// clock; the others a count down.
+pub const SCHED_LATENCY_PERIOD: u32 = 64;
 
 /// log2 of the first bucket's upper bound in nanoseconds (1.024 µs).
-const PARK_MIN_LOG2: u32 = 10;
+const HIST_MIN_LOG2: u32 = 10;
 
-impl ParkHistogram {
+impl DurationHistogram {
     /// Number of buckets: 27 bounded ones (1.024 µs to 68.7 s) and one unbounded.
     pub const BUCKETS: usize = 28;
 
@@ -153,21 +176,21 @@ impl ParkHistogram {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use purloin_sched::ParkHistogram;
+    /// use purloin_sched::DurationHistogram;
     ///
-    /// assert_eq!(ParkHistogram::upper_bound(10), Some(Duration::from_nanos(1 << 20)));
+    /// assert_eq!(DurationHistogram::upper_bound(10), Some(Duration::from_nanos(1 << 20)));
     /// ```
     pub fn upper_bound(i: usize) -> Option<Duration> {
-        (i + 1 < Self::BUCKETS).then(|| Duration::from_nanos(1 << (PARK_MIN_LOG2 as usize + i)))
+        (i + 1 < Self::BUCKETS).then(|| Duration::from_nanos(1 << (HIST_MIN_LOG2 as usize + i)))
     }
 
-    /// The bucket a park of `nanos` nanoseconds falls in.
+    /// The bucket a duration of `nanos` nanoseconds falls in.
     fn bucket_of(nanos: u64) -> usize {
         let bits = u64::BITS - nanos.leading_zeros(); // nanos < 2^bits
-        (bits.saturating_sub(PARK_MIN_LOG2) as usize).min(Self::BUCKETS - 1)
+        (bits.saturating_sub(HIST_MIN_LOG2) as usize).min(Self::BUCKETS - 1)
     }
 
-    /// Number of parks recorded (the sum of the buckets).
+    /// Number of durations recorded (the sum of the buckets).
     ///
     /// # Examples
     ///
@@ -179,7 +202,7 @@ impl ParkHistogram {
         self.buckets.iter().sum()
     }
 
-    /// The parks' total duration.
+    /// The durations' total.
     ///
     /// # Examples
     ///
@@ -192,14 +215,14 @@ impl ParkHistogram {
     }
 }
 
-impl Default for ParkHistogram {
+impl Default for DurationHistogram {
     fn default() -> Self {
-        ParkHistogram { buckets: [0; Self::BUCKETS], sum_nanos: 0 }
+        DurationHistogram { buckets: [0; Self::BUCKETS], sum_nanos: 0 }
     }
 }
 
-impl core::ops::AddAssign for ParkHistogram {
-    fn add_assign(&mut self, o: ParkHistogram) {
+impl core::ops::AddAssign for DurationHistogram {
+    fn add_assign(&mut self, o: DurationHistogram) {
         for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
             *a += b;
         }
@@ -207,31 +230,36 @@ impl core::ops::AddAssign for ParkHistogram {
     }
 }
 
-/// One processor's park-duration buckets (owner-written, like `PStats`: a park is recorded
-/// by the green thread that resumes, on the worker holding the P).
-pub(crate) struct ParkBuckets {
-    buckets: [StatCounter; ParkHistogram::BUCKETS],
+/// One processor's duration buckets (owner-written, like `PStats`: a duration is recorded by
+/// the worker holding the P, when the green thread it measures switches in there).
+pub(crate) struct DurationBuckets {
+    buckets: [StatCounter; DurationHistogram::BUCKETS],
     sum_nanos: StatCounter,
 }
 
-impl ParkBuckets {
-    pub(crate) fn new() -> ParkBuckets {
-        ParkBuckets {
+impl DurationBuckets {
+    pub(crate) fn new() -> DurationBuckets {
+        DurationBuckets {
             buckets: core::array::from_fn(|_| StatCounter::new(0)),
             sum_nanos: StatCounter::new(0),
         }
     }
 
-    /// Records a park of `d` (the caller holds the P).
+    /// Records a duration of `d` (the caller holds the P).
     #[inline]
     pub(crate) fn record(&self, d: Duration) {
-        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        bump(&self.buckets[ParkHistogram::bucket_of(nanos)]);
+        self.record_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Records a duration of `nanos` nanoseconds (the caller holds the P).
+    #[inline]
+    pub(crate) fn record_nanos(&self, nanos: u64) {
+        bump(&self.buckets[DurationHistogram::bucket_of(nanos)]);
         add(&self.sum_nanos, nanos);
     }
 
-    pub(crate) fn snapshot(&self) -> ParkHistogram {
-        ParkHistogram {
+    pub(crate) fn snapshot(&self) -> DurationHistogram {
+        DurationHistogram {
             buckets: core::array::from_fn(|i| self.buckets[i].load(STAT)),
             sum_nanos: self.sum_nanos.load(STAT),
         }
@@ -282,6 +310,11 @@ pub struct Stats {
     /// unless the scheduler was built with
     /// [`Builder::park_histogram(true)`](crate::Builder::park_histogram).
     pub park_durations: Vec<ParkHistogram>,
+    /// Scheduling latencies, per processor: how long green threads waited in a run queue,
+    /// from being made runnable to being switched in (Go's `/sched/latencies:seconds`),
+    /// recorded by the processor they were switched in on. Always on, and sampled: see
+    /// [`Stats::sched_latency`].
+    pub sched_latencies: Vec<DurationHistogram>,
 }
 
 impl Stats {
@@ -307,6 +340,44 @@ impl Stats {
             total += *h;
         }
         Some(total)
+    }
+
+    /// The scheduling latencies ([`sched_latencies`](Self::sched_latencies)) summed over
+    /// processors: how long runnable green threads waited for a worker (Go's
+    /// `/sched/latencies:seconds`, tokio-metrics' scheduling delay). Separate from park
+    /// durations: a park's wait for its wake-up is not in it.
+    ///
+    /// A transition is a green thread made runnable through a run queue (spawned, woken, a
+    /// yield that queues it, a blocking section's requeue) and switched in later. Measuring
+    /// one takes two reads of the OS clock, so only a sample is timed, as Go times one in
+    /// eight: each worker times one of about every
+    /// [`SCHED_LATENCY_PERIOD`](crate::SCHED_LATENCY_PERIOD) transitions it queues, at a pseudo-random point in each period (so a pattern that
+    /// repeats with the period is not always timed at the same green thread), and threads
+    /// that are not workers time the same share with one process-wide count. The counts are
+    /// samples: [`count`](DurationHistogram::count) is the number of transitions timed, not
+    /// of transitions; the distribution and the mean (`sum / count`) are estimates of the
+    /// whole. Not timed: a lazily spawned green thread's first run (it has no record to stamp
+    /// while queued), a yield resumed at once because nothing else was runnable (it was never
+    /// queued), and stackless tasks queued by their own steps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+    /// for _ in 0..1000 {
+    ///     sched.spawn(purloin_sched::yield_now).join().unwrap();
+    /// }
+    /// let lat = sched.stats().sched_latency();
+    /// // About one in 64 of the 1000 spawns from this thread was timed (the yields found
+    /// // nothing else to run and went on at once: never queued).
+    /// assert!(lat.count() >= 1 && lat.count() < 2000, "{lat:?}");
+    /// ```
+    pub fn sched_latency(&self) -> DurationHistogram {
+        let mut total = DurationHistogram::default();
+        for h in &self.sched_latencies {
+            total += *h;
+        }
+        total
     }
 }
 
@@ -336,5 +407,6 @@ pub(crate) fn stats_of(shared: &Shared) -> Stats {
         } else {
             Vec::new()
         },
+        sched_latencies: shared.active().iter().map(|p| p.sched_latencies.snapshot()).collect(),
     }
 }

@@ -78,6 +78,11 @@ impl M {
         bump(&p.stats.switches);
         p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
+        // A precise (odd) stamp: the queueing point timed this wait for a worker.
+        let queued = g.since.load(crate::sync::STAT);
+        if queued & crate::clock::PRECISE != 0 {
+            record_sched_latency(p, g, queued);
+        }
         // SAFETY: this worker claimed `g` (RUNNING): it owns the record's cells.
         let task = unsafe {
             g.work.with(|w| match &*w {
@@ -98,6 +103,7 @@ impl M {
         }
         self.current.set(Some(g));
         g.stamp();
+        bump(&g.switches);
         p.running.store(g.as_ptr(), Ordering::Relaxed);
         // SAFETY: as above; the context was saved by the G's last switch out (or just made).
         let mut ctx = unsafe { g.take_context() }.expect("a runnable G has a context");
@@ -116,6 +122,7 @@ impl M {
                 // record stays RUNNING and current; the monitor sees the tick).
                 ctx = t.context;
                 bump(&p.stats.switches);
+                bump(&g.switches);
                 p.schedtick.store(p.schedtick.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                 continue;
             }
@@ -128,7 +135,8 @@ impl M {
             Action::Yield => {
                 // SAFETY: we still own the record until the push below publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.stamp();
+                g.charge_and_stamp();
+                self.sample_queued(g);
                 g.publish_runnable();
                 if pin != NOT_PINNED {
                     self.shared.ps[pin].push_pinned(g);
@@ -167,7 +175,8 @@ impl M {
             Action::RequeueGlobal => {
                 // SAFETY: we own the record until the push publishes it.
                 unsafe { g.context.with_mut(|c| *c = Some(t.context)) };
-                g.stamp();
+                g.charge_and_stamp();
+                self.sample_queued(g);
                 g.publish_runnable();
                 self.shared.push_global(g);
                 None
@@ -316,6 +325,17 @@ impl M {
     }
 }
 
+/// Records the wait for a worker of `g`, which a queueing point stamped with a precise reading
+/// `queued` (odd: `clock`), on P `p` that switches it in now, and stamps over the reading (a
+/// stackless task's step is not stamped at its start otherwise).
+#[cold]
+#[inline(never)]
+fn record_sched_latency(p: &P, g: GRef, queued: u64) {
+    let waited = crate::clock::precise().saturating_sub(queued & !crate::clock::PRECISE);
+    p.sched_latencies.record_nanos(waited);
+    g.stamp();
+}
+
 /// First code on a new G's stack. Never returns and never unwinds (an unwind across the
 /// context switch would be undefined behaviour): panics of the G's closure are caught by its
 /// task; anything else aborts.
@@ -441,11 +461,24 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
         // An unwinding G must not migrate: std's panic count is per OS thread.
         pin_current(m);
     }
-    // The switch hook (`hook`): one load and a branch on each side when none is installed
-    // (the calls are out of line). It runs here, on the G's stack, so what it carries across
-    // the switch stays in this frame.
-    let saved =
-        if crate::hook::installed() { crate::hook::switch_out(action == Action::Exit) } else { 0 };
+    // The switch hooks (`hook`): one load and a branch on each side when none is installed.
+    // With hooks, the whole switch runs out of line, in a frame on the G's stack that keeps
+    // the words they carry across it (one per hook).
+    if crate::hook::installed() {
+        return switch_hooked(g0, action);
+    }
+    let m = resume_g0(g0, action);
+    if crate::hook::installed() {
+        // Installed while this G was switched out: its hooks see it come back (`saved == 0`).
+        crate::hook::switch_in(&crate::hook::Saved::new());
+    }
+    m
+}
+
+/// Resumes `g0` with `action`; returns, once some worker resumed the G, that worker (with its
+/// g0 kept for the next switch).
+#[inline(always)]
+fn resume_g0<'a>(g0: Context, action: Action) -> &'a M {
     // SAFETY: g0 is this worker's scheduling context, suspended in `execute`, on the worker's
     // own stack which outlives the G's run.
     let t = unsafe { g0.resume(action.word()) };
@@ -453,9 +486,18 @@ pub(crate) fn switch_out_from<'a>(m: &M, action: Action) -> &'a M {
     let m = unsafe { &*(t.data as *const M) };
     adopt_worker(m);
     m.g0.set(Some(t.context));
-    if crate::hook::installed() {
-        crate::hook::switch_in(saved);
-    }
+    m
+}
+
+/// [`switch_out_from`] with hooks installed: their `switch_out`s, the switch, their
+/// `switch_in`s, each with its own word kept in this frame.
+#[cold]
+#[inline(never)]
+fn switch_hooked<'a>(g0: Context, action: Action) -> &'a M {
+    let mut saved = crate::hook::Saved::new();
+    crate::hook::switch_out(action == Action::Exit, &mut saved);
+    let m = resume_g0(g0, action);
+    crate::hook::switch_in(&saved);
     m
 }
 

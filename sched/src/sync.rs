@@ -80,6 +80,7 @@ pub(crate) fn set_current_worker_ptr(m: *const ()) {
 pub(crate) type StatCounter = core::sync::atomic::AtomicU64;
 /// Diagnostic words (what a green thread waits on): plain `core` atomics for the same reason.
 pub(crate) type DiagU8 = core::sync::atomic::AtomicU8;
+pub(crate) type DiagU32 = core::sync::atomic::AtomicU32;
 pub(crate) type DiagUsize = core::sync::atomic::AtomicUsize;
 pub(crate) type DiagU64 = core::sync::atomic::AtomicU64;
 pub(crate) type DiagPtr<T> = core::sync::atomic::AtomicPtr<T>;

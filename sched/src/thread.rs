@@ -267,6 +267,95 @@ impl GreenThread {
         let w = self.g.state.load(crate::sync::Ordering::Acquire);
         g::generation_of(w) != self.generation || g::status_of(w) == g::DONE
     }
+
+    /// How long the green thread has run on a worker so far, its current run included if it
+    /// is running (brpc's `cputime_ns`); `None` once it has ended (read it from the thread
+    /// itself, `current()`, before it returns, to keep its total).
+    ///
+    /// It is the time from each switch-in to the switch-out that follows, as the scheduler's
+    /// coarse clock measures it (`clock`: one timestamp the monitor refreshes every 10 ms
+    /// while workers run green threads), not a reading of the OS clock at every switch, which
+    /// would cost each switch a clock read. So it is *sampled*, like a tick-based CPU
+    /// profile: a run is charged the clock's advance during it, which is 0 for a run that no
+    /// refresh fell into and a whole refresh interval for a short run that one did. Precisely,
+    /// a run is charged its true length plus the clock's lag behind real time at its start
+    /// minus the lag at its end, and a lag is between 0 and one refresh interval. Summed over
+    /// many runs whose starts and ends fall independently of the refreshes the lags cancel on
+    /// average, so the total estimates the time run without bias (each refresh's interval is
+    /// charged to the runs it falls into, in proportion to their length); for a green thread
+    /// that ran in total for less than a few refresh intervals the value is noise, and it may
+    /// well be 0. A run that starts right after the clock was refreshed (a worker that woke
+    /// from its park refreshes it) starts with no lag and tends to be undercharged. Without
+    /// the monitor ([`Builder::monitor(false)`](crate::Builder::monitor)) the clock rarely
+    /// advances while workers are busy, and the value undercounts.
+    ///
+    /// What counts as running: from switch-in to switch-out, including time in blocking
+    /// sections (the OS thread may be blocked in a system call) and time the OS did not run
+    /// the worker thread; it is time *on a worker*, as brpc's is, not the OS thread's CPU
+    /// time. A child that its joiner runs inline (join-helping) runs on the joiner's record:
+    /// its time is the joiner's. Stackless tasks are not timed.
+    ///
+    /// Read from another thread while the green thread changes state, the value may be off
+    /// by the run that is changing (a racy read of two words), so it may also go back once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     for _ in 0..20 {
+    ///         let start = Instant::now();
+    ///         while start.elapsed() < Duration::from_millis(2) {
+    ///             std::hint::spin_loop(); // busy for 2 ms
+    ///         }
+    ///         purloin_sched::yield_now();
+    ///     }
+    ///     purloin_sched::current().unwrap().cpu_time().unwrap()
+    /// });
+    /// // Coarse: within the clock's 10 ms refresh interval or so, more under load.
+    /// println!("ran for about {:?}", h.join().unwrap());
+    /// ```
+    pub fn cpu_time(&self) -> Option<Duration> {
+        self.read_record(|g| Duration::from_nanos(g.run_nanos()))
+    }
+
+    /// How many times the green thread was switched in so far (brpc's `nswitch`): its first
+    /// run, and each resume after a park, a yield or a blocking section's hand-off (a yield
+    /// that found nothing else to run and resumed at once counts too, as in
+    /// [`ProcStats::switches`](crate::ProcStats::switches)). `None` once it has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+    /// let h = sched.spawn(|| {
+    ///     for _ in 0..3 {
+    ///         purloin_sched::yield_now();
+    ///     }
+    ///     purloin_sched::current().unwrap().switches().unwrap()
+    /// });
+    /// assert_eq!(h.join().unwrap(), 4); // the first run and three yields
+    /// ```
+    pub fn switches(&self) -> Option<u64> {
+        self.read_record(|g| g.switches.load(crate::sync::STAT))
+    }
+
+    /// Runs `f` on the record while it holds this green thread (a reference taken, so it is
+    /// not recycled meanwhile), or gives `None` once the green thread has ended.
+    fn read_record<R>(&self, f: impl FnOnce(&g::G) -> R) -> Option<R> {
+        if !self.g.try_ref() {
+            return None;
+        }
+        let live = self.g.generation() == self.generation
+            && g::status_of(self.g.state.load(crate::sync::Ordering::Relaxed)) != g::DONE;
+        let r = live.then(|| f(&self.g));
+        if self.g.drop_ref() {
+            crate::registry::recycle_anywhere(self.g);
+        }
+        r
+    }
 }
 
 impl fmt::Debug for GreenThread {
@@ -487,7 +576,7 @@ fn park_on_unless<const FLAGS: u32>(m: &worker::M) -> (&worker::M, bool) {
         g.take_notified();
         return (m, FLAGS != 0 && g.interrupt_bits(g.generation()) & FLAGS != 0);
     }
-    g.stamp();
+    g.charge_and_stamp();
     crate::hook::emit(move || crate::hook::Event::Park {
         id: GreenId(g.id_with(g.generation())),
         wait: wait_info_of(g),

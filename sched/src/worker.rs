@@ -117,6 +117,9 @@ pub(crate) struct M {
     /// Where this worker's joins look for their children, and their back-off
     /// (`join::find_child`).
     pub(crate) looks: crate::join::Looks,
+    /// Queueings of green threads left until this worker times one's wait for a worker
+    /// (`M::sample_queued`, `Stats::sched_latency`).
+    latency_countdown: Cell<u32>,
     /// Time the parks of the green threads this worker runs (`Builder::park_histogram`; a
     /// copy kept here, in the cache line a park touches anyway).
     pub(crate) time_parks: bool,
@@ -170,6 +173,7 @@ impl M {
             stepping: Cell::new(false),
             poll_batch: Cell::new(false),
             looks: crate::join::Looks::new(),
+            latency_countdown: Cell::new(1 + id as u32 % crate::stats::SCHED_LATENCY_PERIOD),
             time_parks,
         };
         m.set_p(p);
@@ -212,6 +216,31 @@ impl M {
     /// broken invariant) if it has none.
     pub(crate) fn p(&self) -> &P {
         &self.shared.ps[self.p.get()]
+    }
+
+    /// Samples the scheduling latency (`Stats::sched_latency`) of `g`, which this worker is
+    /// queueing and has just stamped: on one of about every `SCHED_LATENCY_PERIOD` calls the
+    /// stamp is replaced by a precise reading, which the switch-in that finds it turns into a
+    /// latency. Otherwise a count down (a load and a store of a field of this worker).
+    #[inline(always)]
+    pub(crate) fn sample_queued(&self, g: GRef) {
+        let left = self.latency_countdown.get().wrapping_sub(1);
+        self.latency_countdown.set(left);
+        if left == 0 {
+            self.stamp_precise(g);
+        }
+    }
+
+    /// [`M::sample_queued`]'s sample: the precise stamp, and the count down to the next one,
+    /// drawn uniformly from `[P/2, 3P/2)` queueings (`P` = `SCHED_LATENCY_PERIOD`, the mean),
+    /// so that a pattern of queueings that repeats with the period is not timed always at the
+    /// same green thread.
+    #[cold]
+    #[inline(never)]
+    fn stamp_precise(&self, g: GRef) {
+        g.since.store(crate::clock::precise() | crate::clock::PRECISE, crate::sync::STAT);
+        let period = crate::stats::SCHED_LATENCY_PERIOD;
+        self.latency_countdown.set(period / 2 + (self.next_rand() % u64::from(period)) as u32);
     }
 
     fn next_rand(&self) -> u64 {
@@ -641,6 +670,7 @@ pub(crate) fn start_worker(shared: &Arc<Shared>, p: usize) -> io::Result<()> {
 }
 
 fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
+    use crate::builder::WorkerHooks;
     #[cfg(not(loom))]
     let _alt = purloin_stack::overflow::AltStack::install_current_thread().ok();
     let _mark = crate::outside::mark_own_thread(Arc::as_ptr(&shared));
@@ -649,6 +679,8 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
         shared.ps[p].take_handed();
     }
     shared.ps[p].holder.store(crate::os::current_thread(), Ordering::Relaxed);
+    // Before the thread becomes a worker (`Builder::on_worker_start`).
+    WorkerHooks::run(&shared.config.worker_hooks.start, "start", id);
     let m = M::new(shared, p, id);
     crate::sync::set_current_worker_ptr((&m as *const M).cast());
     loop {
@@ -669,6 +701,8 @@ fn worker_main(shared: Arc<Shared>, p: usize, id: usize) {
     m.leave_searching();
     crate::sync::set_current_worker_ptr(core::ptr::null());
     drop(m.spare_stack.take());
+    // No longer a worker, and still counted alive: a shutdown joins this thread after it.
+    WorkerHooks::run(&m.shared.config.worker_hooks.stop, "stop", id);
     m.shared.threads_alive.fetch_sub(1, Ordering::Relaxed);
 }
 
