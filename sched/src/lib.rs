@@ -99,7 +99,8 @@ pub use builder::{Builder, SpawnOptions};
 pub use callback_timer::{Timer, call_at, call_every};
 #[cfg(not(loom))]
 pub use dump::{
-    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    Dump, Frame, GROUP_SAMPLE, GreenDump, GreenGroup, GreenState, GroupedDump, StackTrace,
+    current_dump, current_dump_grouped, current_worker_states, dump_all, dump_all_grouped,
     note_runtime_code,
 };
 pub use fork::{join, join_or_else};
