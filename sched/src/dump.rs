@@ -344,6 +344,11 @@ pub struct GreenDump {
     pub created_at: Option<&'static Location<'static>>,
     /// The child it runs inline (join-helping), if any.
     pub running_inline: Option<GreenId>,
+    /// Its labels ([`set_current_labels`](crate::set_current_labels), inherited at spawn):
+    /// for the green threads whose record the dump may read, the parked ones (held while
+    /// their stacks are walked) and the caller; `None` for the others and in
+    /// [`states`](crate::Scheduler::states).
+    pub labels: Option<crate::Labels>,
     /// Its stack, innermost frame first: for parked green threads, and for the one calling
     /// the dump. `None` for running and runnable ones (their stacks may change under us), for
     /// stackless tasks, and for one parked too close to its stack limit for the walk.
@@ -438,6 +443,9 @@ impl fmt::Display for Dump {
                 (None, Some(at)) => writeln!(f, "created by a plain thread at {at}")?,
                 (None, None) => {}
             }
+            if let Some(l) = &t.labels {
+                writeln!(f, "labels: {l}")?;
+            }
         }
         Ok(())
     }
@@ -490,7 +498,7 @@ pub struct GroupedDump {
 pub const GROUP_SAMPLE: usize = 8;
 
 /// One group of a [`GroupedDump`]: green threads in the same state, waiting on the same kind
-/// of object, with the same stack, spawned at the same place.
+/// of object, with the same stack, spawned at the same place, with the same labels.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct GreenGroup {
@@ -506,6 +514,8 @@ pub struct GreenGroup {
     pub backtrace: Option<StackTrace>,
     /// Where in the source they were spawned.
     pub spawned_at: Option<&'static Location<'static>>,
+    /// Their labels (as [`GreenDump::labels`]: read for parked green threads and the caller).
+    pub labels: Option<crate::Labels>,
     /// The longest time a member has been in `state` (see [`GreenDump::in_state_for`]).
     pub longest: Option<Duration>,
     /// The ids of the first members met, up to [`GROUP_SAMPLE`] of them, in ascending order.
@@ -554,6 +564,9 @@ impl fmt::Display for GroupedDump {
             }
             if let Some(at) = g.spawned_at {
                 writeln!(f, "created at {at}")?;
+            }
+            if let Some(l) = &g.labels {
+                writeln!(f, "labels: {l}")?;
             }
             write!(f, "e.g. green thread")?;
             if g.count > 1 {
@@ -1012,19 +1025,31 @@ fn runtime_code() -> Vec<(usize, &'static str)> {
 }
 
 /// Captures the stack of the parked green thread `g` of `generation`, or returns `None` if it
-/// is no longer parked (or has no stack to walk). Leaves it parked, or queues it if an unpark
-/// arrived during the walk.
-fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
+/// is no longer parked (or has no stack to walk), and its labels (if it was still parked).
+/// Leaves it parked, or queues it if an unpark arrived during the walk.
+fn capture_parked(
+    g: GRef,
+    generation: u32,
+    shared: &Shared,
+) -> (Option<Walk>, Option<crate::Labels>) {
     let mut ips = Ips::new(0);
-    walk_parked(g, generation, shared, &mut ips).then(|| ips.walk())
+    let (walked, labels) = walk_parked(g, generation, shared, &mut ips);
+    (walked.then(|| ips.walk()), labels)
 }
 
 /// [`capture_parked`] into `ips` (reset first), without allocating; returns whether the stack
-/// was walked.
-fn walk_parked(g: GRef, generation: u32, shared: &Shared, ips: &mut Ips) -> bool {
+/// was walked, and the green thread's labels if it was held.
+fn walk_parked(
+    g: GRef,
+    generation: u32,
+    shared: &Shared,
+    ips: &mut Ips,
+) -> (bool, Option<crate::Labels>) {
     if !g.begin_inspect(generation) {
-        return false;
+        return (false, None);
     }
+    // INSPECTED: the dump owns the record, labels included.
+    let labels = g.own_labels();
     // SAFETY: INSPECTED: the dump owns the G's cells (D1), like g0 owns a PARKING G.
     let ctx = unsafe { g.context.with_mut(|c| (*c).take()) };
     ips.reset(ctx.as_ref().map_or(0, |c| c.stack_pointer()));
@@ -1050,7 +1075,7 @@ fn walk_parked(g: GRef, generation: u32, shared: &Shared, ips: &mut Ips) -> bool
         // An unpark arrived meanwhile and left its token: we queue it (D2).
         crate::ready::schedule(g, shared, false);
     }
-    walked
+    (walked, labels)
 }
 
 /// A dump whose stacks are walked but not yet symbolized.
@@ -1106,16 +1131,16 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
             let generation = g::generation_of(w);
             if let Some(state) = state_of(shared, gref, w) {
                 let inline = gref.inline_child_id.load(crate::sync::STAT);
-                let trace = if !backtraces {
-                    None
+                let (trace, labels) = if !backtraces {
+                    (None, None)
                 } else if me == Some(gref) {
                     let mut ips = Ips::new(0);
                     ips.walk_here();
-                    Some(ips.walk())
+                    (Some(ips.walk()), gref.own_labels())
                 } else if state == GreenState::Parked {
                     capture_parked(gref, generation, shared)
                 } else {
-                    None
+                    (None, None)
                 };
                 if let Some(t) = trace {
                     walks.push((threads.len(), t));
@@ -1132,6 +1157,7 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
                     created_at: gref.created_at(),
                     wait: wait_info_of(gref),
                     running_inline: (inline != 0).then_some(GreenId(inline)),
+                    labels,
                     backtrace: None,
                 });
             }
@@ -1149,6 +1175,7 @@ struct GroupAcc {
     state: GreenState,
     wait: Option<crate::WaitKind>,
     spawned_at: Option<&'static Location<'static>>,
+    labels: Option<crate::Labels>,
     walk: Option<Walk>,
     count: usize,
     /// The oldest stamp of the coarse clock among the members (`None`: untimed states).
@@ -1162,10 +1189,12 @@ impl GroupAcc {
         state: GreenState,
         wait: Option<crate::WaitKind>,
         at: Option<&'static Location<'static>>,
+        labels: &Option<crate::Labels>,
         ips: Option<(&[usize], usize)>,
     ) -> bool {
         self.state == state
             && self.wait == wait
+            && self.labels == *labels
             && self.spawned_at.map(core::ptr::from_ref) == at.map(core::ptr::from_ref)
             && self.walk.as_ref().map(|w| (&w.ips[..], w.own)) == ips
     }
@@ -1207,14 +1236,14 @@ fn capture_grouped(shared: &Arc<Shared>, number: u64) -> CapturedGroups {
         let w = gref.state.load(Ordering::Acquire);
         if ours && let Some(state) = state_of(shared, gref, w) {
             let generation = g::generation_of(w);
-            let walked = if me == Some(gref) {
+            let (walked, labels) = if me == Some(gref) {
                 ips.reset(0);
                 ips.walk_here();
-                true
+                (true, gref.own_labels())
             } else if state == GreenState::Parked {
                 walk_parked(gref, generation, shared, &mut ips)
             } else {
-                false
+                (false, None)
             };
             let wait = wait_info_of(gref).map(|w| w.kind);
             let at = gref.created_at();
@@ -1231,21 +1260,26 @@ fn capture_grouped(shared: &Arc<Shared>, number: u64) -> CapturedGroups {
             let mut hash = mix(mix(0, kind), worker);
             hash = mix(hash, wait.map_or(u64::MAX, |k| k as u64));
             hash = mix(hash, at.map_or(0, |l| core::ptr::from_ref(l) as u64));
+            if let Some(l) = &labels {
+                use core::hash::BuildHasher;
+                let h = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
+                hash = mix(hash, h.hash_one(l));
+            }
             if let Some((s, own)) = stack {
                 hash = mix(hash, own as u64);
                 hash = s.iter().fold(hash, |h, &ip| mix(h, ip as u64));
             }
             let candidates = by_hash.entry(hash).or_default();
-            let found = candidates
-                .iter()
-                .copied()
-                .find(|&i| groups[i].hash == hash && groups[i].matches(state, wait, at, stack));
+            let found = candidates.iter().copied().find(|&i| {
+                groups[i].hash == hash && groups[i].matches(state, wait, at, &labels, stack)
+            });
             let i = found.unwrap_or_else(|| {
                 groups.push(GroupAcc {
                     hash,
                     state,
                     wait,
                     spawned_at: at,
+                    labels,
                     walk: walked.then(|| ips.walk()),
                     count: 0,
                     oldest: None,
@@ -1293,6 +1327,7 @@ fn finish_grouped(captured: Vec<CapturedGroups>) -> Vec<GroupedDump> {
                         wait: g.wait,
                         backtrace: g.walk.as_ref().and_then(|_| traces.next()),
                         spawned_at: g.spawned_at,
+                        labels: g.labels,
                         longest: g.oldest.map(|since| crate::clock::elapsed(since, now)),
                         sample: g.sample,
                     }

@@ -68,6 +68,7 @@ pub mod hook;
 mod idle;
 mod join;
 mod join_future;
+mod labels;
 mod lazy;
 #[cfg(all(test, loom))]
 mod loom_idle;
@@ -107,6 +108,7 @@ pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
+pub use labels::{Labels, current_labels, set_current_labels};
 pub use outside::{
     BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, ThreadMark, blocking_on_futures,
     helper_thread, helper_threads, idle_events, note_idle_event, note_outside_event,
