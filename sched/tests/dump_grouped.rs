@@ -179,33 +179,35 @@ fn grouped_dumps_racing_unparks_lose_no_wake_up() {
             })
         })
         .collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let dumper = {
-        let (number, stop) = (sched.number(), stop.clone());
-        std::thread::spawn(move || {
-            let mut n = 0;
+    // Dumps of this scheduler only: a dump of every scheduler would hold the green threads
+    // of the tests running beside this one.
+    let stop = AtomicBool::new(false);
+    let taken = AtomicUsize::new(0);
+    let dumps = std::thread::scope(|s| {
+        let dumper = s.spawn(|| {
             while !stop.load(Ordering::Acquire) {
-                for d in
-                    purloin_sched::dump_all_grouped().into_iter().filter(|d| d.scheduler == number)
-                {
-                    assert_eq!(d.groups.iter().map(|g| g.count).sum::<usize>(), d.threads);
-                    n += 1;
-                }
+                let d = sched.dump_grouped();
+                assert_eq!(d.groups.iter().map(|g| g.count).sum::<usize>(), d.threads);
+                taken.fetch_add(1, Ordering::Release);
             }
-            n
-        })
-    };
-    for round in 1..=ROUNDS {
-        for (i, h) in handles.iter().enumerate() {
-            turns[i].store(round, Ordering::Release);
-            h.thread().unpark();
+        });
+        // The rounds start once the dumps do (the first one reads the debug info).
+        while taken.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
         }
-    }
-    for h in handles {
-        h.join().unwrap();
-    }
-    stop.store(true, Ordering::Release);
-    let dumps = dumper.join().unwrap();
+        for round in 1..=ROUNDS {
+            for (i, h) in handles.iter().enumerate() {
+                turns[i].store(round, Ordering::Release);
+                h.thread().unpark();
+            }
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        stop.store(true, Ordering::Release);
+        dumper.join().unwrap();
+        taken.load(Ordering::Acquire)
+    });
     assert_eq!(done.load(Ordering::SeqCst), THREADS);
     assert!(dumps > 0);
 }
