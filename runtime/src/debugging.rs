@@ -411,6 +411,7 @@ pub fn dump_on_signal(signal: Signal) -> io::Result<()> {
         loop {
             signals.recv();
             eprintln!("{}", signal_dump_text());
+            crate::trace::flight_on_trouble("the dump signal");
         }
     })?;
     Ok(())

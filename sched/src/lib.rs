@@ -95,6 +95,8 @@ mod thread;
 mod timer_heap;
 mod worker;
 
+#[cfg(not(loom))]
+pub use blocking::on_long_runner;
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
 pub use callback_timer::{Timer, call_at, call_every};
