@@ -130,6 +130,13 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 //!
+//! A trace that should be there when something goes wrong, without a file growing for hours,
+//! is a flight recorder ([`trace::flight_recorder`](crate::trace::flight_recorder)): the last
+//! seconds stay in a bounded ring in memory, written to a file on demand, on the dump signal,
+//! when the deadlock watch fires and when a long runner is reported. Green threads labelled
+//! with [`labels::with`](crate::labels::with) carry their labels into dumps, grouped dumps
+//! and the trace's run slices.
+//!
 //! # 6. `tracing`
 //!
 //! With the `tracing` feature, spans work on green threads as they do on OS threads. A

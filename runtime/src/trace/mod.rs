@@ -291,6 +291,8 @@ fn begin(
 /// Stops the trace: every thread's records go to the writer (threads that are running get a
 /// short grace to reach their next event), and the file is completed and closed. If events
 /// were dropped, a line on stderr says how many (and the file's `otherData` holds the count).
+/// A running flight recorder is stopped too (its [`Summary`] then names no file and counts no
+/// events).
 ///
 /// # Errors
 /// No trace records; writing the file failed (the error names the cause: a full disk, …);
@@ -381,8 +383,10 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
             ));
         }
     };
+    let flight = s.flight.is_some();
     let summary = Summary { path: s.path, events, dropped, unflushed_threads: unflushed };
-    if summary.dropped > 0 || summary.unflushed_threads > 0 {
+    // A flight recorder writes no file at its stop: nothing to say about one.
+    if !flight && (summary.dropped > 0 || summary.unflushed_threads > 0) {
         eprintln!(
             "purloin: trace written to {} ({} events); {} scheduler events dropped because the \
              trace writer lagged (at most {IN_FLIGHT} buffers of {} events wait for it), {} \
