@@ -51,7 +51,7 @@
 //!   [`GreenThread::id`](crate::GreenThread::id) show). A slice ends at every switch out: a
 //!   yield, a park, a blocking section's hand-off, the end. Its arguments: `id`; on a green
 //!   thread's first slice, `spawned_at`, the spawn's place in the source (`file:line`); and
-//!   `labels`, the green thread's [labels](crate::labels) when it was switched in.
+//!   `labels`, the green thread's [labels](mod@crate::labels) when it was switched in.
 //! - **Blocking** slices (category `blocking`), inside a run slice: a blocking section
 //!   ([`blocking`](crate::blocking)) during which the worker's OS thread may block.
 //! - **Idle** slices (category `worker`): the worker found nothing to run and slept (on its
@@ -470,7 +470,7 @@ const AUTO_INTERVAL: Duration = Duration::from_secs(10);
 /// file, which counts it in `otherData.unflushed_threads`.
 ///
 /// One trace at a time: a flight recorder cannot start while a trace records to a file, nor
-/// the other way round; [`stop`](crate::trace::stop) stops either.
+/// the other way round; [`stop`] stops either.
 ///
 /// # Memory and cost
 ///
@@ -693,7 +693,7 @@ impl FlightRecorder {
     /// Stops the running flight recorder and frees its ring (nothing is written).
     ///
     /// # Errors
-    /// No flight recorder runs (a trace to a file is stopped with [`stop`](crate::trace::stop)).
+    /// No flight recorder runs (a trace to a file is stopped with [`stop`]).
     ///
     /// # Examples
     ///
