@@ -140,3 +140,31 @@ fn dumps_show_labels_and_group_by_them() {
         }
     });
 }
+
+/// `Builder::label`: the green thread runs with the labels it inherits plus the builder's
+/// (the builder's win), from a green thread or from a plain thread, and passes them on.
+#[test]
+fn builder_labels_add_to_the_inherited_ones() {
+    let _w = rt_common::watchdog("builder labels", Duration::from_secs(60));
+    rt().block_on(|| {
+        purloin::labels::with(purloin::labels!("tenant" => "a", "stage" => "outer"), || {
+            let h = purloin::Builder::new()
+                .label("stage", "inner")
+                .spawn(|| {
+                    let grandchild = purloin::spawn(purloin::labels::current);
+                    purloin::yield_now();
+                    (purloin::labels::current(), grandchild.join().unwrap())
+                })
+                .unwrap();
+            purloin::yield_now();
+            let (mine, passed_on) = h.join().unwrap();
+            assert_eq!(mine.unwrap().to_string(), "stage=inner, tenant=a");
+            assert_eq!(passed_on.unwrap().to_string(), "stage=inner, tenant=a");
+            // The spawner's own labels are untouched.
+            assert_eq!(purloin::labels::current().unwrap().to_string(), "stage=outer, tenant=a");
+        });
+    });
+    // From a plain thread (the global runtime): the builder's labels alone.
+    let h = purloin::Builder::new().label("from", "main").spawn(purloin::labels::current).unwrap();
+    assert_eq!(h.join().unwrap().unwrap().to_string(), "from=main");
+}
