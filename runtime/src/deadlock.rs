@@ -205,7 +205,10 @@ pub(crate) fn start_watch(sched: &std::sync::Arc<Scheduler>, grace: std::time::D
                      parked green thread is unwound, so its join returns Err)"
                 );
                 #[cfg(not(loom))]
-                eprintln!("{}", sched.dump());
+                {
+                    eprintln!("{}", sched.dump());
+                    crate::trace::flight_on_trouble("the deadlock watch found a deadlock");
+                }
                 for p in &report.parked {
                     sched.cancel(&p.thread);
                 }

@@ -50,13 +50,19 @@
 //! });
 //! ```
 //!
+//! With many green threads, [`dump_grouped`] is the view to take (Go's goroutine profile with
+//! `debug=1`): green threads with the same state, wait, stack and spawn site form one group,
+//! shown once with its count ("12000 × parked: a channel receive"), largest first. It walks
+//! every parked green thread's stack but keeps and symbolizes one per group, so it stays fast
+//! and small with a million green threads.
+//!
 //! # 2. Ask a running program for a dump
 //!
 //! Set `PURLOIN_DUMP_SIGNAL=SIGQUIT` before the first runtime is built, or call
 //! [`dump_on_signal`]: each delivery writes [`dump_all`] — every runtime of the process, the
 //! global one and each one built with [`Builder`](crate::runtime::Builder), each in a section
 //! of its own — to stderr, and the program keeps running (Go exits on SIGQUIT; purloin does
-//! not). A runtime that was never started is not started for it. The dump is written by an
+//! not). Past [`SIGNAL_GROUPED_ABOVE`] green threads it writes [`dump_all_grouped`] instead. A runtime that was never started is not started for it. The dump is written by an
 //! ordinary thread fed by [`signal`](crate::signal)'s self-pipe dispatcher, never inside a
 //! signal handler. `kill -QUIT <pid>` (or Ctrl-\ in the terminal) then shows where everything
 //! is.
@@ -124,6 +130,13 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 //!
+//! A trace that should be there when something goes wrong, without a file growing for hours,
+//! is a flight recorder ([`trace::flight_recorder`](crate::trace::flight_recorder)): the last
+//! seconds stay in a bounded ring in memory, written to a file on demand, on the dump signal,
+//! when the deadlock watch fires and when a long runner is reported. Green threads labelled
+//! with [`labels::with`](crate::labels::with) carry their labels into dumps, grouped dumps
+//! and the trace's run slices.
+//!
 //! # 6. `tracing`
 //!
 //! With the `tracing` feature, spans work on green threads as they do on OS threads. A
@@ -159,7 +172,7 @@
 use std::fmt;
 use std::io;
 
-use purloin_sched::{Dump, Scheduler};
+use purloin_sched::{Dump, GroupedDump, Scheduler};
 
 use crate::signal::{Signal, Signals};
 
@@ -204,41 +217,71 @@ pub fn dump() -> Dump {
 /// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
-pub struct ProcessDump {
+pub struct ProcessDump<D = Dump> {
     /// The runtimes, in the order they started.
-    pub runtimes: Vec<RuntimeDump>,
+    pub runtimes: Vec<RuntimeDump<D>>,
 }
 
-/// One runtime's part of a [`ProcessDump`].
+/// One runtime's part of a [`ProcessDump`]: a [`Dump`] (every green thread) or a
+/// [`GroupedDump`] (green threads grouped by stack, with counts).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct RuntimeDump {
+pub struct RuntimeDump<D = Dump> {
     /// Whether it is the global runtime (the one `purloin::spawn` starts outside green
     /// threads); otherwise it was built with [`Builder`](crate::runtime::Builder) (or is a
     /// bare `purloin_sched::Scheduler`).
     pub global: bool,
-    /// Its green threads; [`Dump::scheduler`] is its number.
-    pub dump: Dump,
+    /// Its green threads; its `scheduler` field is the runtime's number.
+    pub dump: D,
+}
+
+impl ProcessDump<GroupedDump> {
+    /// Number of green threads in all the runtimes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(purloin::debugging::ProcessDump::<purloin::sched::GroupedDump>::default().threads(), 0);
+    /// ```
+    pub fn threads(&self) -> usize {
+        self.runtimes.iter().map(|r| r.dump.threads).sum()
+    }
+}
+
+/// Writes a process dump: a header, one section per runtime (`header` gives its number,
+/// workers and green threads), and an end line.
+fn write_process<D: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    runtimes: &[RuntimeDump<D>],
+    grouped: bool,
+    header: impl Fn(&D) -> (u64, usize, usize),
+) -> fmt::Result {
+    let n = runtimes.len();
+    let how = if grouped { ", green threads grouped by stack" } else { "" };
+    writeln!(f, "purloin: dump of {n} runtime{}{how}", if n == 1 { "" } else { "s" })?;
+    for r in runtimes {
+        let label = if r.global { "the global runtime" } else { "built with runtime::Builder" };
+        let (number, workers, threads) = header(&r.dump);
+        writeln!(f)?;
+        writeln!(
+            f,
+            "=== runtime #{number} ({label}), {workers} workers, {threads} green threads ==="
+        )?;
+        write!(f, "{}", r.dump)?;
+    }
+    writeln!(f)?;
+    writeln!(f, "=== end of the purloin dump ===")
 }
 
 impl fmt::Display for ProcessDump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.runtimes.len();
-        writeln!(f, "purloin: dump of {n} runtime{}", if n == 1 { "" } else { "s" })?;
-        for r in &self.runtimes {
-            let label = if r.global { "the global runtime" } else { "built with runtime::Builder" };
-            writeln!(f)?;
-            writeln!(
-                f,
-                "=== runtime #{} ({label}), {} workers, {} green threads ===",
-                r.dump.scheduler,
-                r.dump.workers,
-                r.dump.threads.len()
-            )?;
-            write!(f, "{}", r.dump)?;
-        }
-        writeln!(f)?;
-        writeln!(f, "=== end of the purloin dump ===")
+        write_process(f, &self.runtimes, false, |d| (d.scheduler, d.workers, d.threads.len()))
+    }
+}
+
+impl fmt::Display for ProcessDump<GroupedDump> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_process(f, &self.runtimes, true, |d| (d.scheduler, d.workers, d.threads))
     }
 }
 
@@ -269,8 +312,92 @@ pub fn dump_all() -> ProcessDump {
     ProcessDump { runtimes }
 }
 
+/// The green threads of the runtime running the current green thread (of the global runtime,
+/// from a plain thread) grouped by state, wait, stack and spawn site, with counts, largest
+/// group first: Go's goroutine profile with `debug=1`. Fast with a million green threads:
+/// one stack is symbolized per group, and nothing is kept or formatted per green thread.
+///
+/// # Examples
+///
+/// ```
+/// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+/// rt.block_on(|| {
+///     let (tx, rx) = purloin::sync::channel::bounded::<()>(0);
+///     let hs: Vec<_> = (0..100)
+///         .map(|_| {
+///             let rx = rx.clone();
+///             purloin::spawn(move || rx.recv())
+///         })
+///         .collect();
+///     while purloin::debugging::dump_grouped().count(purloin::sched::GreenState::Parked) < 100 {
+///         purloin::yield_now();
+///     }
+///     let grouped = purloin::debugging::dump_grouped();
+///     // "100 × parked: a channel receive", then its stack and spawn site.
+///     let biggest = &grouped.groups[0];
+///     assert_eq!(biggest.count, 100);
+///     assert_eq!(biggest.wait, Some(purloin::sched::WaitKind::ChannelRecv));
+///     println!("{grouped}");
+///     drop(tx);
+///     for h in hs {
+///         let _ = h.join();
+///     }
+/// });
+/// ```
+pub fn dump_grouped() -> GroupedDump {
+    note_facade_code();
+    purloin_sched::current_dump_grouped().unwrap_or_else(|| {
+        crate::current::global_scheduler().map(Scheduler::dump_grouped).unwrap_or_default()
+    })
+}
+
+/// [`dump_all`] grouped: every runtime of the process, each with its green threads grouped
+/// as [`dump_grouped`] does.
+///
+/// # Examples
+///
+/// ```
+/// let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+/// let h = rt.spawn(purloin::park);
+/// while rt.scheduler().parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let all = purloin::debugging::dump_all_grouped();
+/// assert!(all.threads() >= 1);
+/// println!("{all}");
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn dump_all_grouped() -> ProcessDump<GroupedDump> {
+    note_facade_code();
+    let global = crate::current::global_scheduler().map(Scheduler::number);
+    let runtimes = purloin_sched::dump_all_grouped()
+        .into_iter()
+        .map(|dump| RuntimeDump { global: Some(dump.scheduler) == global, dump })
+        .collect();
+    ProcessDump { runtimes }
+}
+
+/// Past this many green threads in the process, the dump signal writes the grouped form
+/// ([`dump_all_grouped`]) instead of every green thread ([`dump_all`]). A green thread takes
+/// a few KiB of text in the full form, so a thousand of them already make megabytes on
+/// stderr, more than a reader goes through; past that the groups say the same in a page.
+pub const SIGNAL_GROUPED_ABOVE: usize = 1000;
+
+/// What the dump signal writes: [`dump_all`] for up to [`SIGNAL_GROUPED_ABOVE`] green threads,
+/// else [`dump_all_grouped`] (taken first: it is the cheap one to take for many).
+pub(crate) fn signal_dump_text() -> String {
+    let grouped = dump_all_grouped();
+    if grouped.threads() > SIGNAL_GROUPED_ABOVE {
+        grouped.to_string()
+    } else {
+        dump_all().to_string()
+    }
+}
+
 /// From now on, each delivery of `signal` writes [`dump_all`] to stderr (the program keeps
-/// running). Returns an error if the signal cannot be watched.
+/// running); past [`SIGNAL_GROUPED_ABOVE`] green threads, [`dump_all_grouped`] instead.
+/// Returns an error if the signal cannot be watched.
 ///
 /// # Errors
 /// `signal` is one that cannot be caught or is reserved (see [`signal`](crate::signal)), or
@@ -290,7 +417,8 @@ pub fn dump_on_signal(signal: Signal) -> io::Result<()> {
         let _mark = purloin_sched::helper_thread();
         loop {
             signals.recv();
-            eprintln!("{}", dump_all());
+            eprintln!("{}", signal_dump_text());
+            crate::trace::flight_on_trouble("the dump signal");
         }
     })?;
     Ok(())

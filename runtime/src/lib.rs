@@ -105,6 +105,7 @@ mod hook;
 #[cfg(not(loom))]
 mod hook_dispatch;
 pub mod io;
+pub mod labels;
 mod local;
 mod loom;
 pub mod machine;

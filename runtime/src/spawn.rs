@@ -146,6 +146,7 @@ pub fn flush() -> usize {
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     opts: SpawnOptions,
+    labels: Option<crate::labels::Labels>,
 }
 
 impl Builder {
@@ -220,6 +221,30 @@ impl Builder {
         self
     }
 
+    /// Adds the label `key` = `value` to the green thread (see [`labels`](mod@crate::labels)):
+    /// it runs with the labels it inherits from its spawner plus these (these win for a key
+    /// both have), and passes them on to the green threads it spawns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = purloin::Builder::new()
+    ///     .label("route", "/login")
+    ///     .label("tenant", 7)
+    ///     .spawn(purloin::labels::current)
+    ///     .unwrap();
+    /// let labels = h.join().unwrap().unwrap();
+    /// assert_eq!(labels.to_string(), "route=/login, tenant=7");
+    /// ```
+    pub fn label(mut self, key: impl std::fmt::Display, value: impl std::fmt::Display) -> Builder {
+        let add = crate::labels::Labels::new([(key.to_string(), value.to_string())]);
+        self.labels = Some(match self.labels {
+            Some(l) => l.merged(&add),
+            None => add,
+        });
+        self
+    }
+
     /// Spawns the green thread.
     ///
     /// # Errors
@@ -234,6 +259,12 @@ impl Builder {
         T: Send + 'static,
     {
         let f = crate::local::with_locals(f);
+        // The green thread puts its labels on itself first thing (a spawn from a plain thread
+        // has no spawner's record to inherit them from).
+        let f = move || match self.labels {
+            Some(l) => crate::labels::with(l, f),
+            None => f(),
+        };
         if purloin_sched::in_green_thread() {
             purloin_sched::spawn_with(self.opts, f)
         } else if self.opts.pinned {

@@ -939,6 +939,26 @@ pub(crate) fn monitor_main(shared: Arc<Shared>, parker: purloin_parking::Parker)
     }
 }
 
+/// Called on the monitor thread after each long runner's first report (see
+/// [`on_long_runner`]).
+#[cfg(not(loom))]
+static ON_LONG_RUNNER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets the function the monitor calls after it reports a long runner on stderr (the facade's
+/// flight recorder writes its ring then). The first call sets it; later ones are ignored. It
+/// runs on the monitor thread, so it must not block.
+///
+/// # Examples
+///
+/// ```
+/// purloin_sched::on_long_runner(|| {});
+/// ```
+#[doc(hidden)]
+#[cfg(not(loom))]
+pub fn on_long_runner(f: fn()) {
+    let _ = ON_LONG_RUNNER.set(f);
+}
+
 #[cfg(not(loom))]
 fn report_long_runner(
     shared: &Shared,
@@ -962,6 +982,9 @@ fn report_long_runner(
         return;
     }
     shared.stats.long_runners.fetch_add(1, STAT);
+    if let Some(f) = ON_LONG_RUNNER.get() {
+        f();
+    }
     let name = name.as_deref().unwrap_or("<unnamed>");
     let id = g.id_with(generation);
     if step {

@@ -68,6 +68,15 @@
 //! spawn, kept in the task cell until then, in the identity's slot, which holds them until
 //! the identity is made).
 //!
+//! # Grouped dumps
+//!
+//! [`Scheduler::dump_grouped`](crate::Scheduler::dump_grouped) tallies the green threads into
+//! groups by state, wait kind, stack and spawn site ([`GroupedDump`]). Each parked green
+//! thread's stack is walked into one reused buffer and hashed with the rest of its key; only a
+//! group's first walk is kept, and the symbolization (the expensive part of a dump) runs once
+//! per group. A full dump symbolizes each distinct stack once too, and each instruction
+//! pointer once.
+//!
 //! Running and runnable green threads are reported without a backtrace: a running one's
 //! stack changes under us, and a runnable one sits in a queue from which a worker may claim
 //! it at any moment. The green thread calling the dump is the exception: its own stack is
@@ -339,6 +348,11 @@ pub struct GreenDump {
     pub created_at: Option<&'static Location<'static>>,
     /// The child it runs inline (join-helping), if any.
     pub running_inline: Option<GreenId>,
+    /// Its labels ([`set_current_labels`](crate::set_current_labels), inherited at spawn):
+    /// for the green threads whose record the dump may read, the parked ones (held while
+    /// their stacks are walked) and the caller; `None` for the others and in
+    /// [`states`](crate::Scheduler::states).
+    pub labels: Option<crate::Labels>,
     /// Its stack, innermost frame first: for parked green threads, and for the one calling
     /// the dump. `None` for running and runnable ones (their stacks may change under us), for
     /// stackless tasks, and for one parked too close to its stack limit for the walk.
@@ -437,6 +451,142 @@ impl fmt::Display for Dump {
                 (None, Some(at)) => writeln!(f, "created by a plain thread at {at}")?,
                 (None, None) => {}
             }
+            if let Some(l) = &t.labels {
+                writeln!(f, "labels: {l}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The green threads of a scheduler grouped by what they are doing, with counts, largest
+/// group first: Go's goroutine profile with `debug=1`. Green threads fall into one group when
+/// they share their state, the kind of their wait, their stack (the same return addresses, so
+/// the same place reached by the same path), their spawn site and their labels.
+///
+/// Made for programs with many green threads: each stack is walked into a fixed buffer and
+/// hashed, and only the first stack of each group is kept and symbolized, so the time and
+/// memory follow the number of green threads for the walk and the number of groups for the
+/// rest; nothing is formatted per green thread. `Display` reads
+/// "12000 × parked: a channel receive" followed by the group's stack and spawn site.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let hs: Vec<_> = (0..10).map(|_| sched.spawn(purloin_sched::park)).collect();
+/// while sched.parked().len() < 10 {
+///     std::thread::yield_now();
+/// }
+/// let grouped = sched.dump_grouped();
+/// // Ten green threads parked at the same place, spawned at the same line: one group.
+/// assert_eq!(grouped.groups.len(), 1);
+/// assert_eq!(grouped.groups[0].count, 10);
+/// assert!(grouped.groups[0].backtrace.as_ref().unwrap().contains("park"));
+/// println!("{grouped}");
+/// for h in hs {
+///     h.thread().unpark();
+///     h.join().unwrap();
+/// }
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct GroupedDump {
+    /// The groups, largest first (ties: the group whose first member has the lower id).
+    pub groups: Vec<GreenGroup>,
+    /// Number of green threads (the sum of the groups' counts).
+    pub threads: usize,
+    /// Number of processors (workers).
+    pub workers: usize,
+    /// The scheduler's number ([`Scheduler::number`](crate::Scheduler::number)).
+    pub scheduler: u64,
+}
+
+/// How many ids a [`GreenGroup`] keeps as examples of its members.
+pub const GROUP_SAMPLE: usize = 8;
+
+/// One group of a [`GroupedDump`]: green threads in the same state, waiting on the same kind
+/// of object, with the same stack, spawned at the same place, with the same labels.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct GreenGroup {
+    /// How many green threads are in it.
+    pub count: usize,
+    /// Their state.
+    pub state: GreenState,
+    /// What they wait on, for parked ones in a primitive that records it (the objects differ
+    /// from member to member; the kind is the same).
+    pub wait: Option<crate::WaitKind>,
+    /// Their stack (see [`StackTrace`]): for parked green threads and for the one calling the
+    /// dump; `None` as in [`GreenDump::backtrace`].
+    pub backtrace: Option<StackTrace>,
+    /// Where in the source they were spawned.
+    pub spawned_at: Option<&'static Location<'static>>,
+    /// Their labels (as [`GreenDump::labels`]: read for parked green threads and the caller).
+    pub labels: Option<crate::Labels>,
+    /// The longest time a member has been in `state` (see [`GreenDump::in_state_for`]).
+    pub longest: Option<Duration>,
+    /// The ids of the first members met, up to [`GROUP_SAMPLE`] of them, in ascending order.
+    pub sample: Vec<GreenId>,
+}
+
+impl GroupedDump {
+    /// Number of green threads in `state` (compared by variant, ignoring worker numbers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dump = purloin_sched::GroupedDump::default();
+    /// assert_eq!(dump.count(purloin_sched::GreenState::Parked), 0);
+    /// ```
+    pub fn count(&self, state: GreenState) -> usize {
+        let d = core::mem::discriminant(&state);
+        self.groups.iter().filter(|g| core::mem::discriminant(&g.state) == d).map(|g| g.count).sum()
+    }
+}
+
+impl fmt::Display for GroupedDump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "purloin: scheduler #{}: {} green threads on {} workers, in {} groups by state, \
+             wait, stack and spawn site",
+            self.scheduler,
+            self.threads,
+            self.workers,
+            self.groups.len()
+        )?;
+        for g in &self.groups {
+            writeln!(f)?;
+            write!(f, "{} × {}", g.count, g.state)?;
+            if let Some(w) = g.wait {
+                write!(f, ": {}", w.describe())?;
+            }
+            if let Some(d) = g.longest {
+                write!(f, ", the longest for {}", ShortDuration(d))?;
+            }
+            writeln!(f)?;
+            match &g.backtrace {
+                Some(bt) => write!(f, "{bt}")?,
+                None => writeln!(f, "  (no backtrace)")?,
+            }
+            if let Some(at) = g.spawned_at {
+                writeln!(f, "created at {at}")?;
+            }
+            if let Some(l) = &g.labels {
+                writeln!(f, "labels: {l}")?;
+            }
+            write!(f, "e.g. green thread")?;
+            if g.count > 1 {
+                f.write_str("s")?;
+            }
+            for (i, id) in g.sample.iter().enumerate() {
+                write!(f, "{}{id}", if i == 0 { " " } else { ", " })?;
+            }
+            if g.count > g.sample.len() {
+                f.write_str(", ...")?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
@@ -482,6 +632,18 @@ struct Walk {
 impl Ips {
     fn new(parked_sp: usize) -> Ips {
         Ips { ips: [0; MAX_FRAMES], len: 0, own: 0, parked_sp }
+    }
+
+    /// Empties it for another walk (the array is overwritten, not cleared).
+    fn reset(&mut self, parked_sp: usize) {
+        self.len = 0;
+        self.own = 0;
+        self.parked_sp = parked_sp;
+    }
+
+    /// The walked instruction pointers.
+    fn as_slice(&self) -> &[usize] {
+        &self.ips[..self.len]
     }
 
     /// Walks the current stack into `self` (no allocation, no lock), counting the walk's own
@@ -759,36 +921,52 @@ fn is_switch(f: &Frame) -> bool {
     })
 }
 
-/// Resolves captured instruction pointers to frames (one per inlined function).
-/// (One group of frames per instruction pointer: the functions inlined there, innermost
-/// first, then the function the code belongs to.)
-fn resolve(ips: &[usize]) -> Vec<Vec<Frame>> {
-    ips.iter()
-        .map(|&ip| {
-            let mut frames = Vec::new();
-            backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
-                frames.push(Frame {
-                    ip,
-                    function: sym.name().map(|n| format!("{n:#}")),
-                    file: sym.filename().map(|p| p.to_path_buf()),
-                    line: sym.lineno(),
-                });
-            });
-            if frames.is_empty() {
-                frames.push(Frame { ip, function: None, file: None, line: None });
-            }
-            frames
-        })
-        .collect()
+/// Resolves one captured instruction pointer to its frames: the functions inlined there,
+/// innermost first, then the function the code belongs to.
+fn resolve(ip: usize) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    backtrace::resolve(ip as *mut core::ffi::c_void, |sym| {
+        frames.push(Frame {
+            ip,
+            function: sym.name().map(|n| format!("{n:#}")),
+            file: sym.filename().map(|p| p.to_path_buf()),
+            line: sym.lineno(),
+        });
+    });
+    if frames.is_empty() {
+        frames.push(Frame { ip, function: None, file: None, line: None });
+    }
+    frames
 }
 
-/// Symbolizes the captured walks of one dump and cuts each into a [`StackTrace`].
+/// Symbolizes the captured walks of one dump and cuts each into a [`StackTrace`]. Identical
+/// walks (green threads parked at the same place by the same path) are symbolized once, and
+/// each instruction pointer is resolved once: the cost follows the distinct stacks, not the
+/// green threads.
 fn symbolize(walks: &[&Walk]) -> Vec<StackTrace> {
-    let resolved: Vec<Vec<Vec<Frame>>> = walks.iter().map(|w| resolve(&w.ips)).collect();
+    let mut distinct: Vec<&Walk> = Vec::new();
+    let mut index: std::collections::HashMap<(&[usize], usize), usize> =
+        std::collections::HashMap::new();
+    let which: Vec<usize> = walks
+        .iter()
+        .map(|w| {
+            *index.entry((&w.ips[..], w.own)).or_insert_with(|| {
+                distinct.push(w);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    let mut cache: std::collections::HashMap<usize, Vec<Frame>> = std::collections::HashMap::new();
+    let resolved: Vec<Vec<Vec<Frame>>> = distinct
+        .iter()
+        .map(|w| {
+            w.ips.iter().map(|&ip| cache.entry(ip).or_insert_with(|| resolve(ip)).clone()).collect()
+        })
+        .collect();
     let sorter = Sorter::learn(resolved.iter());
-    resolved
+    let traces: Vec<StackTrace> = resolved
         .into_iter()
-        .zip(walks)
+        .zip(&distinct)
         .map(|(mut groups, w)| {
             // The walk's own frames, then, on a parked green thread's stack, the visit's
             // function that its switch called on its way back in (code of purloin_context
@@ -804,7 +982,8 @@ fn symbolize(walks: &[&Walk]) -> Vec<StackTrace> {
             let frames = groups.split_off(own).into_iter().flatten().collect();
             sorter.cut(frames, w.own == 0)
         })
-        .collect()
+        .collect();
+    which.into_iter().map(|i| traces[i].clone()).collect()
 }
 
 /// The index of `krate` in [`RUNTIME_CRATES`].
@@ -856,15 +1035,34 @@ fn runtime_code() -> Vec<(usize, &'static str)> {
 }
 
 /// Captures the stack of the parked green thread `g` of `generation`, or returns `None` if it
-/// is no longer parked (or has no stack to walk). Leaves it parked, or queues it if an unpark
-/// arrived during the walk.
-fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
+/// is no longer parked (or has no stack to walk), and its labels (if it was still parked).
+/// Leaves it parked, or queues it if an unpark arrived during the walk.
+fn capture_parked(
+    g: GRef,
+    generation: u32,
+    shared: &Shared,
+) -> (Option<Walk>, Option<crate::Labels>) {
+    let mut ips = Ips::new(0);
+    let (walked, labels) = walk_parked(g, generation, shared, &mut ips);
+    (walked.then(|| ips.walk()), labels)
+}
+
+/// [`capture_parked`] into `ips` (reset first), without allocating; returns whether the stack
+/// was walked, and the green thread's labels if it was held.
+fn walk_parked(
+    g: GRef,
+    generation: u32,
+    shared: &Shared,
+    ips: &mut Ips,
+) -> (bool, Option<crate::Labels>) {
     if !g.begin_inspect(generation) {
-        return None;
+        return (false, None);
     }
+    // INSPECTED: the dump owns the record, labels included.
+    let labels = g.own_labels();
     // SAFETY: INSPECTED: the dump owns the G's cells (D1), like g0 owns a PARKING G.
     let ctx = unsafe { g.context.with_mut(|c| (*c).take()) };
-    let mut ips = Ips::new(ctx.as_ref().map_or(0, |c| c.stack_pointer()));
+    ips.reset(ctx.as_ref().map_or(0, |c| c.stack_pointer()));
     let mut walked = false;
     if let Some(mut ctx) = ctx {
         // SAFETY: as above.
@@ -877,7 +1075,7 @@ fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
             // G is INSPECTED (no worker resumes it: nobody can queue it); there are at least
             // WALK_HEADROOM bytes below its stack pointer; `walk_visited` does not unwind and
             // touches no thread-local.
-            unsafe { ctx.visit(&mut ips as *mut Ips as usize, walk_visited) };
+            unsafe { ctx.visit(ips as *mut Ips as usize, walk_visited) };
             walked = true;
         }
         // SAFETY: still INSPECTED: ours.
@@ -887,7 +1085,7 @@ fn capture_parked(g: GRef, generation: u32, shared: &Shared) -> Option<Walk> {
         // An unpark arrived meanwhile and left its token: we queue it (D2).
         crate::ready::schedule(g, shared, false);
     }
-    walked.then(|| ips.walk())
+    (walked, labels)
 }
 
 /// A dump whose stacks are walked but not yet symbolized.
@@ -941,28 +1139,18 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
         let w = gref.state.load(Ordering::Acquire);
         if ours {
             let generation = g::generation_of(w);
-            let state = match g::status_of(w) {
-                g::RUNNABLE if g::bits_of(w) & g::FRESH != 0 => Some(GreenState::NotStarted),
-                g::RUNNABLE => Some(GreenState::Runnable),
-                g::RUNNING => Some(running_state(shared, gref)),
-                // PARKING: switching out to park (its stack is not walked until it has).
-                g::PARKING | g::PARKED | g::INSPECTED => Some(GreenState::Parked),
-                g::CLAIMED => Some(GreenState::RunInline),
-                g::DONE => Some(GreenState::Finished),
-                _ => None,
-            };
-            if let Some(state) = state {
+            if let Some(state) = state_of(shared, gref, w) {
                 let inline = gref.inline_child_id.load(crate::sync::STAT);
-                let trace = if !backtraces {
-                    None
+                let (trace, labels) = if !backtraces {
+                    (None, None)
                 } else if me == Some(gref) {
                     let mut ips = Ips::new(0);
                     ips.walk_here();
-                    Some(ips.walk())
+                    (Some(ips.walk()), gref.own_labels())
                 } else if state == GreenState::Parked {
                     capture_parked(gref, generation, shared)
                 } else {
-                    None
+                    (None, None)
                 };
                 if let Some(t) = trace {
                     walks.push((threads.len(), t));
@@ -983,6 +1171,7 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
                     created_at: gref.created_at(),
                     wait: wait_info_of(gref),
                     running_inline: (inline != 0).then_some(GreenId(inline)),
+                    labels,
                     backtrace: None,
                 });
             }
@@ -992,6 +1181,199 @@ fn capture(shared: &Arc<Shared>, backtraces: bool, number: u64) -> Captured {
         }
     });
     Captured { dump: Dump { threads, workers: shared.active().len(), scheduler: number }, walks }
+}
+
+/// A group being collected: its key (with the first member's walk) and its tallies.
+struct GroupAcc {
+    hash: u64,
+    state: GreenState,
+    wait: Option<crate::WaitKind>,
+    spawned_at: Option<&'static Location<'static>>,
+    labels: Option<crate::Labels>,
+    walk: Option<Walk>,
+    count: usize,
+    /// The oldest stamp of the coarse clock among the members (`None`: untimed states).
+    oldest: Option<u64>,
+    sample: Vec<GreenId>,
+}
+
+impl GroupAcc {
+    fn matches(
+        &self,
+        state: GreenState,
+        wait: Option<crate::WaitKind>,
+        at: Option<&'static Location<'static>>,
+        labels: &Option<crate::Labels>,
+        ips: Option<(&[usize], usize)>,
+    ) -> bool {
+        self.state == state
+            && self.wait == wait
+            && self.labels == *labels
+            && self.spawned_at.map(core::ptr::from_ref) == at.map(core::ptr::from_ref)
+            && self.walk.as_ref().map(|w| (&w.ips[..], w.own)) == ips
+    }
+}
+
+/// Mixes `x` into `h` (a multiply-rotate hash: the keys are return addresses, not chosen by an
+/// adversary, and every candidate match is compared in full).
+#[inline]
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// A grouped dump whose groups' stacks are walked but not yet symbolized.
+struct CapturedGroups {
+    groups: Vec<GroupAcc>,
+    threads: usize,
+    workers: usize,
+    scheduler: u64,
+    now: u64,
+}
+
+/// Looks at every green thread of `shared` once and tallies it into its group (see
+/// [`GroupedDump`]): a parked one's stack is walked into one reused buffer and hashed; a new
+/// group keeps its first member's walk, an existing one only counts.
+fn capture_grouped(shared: &Arc<Shared>, number: u64) -> CapturedGroups {
+    let me = crate::thread::running_g();
+    let sched = Arc::as_ptr(shared);
+    let now = crate::clock::refresh();
+    let mut groups: Vec<GroupAcc> = Vec::new();
+    let mut by_hash: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    let mut threads = 0;
+    let mut ips = Box::new(Ips::new(0));
+    registry().for_each(|gref| {
+        if !gref.try_ref() {
+            return;
+        }
+        // SAFETY: as in `capture`.
+        let ours = unsafe { gref.sched.with(|s| *s) } == sched;
+        let w = gref.state.load(Ordering::Acquire);
+        if ours && let Some(state) = state_of(shared, gref, w) {
+            let generation = g::generation_of(w);
+            let (walked, labels) = if me == Some(gref) {
+                ips.reset(0);
+                ips.walk_here();
+                (true, gref.own_labels())
+            } else if state == GreenState::Parked {
+                walk_parked(gref, generation, shared, &mut ips)
+            } else {
+                (false, None)
+            };
+            let wait = wait_info_of(gref).map(|w| w.kind);
+            let at = gref.created_at();
+            let stack = walked.then(|| (ips.as_slice(), ips.own));
+            let (kind, worker) = match state {
+                GreenState::Running { worker } => (0, worker as u64),
+                GreenState::Blocking { worker } => (1, worker.map_or(u64::MAX, |w| w as u64)),
+                GreenState::Runnable => (2, 0),
+                GreenState::NotStarted => (3, 0),
+                GreenState::Parked => (4, 0),
+                GreenState::RunInline => (5, 0),
+                GreenState::Finished => (6, 0),
+            };
+            let mut hash = mix(mix(0, kind), worker);
+            hash = mix(hash, wait.map_or(u64::MAX, |k| k as u64));
+            hash = mix(hash, at.map_or(0, |l| core::ptr::from_ref(l) as u64));
+            if let Some(l) = &labels {
+                use core::hash::BuildHasher;
+                let h = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
+                hash = mix(hash, h.hash_one(l));
+            }
+            if let Some((s, own)) = stack {
+                hash = mix(hash, own as u64);
+                hash = s.iter().fold(hash, |h, &ip| mix(h, ip as u64));
+            }
+            let candidates = by_hash.entry(hash).or_default();
+            let found = candidates.iter().copied().find(|&i| {
+                groups[i].hash == hash && groups[i].matches(state, wait, at, &labels, stack)
+            });
+            let i = found.unwrap_or_else(|| {
+                groups.push(GroupAcc {
+                    hash,
+                    state,
+                    wait,
+                    spawned_at: at,
+                    labels,
+                    walk: walked.then(|| ips.walk()),
+                    count: 0,
+                    oldest: None,
+                    sample: Vec::new(),
+                });
+                candidates.push(groups.len() - 1);
+                groups.len() - 1
+            });
+            let group = &mut groups[i];
+            group.count += 1;
+            if !matches!(state, GreenState::Finished | GreenState::RunInline) {
+                let since = gref.since.load(crate::sync::STAT);
+                group.oldest = Some(group.oldest.map_or(since, |o| o.min(since)));
+            }
+            if group.sample.len() < GROUP_SAMPLE {
+                group.sample.push(GreenId(gref.id_with(generation)));
+            }
+            threads += 1;
+        }
+        if gref.drop_ref() {
+            recycle_anywhere(gref);
+        }
+    });
+    CapturedGroups { groups, threads, workers: shared.active().len(), scheduler: number, now }
+}
+
+/// Symbolizes the groups' walks (one per group, on the caller's stack, after every green
+/// thread was let go) and sorts the groups, largest first.
+fn finish_grouped(captured: Vec<CapturedGroups>) -> Vec<GroupedDump> {
+    let walks: Vec<&Walk> =
+        captured.iter().flat_map(|c| c.groups.iter().filter_map(|g| g.walk.as_ref())).collect();
+    let mut traces = symbolize(&walks).into_iter();
+    captured
+        .into_iter()
+        .map(|c| {
+            let now = c.now;
+            let mut groups: Vec<GreenGroup> = c
+                .groups
+                .into_iter()
+                .map(|mut g| {
+                    g.sample.sort_unstable();
+                    GreenGroup {
+                        count: g.count,
+                        state: g.state,
+                        wait: g.wait,
+                        backtrace: g.walk.as_ref().and_then(|_| traces.next()),
+                        spawned_at: g.spawned_at,
+                        labels: g.labels,
+                        longest: g.oldest.map(|since| crate::clock::elapsed(since, now)),
+                        sample: g.sample,
+                    }
+                })
+                .collect();
+            groups.sort_by(|a, b| {
+                b.count.cmp(&a.count).then(a.sample.first().cmp(&b.sample.first()))
+            });
+            GroupedDump { groups, threads: c.threads, workers: c.workers, scheduler: c.scheduler }
+        })
+        .collect()
+}
+
+/// [`Scheduler::dump_grouped`](crate::Scheduler::dump_grouped) of `shared`.
+pub(crate) fn dump_grouped_of(shared: &Arc<Shared>) -> GroupedDump {
+    let number = number_of(shared);
+    finish_grouped(vec![capture_grouped(shared, number)]).pop().expect("one dump in, one out")
+}
+
+/// The state a dump reports for a green thread of `shared` whose state word is `w` (`None`
+/// for a free record).
+fn state_of(shared: &Shared, gref: GRef, w: u64) -> Option<GreenState> {
+    match g::status_of(w) {
+        g::RUNNABLE if g::bits_of(w) & g::FRESH != 0 => Some(GreenState::NotStarted),
+        g::RUNNABLE => Some(GreenState::Runnable),
+        g::RUNNING => Some(running_state(shared, gref)),
+        // PARKING: switching out to park (its stack is not walked until it has).
+        g::PARKING | g::PARKED | g::INSPECTED => Some(GreenState::Parked),
+        g::CLAIMED => Some(GreenState::RunInline),
+        g::DONE => Some(GreenState::Finished),
+        _ => None,
+    }
 }
 
 /// The schedulers of the process from their start until their shutdown begins, weakly, in
@@ -1074,6 +1456,36 @@ pub fn dump_all() -> Vec<Dump> {
     finish(captured)
 }
 
+/// [`dump_all`] grouped: every running scheduler of the process, each as
+/// [`Scheduler::dump_grouped`](crate::Scheduler::dump_grouped) shows it, in the order they
+/// started.
+///
+/// # Examples
+///
+/// ```
+/// let sched = purloin_sched::Builder::new().workers(1).build().unwrap();
+/// let h = sched.spawn(purloin_sched::park);
+/// while sched.parked().is_empty() {
+///     std::thread::yield_now();
+/// }
+/// let dumps = purloin_sched::dump_all_grouped();
+/// let mine = dumps.iter().find(|d| d.scheduler == sched.number()).unwrap();
+/// assert_eq!(mine.threads, 1);
+/// h.thread().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn dump_all_grouped() -> Vec<GroupedDump> {
+    let captured: Vec<CapturedGroups> = {
+        let live = live_read();
+        live.list
+            .iter()
+            .filter_map(|(n, w)| Some((*n, w.upgrade()?)))
+            .map(|(n, shared)| capture_grouped(&shared, n))
+            .collect()
+    };
+    finish_grouped(captured)
+}
+
 /// Where a RUNNING G runs: the processor whose `running` names it, and whether that
 /// processor's holder is in a blocking section.
 fn running_state(shared: &Shared, g: GRef) -> GreenState {
@@ -1131,6 +1543,44 @@ impl crate::Scheduler {
     pub fn states(&self) -> Dump {
         dump_of(&self.shared, false)
     }
+
+    /// Every green thread of this scheduler, grouped by state, wait, stack and spawn site,
+    /// with counts, largest group first (see [`GroupedDump`]). Like [`dump`](Self::dump), it
+    /// holds each parked green thread while its stack is walked; unlike it, it symbolizes one
+    /// stack per group and keeps no per-thread record, so it stays fast with a million green
+    /// threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let h = sched.spawn(purloin_sched::park);
+    /// while sched.parked().is_empty() {
+    ///     std::thread::yield_now();
+    /// }
+    /// let grouped = sched.dump_grouped();
+    /// assert_eq!(grouped.count(purloin_sched::GreenState::Parked), 1);
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn dump_grouped(&self) -> GroupedDump {
+        dump_grouped_of(&self.shared)
+    }
+}
+
+/// [`Scheduler::dump_grouped`](crate::Scheduler::dump_grouped) of the scheduler running the
+/// current green thread (`None` on a plain thread).
+///
+/// # Examples
+///
+/// ```
+/// assert!(purloin_sched::current_dump_grouped().is_none());
+/// let sched = purloin_sched::Scheduler::new().unwrap();
+/// let g = sched.spawn(|| purloin_sched::current_dump_grouped().unwrap()).join().unwrap();
+/// assert_eq!(g.threads, 1); // the caller itself, running
+/// ```
+pub fn current_dump_grouped() -> Option<GroupedDump> {
+    crate::worker::current_worker().map(|m| dump_grouped_of(&m.shared))
 }
 
 /// The dump of the scheduler running the current green thread (`None` on a plain thread).

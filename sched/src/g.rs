@@ -188,6 +188,10 @@ pub(crate) struct G {
     /// Where in the source it was spawned (null: unknown, as for a fork-join job). Written with
     /// `spawned_by`; read racily by dumps (every value ever stored is a `'static` location).
     pub(crate) created_at: crate::sync::DiagPtr<Location<'static>>,
+    /// Its labels (`labels`): written by the G itself while it runs, and by its spawner
+    /// before it is published (inherited); read only by parties that own the record (the G,
+    /// a dump holding it `INSPECTED`, the worker switching it in).
+    labels: UnsafeCell<Option<crate::labels::Labels>>,
 }
 
 /// What a G runs: one field for both kinds, since a record is either a green thread or a
@@ -239,6 +243,7 @@ impl G {
             switches: crate::sync::DiagU64::new(0),
             spawned_by: crate::sync::DiagU64::new(0),
             created_at: crate::sync::DiagPtr::new(core::ptr::null_mut()),
+            labels: UnsafeCell::new(None),
             refs: AtomicU32::new(0),
             slot,
             pinned_to: AtomicU32::new(NOT_PINNED as u32),
@@ -738,6 +743,7 @@ impl G {
         // SAFETY: the caller holds the last reference, so no other thread touches these.
         unsafe {
             self.name.with_mut(|n| *n = None);
+            self.labels.with_mut(|l| *l = None);
             self.work.with_mut(|w| *w = Work::None);
             self.uncounted.with_mut(|u| *u = false);
             self.context.with_mut(|c| *c = None);
@@ -756,6 +762,30 @@ impl G {
         // SAFETY: the step task is written only at spawn (before the G is published) and
         // cleared at recycle; callers read it while the G is alive.
         unsafe { self.work.with(|w| matches!(*w, Work::Step(_))) }
+    }
+
+    /// Its labels. The caller owns the record: it is the G itself (running), the G's spawner
+    /// before publishing it, a dump holding it `INSPECTED`, or the worker switching it in.
+    pub(crate) fn own_labels(&self) -> Option<crate::labels::Labels> {
+        // SAFETY: only the record's owner (the caller, see above) touches `labels`.
+        unsafe { self.labels.with(|l| (*l).clone()) }
+    }
+
+    /// Whether it has labels (the caller owns the record, as for [`G::own_labels`]).
+    #[inline]
+    pub(crate) fn has_labels(&self) -> bool {
+        // SAFETY: as in `own_labels`.
+        unsafe { self.labels.with(|l| (*l).is_some()) }
+    }
+
+    /// Replaces its labels, returning the old ones (the caller owns the record, as for
+    /// [`G::own_labels`]).
+    pub(crate) fn replace_own_labels(
+        &self,
+        labels: Option<crate::labels::Labels>,
+    ) -> Option<crate::labels::Labels> {
+        // SAFETY: as in `own_labels`.
+        unsafe { self.labels.with_mut(|l| core::mem::replace(&mut *l, labels)) }
     }
 
     /// Reads the name (caller holds a reference or knows the G is alive).
@@ -845,10 +875,13 @@ mod tests {
     /// green thread was created. The run time and the switch count (`run_ns`, `switches`,
     /// 16 bytes) earn theirs as brpc's `cputime_ns` and `nswitch` do: per green thread CPU
     /// accounting in dumps and from handles (a 32-bit count would wrap within hours on a
-    /// busy long-lived green thread, and no field has 4 bytes of padding to spare).
+    /// busy long-lived green thread, and no field has 4 bytes of padding to spare). The
+    /// labels (8 bytes, one shared pointer) earn them as Go's `labels` field does: a dump or a
+    /// trace can tell which request a green thread serves.
     #[test]
     fn record_size_is_pinned() {
         assert_eq!(size_of::<super::Work>(), 24, "a green thread's or a stackless task's work");
-        assert!(size_of::<G>() <= 232, "G record grew to {} bytes", size_of::<G>());
+        assert_eq!(size_of::<Option<crate::labels::Labels>>(), 8, "labels: one pointer");
+        assert!(size_of::<G>() <= 240, "G record grew to {} bytes", size_of::<G>());
     }
 }

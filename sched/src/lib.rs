@@ -68,6 +68,7 @@ pub mod hook;
 mod idle;
 mod join;
 mod join_future;
+mod labels;
 mod lazy;
 #[cfg(all(test, loom))]
 mod loom_flush;
@@ -96,18 +97,22 @@ mod thread;
 mod timer_heap;
 mod worker;
 
+#[cfg(not(loom))]
+pub use blocking::on_long_runner;
 pub use blocking::{blocking, enter_blocking, exit_blocking};
 pub use builder::{Builder, SpawnOptions};
 pub use callback_timer::{Timer, call_at, call_every};
 #[cfg(not(loom))]
 pub use dump::{
-    Dump, Frame, GreenDump, GreenState, StackTrace, current_dump, current_worker_states, dump_all,
+    Dump, Frame, GROUP_SAMPLE, GreenDump, GreenGroup, GreenState, GroupedDump, StackTrace,
+    current_dump, current_dump_grouped, current_worker_states, dump_all, dump_all_grouped,
     note_runtime_code,
 };
 pub use fork::{join, join_or_else};
 pub use help::{run_detached_inline, run_detached_inline_while};
 pub use join::JoinHandle;
 pub use join_future::JoinFuture;
+pub use labels::{Labels, current_labels, set_current_labels};
 pub use outside::{
     BlockingOnFutures, IdleEvents, OutsideEvents, OutsideWait, ThreadMark, blocking_on_futures,
     helper_thread, helper_threads, idle_events, note_idle_event, note_outside_event,

@@ -399,6 +399,10 @@ pub(crate) fn spawn_lazy_from(
     else {
         return Err(task);
     };
+    // A labelled spawner's child needs a record for the labels it inherits.
+    if me.has_labels() {
+        return Err(task);
+    }
     let p = h.p();
     shared.note_started(Some(p));
     bump(&p.stats.spawned);
@@ -463,7 +467,12 @@ pub(crate) fn spawn_g(
         g.stack.with_mut(|s| s.write(stack));
         g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
-    let spawner = here.and_then(|m| m.current.get()).map_or(0, |me| me.id_with(me.generation()));
+    let me = here.and_then(|m| m.current.get());
+    if let Some(me) = me.filter(|me| me.has_labels()) {
+        // Inherited: the spawner owns its own record, and the child is not published yet.
+        g.replace_own_labels(me.own_labels());
+    }
+    let spawner = me.map_or(0, |me| me.id_with(me.generation()));
     let generation = g.prepare_spawn_at(spawner, Some(at));
     match here {
         Some(m) => m.sample_queued(g),

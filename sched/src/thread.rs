@@ -104,6 +104,29 @@ impl GreenThread {
         name
     }
 
+    /// Where in the source it was spawned (the spawn functions are `#[track_caller]`): `None`
+    /// for a fork-join job, and once it has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = purloin_sched::Scheduler::new().unwrap();
+    /// let (h, line) = (sched.spawn(purloin_sched::park), line!());
+    /// assert_eq!(h.thread().spawned_at().unwrap().line(), line);
+    /// h.thread().unpark();
+    /// h.join().unwrap();
+    /// ```
+    pub fn spawned_at(&self) -> Option<&'static core::panic::Location<'static>> {
+        if !self.g.try_ref() {
+            return None;
+        }
+        let at = if self.g.generation() == self.generation { self.g.created_at() } else { None };
+        if self.g.drop_ref() {
+            crate::registry::recycle_anywhere(self.g);
+        }
+        at
+    }
+
     /// Makes a [`park`]ed green thread runnable, or makes its next `park` return at once
     /// (a token, like [`std::thread::Thread::unpark`]). Returns `false` if the green thread
     /// has ended.

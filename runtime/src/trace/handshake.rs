@@ -56,11 +56,28 @@ use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
 pub(crate) struct ThreadFlag {
     /// The thread holds records the sink has not got (T1).
     dirty: AtomicBool,
+    /// The last flight-recorder snapshot (its number) for which the thread handed its records
+    /// over. Not part of T1: a snapshot waits for it with a grace, as the stop does.
+    acked: AtomicU64,
 }
 
 impl ThreadFlag {
     pub(crate) fn new() -> ThreadFlag {
-        ThreadFlag { dirty: AtomicBool::new(false) }
+        ThreadFlag { dirty: AtomicBool::new(false), acked: AtomicU64::new(0) }
+    }
+
+    /// The thread handed its records over for snapshot `epoch`.
+    #[cfg(not(loom))]
+    pub(crate) fn ack_flush(&self, epoch: u64) {
+        // Release: a snapshot that reads it (Acquire) finds the batch sent before it.
+        self.acked.store(epoch, Ordering::Release);
+    }
+
+    /// Whether the sink has the records the thread held when snapshot `epoch` was asked for:
+    /// it holds none now, or it handed them over for `epoch` (or a later one).
+    #[cfg(not(loom))]
+    pub(crate) fn flushed_since(&self, epoch: u64) -> bool {
+        !self.dirty.load(Ordering::Acquire) || self.acked.load(Ordering::Acquire) >= epoch
     }
 }
 

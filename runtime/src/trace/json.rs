@@ -57,6 +57,14 @@ impl Writer {
                     let _ = reply.send(r);
                     return Ok(self.events);
                 }
+                Msg::Snapshot(snap) => {
+                    if let Some(reply) = snap.reply {
+                        let _ = reply.send(Err(io::Error::other(
+                            "the trace that records streams to a file, it is not a flight \
+                             recorder (start one with purloin::trace::flight_recorder())",
+                        )));
+                    }
+                }
             }
         }
         // Every sender is gone without a `Finish` (the session was dropped without a stop).
@@ -67,7 +75,7 @@ impl Writer {
     }
 
     /// Closes the event array, writes `otherData` and flushes.
-    fn finish(&mut self, dropped: u64, unflushed: u64) -> io::Result<u64> {
+    pub(super) fn finish(&mut self, dropped: u64, unflushed: u64) -> io::Result<u64> {
         self.line.clear();
         self.line.extend_from_slice(b"\n],\"otherData\":{\"dropped_events\":");
         push_u64(&mut self.line, dropped);
@@ -199,24 +207,65 @@ impl Writer {
     }
 
     fn batch(&mut self, tid: u64, name: Option<String>, recs: Vec<Rec>) -> io::Result<()> {
-        let pid = self.pid;
         if let Some(name) = name {
-            let name = Escaped(&name);
-            self.event(format_args!(
-                r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"{name}"}}}}"#
-            ))?;
+            self.thread_name(tid, &name)?;
         }
-        for rec in recs {
+        for rec in &recs {
             self.rec(tid, rec)?;
         }
         Ok(())
     }
 
-    fn rec(&mut self, tid: u64, rec: Rec) -> io::Result<()> {
-        match rec {
-            Rec::Run { ts, end, id, name, first, woke } => {
+    /// The metadata event naming thread `tid`'s track.
+    pub(super) fn thread_name(&mut self, tid: u64, name: &str) -> io::Result<()> {
+        let pid = self.pid;
+        let name = Escaped(name);
+        self.event(format_args!(
+            r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"{name}"}}}}"#
+        ))
+    }
+
+    /// A run slice: its arguments are the green thread's id, where it was spawned (on its
+    /// first slice) and its labels.
+    #[allow(clippy::too_many_arguments)]
+    fn run_slice(
+        &mut self,
+        tid: u64,
+        ts: u64,
+        end: u64,
+        id: u64,
+        name: &str,
+        labels: Option<&purloin_sched::Labels>,
+        site: Option<super::record::Site>,
+    ) -> io::Result<()> {
+        self.head("X", tid, ts);
+        self.line.extend_from_slice(b",\"dur\":");
+        push_us(&mut self.line, end - ts);
+        self.cat_name("run", name, Some(id));
+        self.line.extend_from_slice(b",\"args\":{\"id\":");
+        push_u64(&mut self.line, id);
+        if let Some(at) = site {
+            let _ = write!(self.line, ",\"spawned_at\":\"{}:{}\"", Escaped(at.file()), at.line());
+        }
+        if let Some(labels) = labels {
+            self.line.extend_from_slice(b",\"labels\":{");
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.line.push(b',');
+                }
+                let _ = write!(self.line, "\"{}\":\"{}\"", Escaped(k), Escaped(v));
+            }
+            self.line.push(b'}');
+        }
+        self.line.extend_from_slice(b"}}");
+        self.close()
+    }
+
+    pub(super) fn rec(&mut self, tid: u64, rec: &Rec) -> io::Result<()> {
+        match *rec {
+            Rec::Run { ts, end, id, ref name, first, woke, ref labels, site } => {
                 let name = name.as_deref().unwrap_or("");
-                self.slice(tid, ts, end - ts, "run", name, Some(id), ("id", id))?;
+                self.run_slice(tid, ts, end, id, name, labels.as_ref(), site)?;
                 // A nanosecond into the slice: a viewer binds a finish to the slice open at
                 // its time, and at the slice's very start that may still be the one before.
                 let at = ts + (end - ts).min(1);

@@ -15,8 +15,11 @@
 //! - [`runtime::Builder::trace`](crate::runtime::Builder::trace): the same for one runtime;
 //!   here a file that cannot be created fails [`build`](crate::runtime::Builder::build).
 //! - [`start`] and [`stop`] around any stretch of a program.
+//! - [`flight_recorder`]: keep only the last seconds in memory and write them out when
+//!   something goes wrong (see [`FlightRecorder`]).
 //!
-//! One trace records at a time, and it records every runtime of the process.
+//! One trace records at a time (a file or a flight recorder), and it records every runtime of
+//! the process.
 //!
 //! # Stopping
 //!
@@ -46,7 +49,9 @@
 //! - **Run slices** (category `run`): a green thread running on that worker, named `G<id>`
 //!   (or `<name> G<id>` for a named one; the id is the one dumps and
 //!   [`GreenThread::id`](crate::GreenThread::id) show). A slice ends at every switch out: a
-//!   yield, a park, a blocking section's hand-off, the end.
+//!   yield, a park, a blocking section's hand-off, the end. Its arguments: `id`; on a green
+//!   thread's first slice, `spawned_at`, the spawn's place in the source (`file:line`); and
+//!   `labels`, the green thread's [labels](mod@crate::labels) when it was switched in.
 //! - **Blocking** slices (category `blocking`), inside a run slice: a blocking section
 //!   ([`blocking`](crate::blocking)) during which the worker's OS thread may block.
 //! - **Idle** slices (category `worker`): the worker found nothing to run and slept (on its
@@ -80,8 +85,8 @@
 //! for the writer is bounded: at most 32 full buffers of 4096 events. When the writer lags
 //! further, a full buffer is dropped and counted ([`Summary::dropped`]) rather than queued.
 //! The trace's memory is therefore at most 33 buffers (the queue and the one being written)
-//! plus one buffer per OS thread that records, each buffer 4096 events of at most 64 bytes
-//! (256 KiB): under 9 MiB for the queue, however long the program runs. While a trace
+//! plus one buffer per OS thread that records, each buffer 4096 events of at most 80 bytes
+//! (320 KiB): under 11 MiB for the queue, however long the program runs. While a trace
 //! records, every spawn takes its green thread's record at once (no lazy spawn), so that each
 //! spawn has an id for its flow.
 //!
@@ -100,6 +105,7 @@
 //! std::fs::remove_file(&path).unwrap();
 //! ```
 
+mod flight;
 mod handshake;
 mod json;
 mod record;
@@ -166,6 +172,27 @@ struct Session {
     dropped: Arc<AtomicU64>,
     threads: Vec<Arc<ThreadFlag>>,
     next_tid: u64,
+    /// A flight recorder's settings (`None`: a trace streamed to `path`).
+    flight: Option<FlightState>,
+}
+
+/// What a running flight recorder keeps besides its thread.
+struct FlightState {
+    /// Where automatic snapshots go.
+    dir: PathBuf,
+    /// The last automatic snapshot, and how many were written.
+    last_auto: Option<Instant>,
+    written: u64,
+}
+
+impl Session {
+    /// What records, for messages: "a trace to out.json" or "a flight recorder".
+    fn describe(&self) -> String {
+        match self.flight {
+            Some(_) => "a flight recorder runs (purloin::trace::flight_recorder)".into(),
+            None => format!("a trace already records to {}", self.path.display()),
+        }
+    }
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -197,15 +224,15 @@ fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
 /// ```
 pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
     let path = path.as_ref().to_path_buf();
-    let mut s = session();
+    let s = session();
     if let Some(s) = &*s {
         return Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
             format!(
-                "purloin::trace::start({}): a trace already records to {}; call \
-                 purloin::trace::stop() first (one trace at a time)",
+                "purloin::trace::start({}): {}; call purloin::trace::stop() first (one trace \
+                 at a time)",
                 path.display(),
-                s.path.display()
+                s.describe()
             ),
         ));
     }
@@ -223,6 +250,21 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
         let _mark = purloin_sched::helper_thread();
         writer.run(rx)
     })?;
+    begin(s, tx, writer, Instant::now(), path, Arc::new(AtomicU64::new(0)), None);
+    Ok(())
+}
+
+/// Publishes a new session (the caller holds the lock `s` and made the writer) and starts
+/// recording.
+fn begin(
+    mut s: std::sync::MutexGuard<'static, Option<Session>>,
+    tx: SyncSender<Msg>,
+    writer: JoinHandle<io::Result<u64>>,
+    start: Instant,
+    path: PathBuf,
+    dropped: Arc<AtomicU64>,
+    flight: Option<FlightState>,
+) {
     stop_at_exit_once();
     let generation = GENERATION.load(Ordering::Relaxed) + 1;
     let pid = std::process::id();
@@ -230,12 +272,13 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
         generation,
         tx,
         writer,
-        start: Instant::now(),
+        start,
         path,
         pid,
-        dropped: Arc::new(AtomicU64::new(0)),
+        dropped,
         threads: Vec::new(),
         next_tid: 1,
+        flight,
     });
     // Relaxed: only the exit handler reads it, as a hint (it takes the lock to stop).
     SESSION_PID.store(pid, Ordering::Relaxed);
@@ -243,12 +286,13 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<()> {
     GENERATION.store(generation, Ordering::Relaxed);
     purloin_sched::hook::set_eager_spawn(true);
     RECORDING.store(true, Ordering::SeqCst);
-    Ok(())
 }
 
 /// Stops the trace: every thread's records go to the writer (threads that are running get a
 /// short grace to reach their next event), and the file is completed and closed. If events
 /// were dropped, a line on stderr says how many (and the file's `otherData` holds the count).
+/// A running flight recorder is stopped too (its [`Summary`] then names no file and counts no
+/// events).
 ///
 /// # Errors
 /// No trace records; writing the file failed (the error names the cause: a full disk, …);
@@ -339,8 +383,10 @@ fn stop_session(generation: Option<u64>) -> io::Result<Summary> {
             ));
         }
     };
+    let flight = s.flight.is_some();
     let summary = Summary { path: s.path, events, dropped, unflushed_threads: unflushed };
-    if summary.dropped > 0 || summary.unflushed_threads > 0 {
+    // A flight recorder writes no file at its stop: nothing to say about one.
+    if !flight && (summary.dropped > 0 || summary.unflushed_threads > 0) {
         eprintln!(
             "purloin: trace written to {} ({} events); {} scheduler events dropped because the \
              trace writer lagged (at most {IN_FLIGHT} buffers of {} events wait for it), {} \
@@ -391,6 +437,319 @@ extern "C" fn stop_at_exit() {
             eprintln!("purloin: the trace could not be completed at exit: {e}");
         }
     });
+}
+
+/// Where automatic flight-recorder snapshots go at most once per this interval (a snapshot
+/// already holds the last seconds: a burst of reports would write the same events again).
+const AUTO_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A flight recorder: a trace that keeps only its last seconds (or megabytes) in memory and
+/// writes them to a file when asked, or when something goes wrong — Go's
+/// `trace.FlightRecorder`.
+///
+/// [`flight_recorder`] makes one with the defaults (the last 10 s, at most 16 MiB; automatic
+/// snapshots to the temporary directory); [`start`](Self::start) starts it. While it runs,
+/// the scheduler's events go into each thread's buffer as for a trace file, but the buffers
+/// go to a ring in memory instead of a file; the ring keeps the newest records within the
+/// bounds. [`write_to`](Self::write_to) writes the ring as a trace file (the same format:
+/// open it at <https://ui.perfetto.dev>). It is also written, to
+/// `purloin-flight-<pid>-<n>.json` in its [`dir`](Self::dir), with a line on stderr saying
+/// where and why, at most once per 10 s:
+///
+/// - on the dump signal ([`dump_on_signal`](crate::debugging::dump_on_signal),
+///   `PURLOIN_DUMP_SIGNAL`), after the dump;
+/// - when the deadlock watch unwinds the green threads of a deadlocked runtime (for an OS
+///   thread that waits on one of them);
+/// - when the scheduler reports a long runner (a green thread that ran or blocked its worker
+///   for long: the monitor's message on stderr).
+///
+/// A snapshot first asks every recording thread for the records it still holds; each hands
+/// them over at its next event. A thread that reaches none within a tenth of a second (a
+/// worker running a green thread without a scheduling point, such as the long runner that
+/// caused the snapshot; a plain thread blocked meanwhile) keeps its newest records out of the
+/// file, which counts it in `otherData.unflushed_threads`.
+///
+/// One trace at a time: a flight recorder cannot start while a trace records to a file, nor
+/// the other way round; [`stop`] stops either.
+///
+/// # Memory and cost
+///
+/// The ring holds at most [`max_bytes`](Self::max_bytes) of records (80 bytes each; the names
+/// and labels they point to are shared with the green threads and not counted), counted by
+/// their allocations: once a new batch of records makes it larger, the oldest go. Besides the
+/// ring, as for a trace file, each recording thread fills a buffer of its own (4096 records,
+/// 320 KiB) and at most 32 full buffers wait for the recorder's thread, which only moves
+/// them into the ring. Records older than [`max_age`](Self::max_age) go too.
+///
+/// Recording costs what a trace to a file costs on the recording threads: a time stamp and a
+/// push per event, and every spawn takes its green thread's record at once (no lazy spawn),
+/// so that each spawn has an id. When nothing records, each scheduler event site costs a load
+/// and a predictable branch.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let fr = purloin::trace::flight_recorder().max_age(Duration::from_secs(5)).max_bytes(4 << 20);
+/// fr.start().unwrap();
+/// let rt = purloin::runtime::Builder::new().workers(2).build().unwrap();
+/// rt.block_on(|| {
+///     for _ in 0..100 {
+///         purloin::spawn(purloin::yield_now).join().unwrap();
+///     }
+/// });
+/// let path = std::env::temp_dir().join(format!("purloin-flight-doc-{}.json", std::process::id()));
+/// let summary = fr.write_to(&path).unwrap();
+/// assert!(summary.events > 0);
+/// assert!(fr.ring_bytes() <= 4 << 20);
+/// fr.stop().unwrap();
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct FlightRecorder {
+    max_bytes: usize,
+    max_age: Duration,
+    dir: Option<PathBuf>,
+}
+
+/// A [`FlightRecorder`] with the defaults: the last 10 s, at most 16 MiB, automatic snapshots
+/// to [`std::env::temp_dir`]. Its [`write_to`](FlightRecorder::write_to) and
+/// [`stop`](FlightRecorder::stop) act on the process's running flight recorder, whatever
+/// settings it was started with.
+///
+/// # Examples
+///
+/// ```no_run
+/// // At start-up:
+/// purloin::trace::flight_recorder().start().unwrap();
+/// // Later, when a request was slow:
+/// purloin::trace::flight_recorder().write_to("slow-request.json").unwrap();
+/// ```
+pub fn flight_recorder() -> FlightRecorder {
+    FlightRecorder { max_bytes: 16 << 20, max_age: Duration::from_secs(10), dir: None }
+}
+
+impl FlightRecorder {
+    /// Keeps at most `bytes` of records in the ring (the oldest go first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder().max_bytes(64 << 20);
+    /// # drop(fr);
+    /// ```
+    pub fn max_bytes(mut self, bytes: usize) -> FlightRecorder {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// Keeps the records of the last `age` only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder().max_age(std::time::Duration::from_secs(30));
+    /// # drop(fr);
+    /// ```
+    pub fn max_age(mut self, age: Duration) -> FlightRecorder {
+        self.max_age = age;
+        self
+    }
+
+    /// Writes the automatic snapshots (dump signal, deadlock watch, long runner) into `dir`
+    /// instead of the temporary directory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder().dir("/var/tmp");
+    /// # drop(fr);
+    /// ```
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> FlightRecorder {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Starts recording every runtime of the process into the ring.
+    ///
+    /// # Errors
+    /// A trace or a flight recorder already records (one at a time: stop it first);
+    /// `max_bytes` or `max_age` is zero; another scheduler hook than purloin's own is
+    /// installed; the recorder's thread cannot start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder();
+    /// fr.start().unwrap();
+    /// assert!(fr.start().is_err()); // one at a time
+    /// fr.stop().unwrap();
+    /// ```
+    pub fn start(&self) -> io::Result<()> {
+        if self.max_bytes == 0 || self.max_age.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "purloin::trace::flight_recorder: max_bytes ({}) and max_age ({:?}) must \
+                     not be zero: the ring would keep nothing",
+                    self.max_bytes, self.max_age
+                ),
+            ));
+        }
+        let s = session();
+        if let Some(s) = &*s {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "purloin::trace::flight_recorder().start(): {}; call \
+                     purloin::trace::stop() first (one trace at a time)",
+                    s.describe()
+                ),
+            ));
+        }
+        crate::hook::install()?;
+        purloin_sched::on_long_runner(|| flight_on_trouble("a long runner was reported"));
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        let start = Instant::now();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let bounds = flight::Bounds { max_bytes: self.max_bytes, max_age: self.max_age };
+        let d = dropped.clone();
+        let writer =
+            std::thread::Builder::new().name("purloin-flight".into()).spawn(move || {
+                // It keeps records and writes files; it never wakes a green thread.
+                let _mark = purloin_sched::helper_thread();
+                flight::run(rx, bounds, start, d, || {
+                    session().as_ref().map(|s| s.threads.clone()).unwrap_or_default()
+                })
+            })?;
+        let state = FlightState {
+            dir: self.dir.clone().unwrap_or_else(std::env::temp_dir),
+            last_auto: None,
+            written: 0,
+        };
+        begin(s, tx, writer, start, PathBuf::new(), dropped, Some(state));
+        Ok(())
+    }
+
+    /// Writes the running flight recorder's ring to the file at `path` (created, or
+    /// truncated), as a trace file. The recording threads hand over their newest records first
+    /// (within a tenth of a second; `unflushed_threads` counts the ones that did not). Blocks
+    /// the calling thread while the file is written; recording goes on meanwhile.
+    ///
+    /// # Errors
+    /// No flight recorder runs (or a trace to a file records instead); the file cannot be
+    /// created or written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder();
+    /// let path = std::env::temp_dir().join(format!("purloin-fr-doc-{}.json", std::process::id()));
+    /// assert!(fr.write_to(&path).is_err()); // not started
+    /// fr.start().unwrap();
+    /// purloin::spawn(|| ()).join().unwrap();
+    /// let summary = fr.write_to(&path).unwrap();
+    /// assert_eq!(summary.path, path);
+    /// fr.stop().unwrap();
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn write_to(&self, path: impl AsRef<Path>) -> io::Result<Summary> {
+        let path = path.as_ref().to_path_buf();
+        let tx = match &*session() {
+            Some(s) if s.flight.is_some() && s.pid == std::process::id() => s.tx.clone(),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "purloin::trace::FlightRecorder::write_to({}): no flight recorder runs \
+                         in this process (start one with purloin::trace::flight_recorder()\
+                         .start())",
+                        path.display()
+                    ),
+                ));
+            }
+        };
+        // This thread waits for the snapshot: its own records go first.
+        record::flush_here();
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        let snap = flight::Snapshot { path: path.clone(), reply: Some(reply_tx), why: None };
+        let ended = || {
+            io::Error::other(format!(
+                "purloin::trace::FlightRecorder::write_to({}): the flight recorder stopped \
+                 meanwhile",
+                path.display()
+            ))
+        };
+        tx.send(Msg::Snapshot(snap)).map_err(|_| ended())?;
+        reply_rx.recv().map_err(|_| ended())?.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("purloin::trace::FlightRecorder::write_to({}): {e}", path.display()),
+            )
+        })
+    }
+
+    /// Stops the running flight recorder and frees its ring (nothing is written).
+    ///
+    /// # Errors
+    /// No flight recorder runs (a trace to a file is stopped with [`stop`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fr = purloin::trace::flight_recorder();
+    /// fr.start().unwrap();
+    /// fr.stop().unwrap();
+    /// assert!(fr.stop().is_err());
+    /// ```
+    pub fn stop(&self) -> io::Result<()> {
+        let generation = match &*session() {
+            Some(s) if s.flight.is_some() => s.generation,
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "purloin::trace::FlightRecorder::stop: no flight recorder runs",
+                ));
+            }
+        };
+        stop_session(Some(generation)).map(drop)
+    }
+
+    /// The bytes of records the running flight recorder's ring holds now (0 if none runs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(purloin::trace::flight_recorder().ring_bytes(), 0);
+    /// ```
+    pub fn ring_bytes(&self) -> usize {
+        flight::RING_BYTES.load(Ordering::Relaxed)
+    }
+}
+
+/// Something went wrong (`why`): a running flight recorder writes its ring to a new file in its
+/// directory, unless it did so less than [`AUTO_INTERVAL`] ago. Never blocks: the recorder's
+/// thread writes the file and reports it on stderr.
+pub(crate) fn flight_on_trouble(why: &'static str) {
+    let mut guard = session();
+    let Some(s) = guard.as_mut() else { return };
+    if s.pid != std::process::id() {
+        return;
+    }
+    let Some(f) = s.flight.as_mut() else { return };
+    if f.last_auto.is_some_and(|t| t.elapsed() < AUTO_INTERVAL) {
+        return;
+    }
+    f.last_auto = Some(Instant::now());
+    f.written += 1;
+    let path = f.dir.join(format!("purloin-flight-{}-{}.json", s.pid, f.written));
+    let snap = flight::Snapshot { path, reply: None, why: Some(why) };
+    if s.tx.try_send(Msg::Snapshot(snap)).is_err() {
+        eprintln!(
+            "purloin: flight recorder ({why}): its thread is busy; no snapshot written this time"
+        );
+    }
 }
 
 /// Whether a trace records now.

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::mpsc::SyncSender;
 use std::time::Instant;
 
-use purloin_sched::WaitInfo;
+use purloin_sched::{Labels, WaitInfo};
 
 use super::handshake::{self, HandOver, ThreadFlag};
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
@@ -61,6 +61,10 @@ pub(super) enum Rec {
         /// It resumed after a park: the end of the wake flow of this record (the joiner's,
         /// for a child run inline: the one that parked and was woken).
         woke: Option<u64>,
+        /// The labels of the record it ran on, when it was switched in.
+        labels: Option<Labels>,
+        /// Where it was spawned (on its first run's slice).
+        site: Option<Site>,
     },
     /// A blocking section of green thread `id`.
     Blocking {
@@ -114,6 +118,9 @@ pub(super) enum Rec {
     },
 }
 
+/// A spawn's place in the source.
+pub(super) type Site = &'static core::panic::Location<'static>;
+
 /// What a thread hands the writer.
 pub(super) enum Msg {
     Batch {
@@ -128,6 +135,24 @@ pub(super) enum Msg {
         dropped: u64,
         unflushed: u64,
     },
+    /// Write the flight recorder's ring to a file (only a flight recorder takes it).
+    Snapshot(super::flight::Snapshot),
+}
+
+impl Rec {
+    /// Its newest time stamp (a slice's end).
+    pub(super) fn newest(&self) -> u64 {
+        match *self {
+            Rec::Run { end, .. } | Rec::Blocking { end, .. } | Rec::Idle { end, .. } => end,
+            Rec::Spawn { ts, .. }
+            | Rec::Unpark { ts, .. }
+            | Rec::Park { ts, .. }
+            | Rec::Steal { ts, .. }
+            | Rec::GlobalPull { ts, .. }
+            | Rec::Timers { ts, .. }
+            | Rec::Poll { ts, .. } => ts,
+        }
+    }
 }
 
 /// What a thread needs from its session.
@@ -147,6 +172,8 @@ struct OpenRun {
     name: Option<Arc<str>>,
     first: bool,
     woke: Option<u64>,
+    labels: Option<Labels>,
+    site: Option<Site>,
 }
 
 /// One thread's recorder.
@@ -160,6 +187,8 @@ struct Local {
     idle: Option<(u64, usize)>,
     /// The running green thread announced a park: its switch-out is a park's.
     parking: bool,
+    /// The last flight-recorder snapshot this thread handed its records over for.
+    flushed: u64,
 }
 
 thread_local! {
@@ -172,6 +201,7 @@ thread_local! {
             blocking: None,
             idle: None,
             parking: false,
+            flushed: 0,
         })
     };
 }
@@ -254,13 +284,13 @@ impl Local {
         let msg = Msg::Batch { tid: s.tid, name: self.name.take(), recs };
         // T1: the flag clears after the hand-over.
         match handshake::hand_over(&s.flag, &s.tx, msg, n, must, &s.dropped) {
-            HandOver::Sent | HandOver::Dropped(Msg::Finish { .. }) => {}
+            HandOver::Sent | HandOver::Dropped(Msg::Finish { .. } | Msg::Snapshot(_)) => {}
             HandOver::Kept(Msg::Batch { name, recs, .. }) => {
                 self.recs = recs;
                 self.name = name;
             }
             HandOver::Dropped(Msg::Batch { name, .. }) => self.name = name,
-            HandOver::Kept(Msg::Finish { .. }) => {
+            HandOver::Kept(Msg::Finish { .. } | Msg::Snapshot(_)) => {
                 unreachable!("a thread hands over batches only")
             }
         }
@@ -278,6 +308,8 @@ impl Local {
                 name: r.name,
                 first: r.first,
                 woke: r.woke,
+                labels: r.labels,
+                site: r.site,
             };
             self.recs_push_raw(rec);
         }
@@ -312,23 +344,35 @@ fn with(f: impl FnOnce(&mut Local, u64)) {
         if !l.attach() {
             return;
         }
+        // A flight recorder's snapshot wants every thread's records now.
+        let flush = super::flight::FLUSH.load(Ordering::Relaxed);
+        if flush != l.flushed {
+            l.flushed = flush;
+            l.flush(true);
+            if let Some(s) = &l.session {
+                s.flag.ack_flush(flush);
+            }
+        }
         let now = l.now();
         f(&mut l, now);
     });
 }
 
-/// The running green thread's id and name (`None` off a green thread).
-fn running() -> Option<(u64, Option<Arc<str>>)> {
-    let t = purloin_sched::current()?;
-    Some((t.id().0, t.name()))
-}
-
 fn open_run(l: &mut Local, now: u64, first: bool, woke: bool) {
     l.close_run(now);
-    if let Some((id, name)) = running() {
+    if let Some(t) = purloin_sched::current() {
         // The wake flow is the parked record's (the joiner's, while it runs a child inline).
         let woke = if woke { purloin_sched::hook::running_record().map(|r| r.0) } else { None };
-        l.run = Some(OpenRun { ts: now, id, name, first, woke });
+        l.run = Some(OpenRun {
+            ts: now,
+            id: t.id().0,
+            name: t.name(),
+            first,
+            woke,
+            labels: purloin_sched::current_labels(),
+            // Constant for its life: on its first slice only.
+            site: if first { t.spawned_at() } else { None },
+        });
     }
 }
 
@@ -407,6 +451,20 @@ pub(crate) fn event(event: purloin_sched::hook::Event) {
     });
 }
 
+/// The calling thread hands over its buffer now (a flight recorder's snapshot asked from a
+/// thread that records: it waits for the snapshot and would not see the request).
+pub(super) fn flush_here() {
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            let flush = super::flight::FLUSH.load(Ordering::Relaxed);
+            l.flush(true);
+            if let Some(s) = &l.session {
+                s.flag.ack_flush(flush);
+            }
+        }
+    });
+}
+
 /// The stopping thread hands over its own buffer.
 pub(super) fn leave_here() {
     let _ = LOCAL.try_with(|l| {
@@ -419,9 +477,9 @@ pub(super) fn leave_here() {
 
 #[cfg(test)]
 mod tests {
-    /// The memory bound in the module docs of `trace` counts records of at most 64 bytes.
+    /// The memory bound in the module docs of `trace` counts records of at most 80 bytes.
     #[test]
     fn a_record_fits_the_documented_bound() {
-        assert!(size_of::<super::Rec>() <= 64, "{} bytes", size_of::<super::Rec>());
+        assert!(size_of::<super::Rec>() <= 80, "{} bytes", size_of::<super::Rec>());
     }
 }
