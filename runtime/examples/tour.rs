@@ -37,6 +37,7 @@ fn main() {
     cancelled_fan_out();
     scheduler_stats();
     dump_of_a_stuck_thread();
+    production_diagnostics();
 }
 
 fn section(title: &str) {
@@ -529,4 +530,102 @@ fn dump_of_a_stuck_thread() {
     println!("   (PURLOIN_DUMP_SIGNAL=SIGQUIT prints the whole dump on `kill -QUIT`)");
     tx.send(1).unwrap();
     waiter.join().unwrap().unwrap();
+}
+
+/// What an operator asks of a busy service: run time and switches per green thread, how long
+/// runnable green threads wait for a worker, threads grouped by where they wait (and for whom,
+/// by label), and the last seconds of scheduling kept in memory until something goes wrong.
+fn production_diagnostics() {
+    section("production diagnostics: run time, latency, grouped dump, labels, flight recorder");
+    let recorder = purloin::trace::flight_recorder().max_age(Duration::from_secs(2));
+    let recording = recorder.start().is_ok();
+
+    // Run time and switches per green thread (brpc's cputime_ns and nswitch).
+    let busy = purloin::spawn(|| {
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(60) {
+            for i in 0..10_000u64 {
+                x = black_box(x.rotate_left(3) ^ i);
+            }
+            purloin::yield_now();
+        }
+        let me = purloin::current().unwrap();
+        (me.cpu_time(), me.switches())
+    });
+    if let (Some(cpu), Some(switches)) = busy.join().unwrap() {
+        println!(
+            "   a green thread that spun 60 ms between yields: ran {cpu:.1?} in {switches} switches"
+        );
+    }
+
+    // 10,000 request handlers parked in two places, under their route's labels.
+    let (tx, rx) = channel::bounded::<()>(0);
+    let mut handlers = Vec::new();
+    for i in 0..10_000 {
+        let route = if i % 4 == 0 { "/checkout" } else { "/search" };
+        let rx = rx.clone();
+        handlers.push(purloin::labels::with(purloin::labels!("route" => route), || {
+            purloin::spawn(move || {
+                if i % 4 == 0 {
+                    purloin::sleep(Duration::from_secs(3600));
+                } else {
+                    let _ = rx.recv();
+                }
+            })
+        }));
+    }
+    while purloin::debugging::dump_grouped().count(purloin::sched::GreenState::Parked) < 10_000 {
+        purloin::sleep(Duration::from_millis(1));
+    }
+    let t = Instant::now();
+    let grouped = purloin::debugging::dump_grouped();
+    let took = t.elapsed();
+    println!(
+        "   grouped dump of {} green threads in {took:.1?}, {} groups; the largest:",
+        grouped.threads,
+        grouped.groups.len()
+    );
+    for g in grouped.groups.iter().take(2) {
+        let labels = g.labels.as_ref().map(|l| format!("{l}")).unwrap_or_default();
+        let wait = g.wait.map(|w| format!("{w:?}")).unwrap_or_else(|| "-".into());
+        let at = g.spawned_at.map(|a| format!("{}:{}", a.file(), a.line())).unwrap_or_default();
+        println!("     {:>6} x {} on {wait}, spawned at {at} {labels}", g.count, g.state);
+    }
+    for h in &handlers {
+        h.interrupt();
+    }
+    drop(tx);
+    for h in handlers {
+        let _ = h.join();
+    }
+
+    // How long runnable green threads waited for a worker (Go's /sched/latencies), sampled.
+    let lat = purloin::stats().sched_latency();
+    if lat.count() > 0 {
+        println!(
+            "   scheduling latency: {} samples, mean {:.1?} (purloin_sched_latency_seconds)",
+            lat.count(),
+            lat.sum() / lat.count() as u32
+        );
+    }
+
+    // The flight recorder: the last 2 s of the scheduler's events, written on demand.
+    if recording {
+        let path = std::env::temp_dir().join(format!("purloin-tour-{}.json", std::process::id()));
+        match recorder.write_to(&path) {
+            Ok(summary) => {
+                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                println!(
+                    "   flight recorder: the last {} events written on demand ({} KiB)",
+                    summary.events,
+                    bytes / 1024
+                );
+            }
+            Err(e) => println!("   flight recorder: {e}"),
+        }
+        let _ = std::fs::remove_file(&path);
+        let _ = recorder.stop();
+    }
+    println!("   (examples/diagnostics.rs serves /metrics and writes a flight file on SIGUSR1)");
 }

@@ -39,7 +39,7 @@
 
 pub use purloin_sched::Labels;
 
-/// The running green thread's labels (`None` on a plain thread, or when it has none).
+/// The running green thread's labels, or the calling plain thread's (`None` when it has none).
 ///
 /// # Examples
 ///
@@ -53,7 +53,8 @@ pub fn current() -> Option<Labels> {
 /// Runs `f` with `labels` added to the running green thread's labels (a key it already has
 /// takes the new value), then puts its old labels back, also when `f` panics (Go's
 /// `pprof.Do`). Green threads spawned inside inherit the labels in force when they are spawned.
-/// On a plain thread, `f` just runs (a plain thread has no record to carry labels).
+/// On a plain thread (`main`) the labels are the thread's own for the region, and the green
+/// threads it spawns inherit them the same way.
 ///
 /// # Examples
 ///
@@ -78,9 +79,6 @@ pub fn with<R>(labels: Labels, f: impl FnOnce() -> R) -> R {
                 purloin_sched::set_current_labels(old);
             }
         }
-    }
-    if !purloin_sched::in_green_thread() {
-        return f();
     }
     let old = purloin_sched::current_labels();
     let new = match &old {

@@ -57,8 +57,26 @@ fn regions_nest_and_unwind_back() {
         });
         assert_eq!(purloin::labels::current(), None);
     });
-    // A plain thread has no record: the closure just runs.
-    assert_eq!(purloin::labels::with(purloin::labels!("x" => 1), purloin::labels::current), None);
+}
+
+/// A plain thread (here the test's own, spawning on the global runtime, as `main` does) labels
+/// the green threads it spawns in a region the same way a green thread does, and its labels
+/// are back to none after the region.
+#[test]
+fn a_plain_thread_labels_the_green_threads_it_spawns() {
+    let _w = rt_common::watchdog("plain-thread labels", Duration::from_secs(60));
+    let (mine, child) = purloin::labels::with(purloin::labels!("route" => "/main"), || {
+        let child = purloin::spawn(purloin::labels::current);
+        (purloin::labels::current(), child.join().unwrap())
+    });
+    assert_eq!(mine.unwrap().to_string(), "route=/main");
+    assert_eq!(
+        child.expect("the child inherits the plain thread's labels").to_string(),
+        "route=/main"
+    );
+    assert_eq!(purloin::labels::current(), None);
+    let unlabelled = purloin::spawn(purloin::labels::current).join().unwrap();
+    assert_eq!(unlabelled, None, "a spawn after the region inherits nothing");
 }
 
 /// Records are recycled: a green thread spawned without labels never sees the labels of a

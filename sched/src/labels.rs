@@ -6,6 +6,10 @@
 //! child (a reference count, and only when it has labels). Readers other than the green
 //! thread look only while they own the record: a dump while it holds a parked green thread
 //! for its stack walk, the trace when it switches the green thread in.
+//!
+//! A plain thread (`main`, a thread of a pool) has no record: its labels live in a
+//! thread-local, set the same way, and the green threads it spawns inherit them too, so a
+//! program that spawns from `main` labels its work as one that spawns from a green thread.
 
 use core::fmt;
 use std::sync::Arc;
@@ -124,7 +128,8 @@ impl fmt::Debug for Labels {
     }
 }
 
-/// The labels of the running green thread (`None` on a plain thread, or without labels).
+/// The labels of the running green thread, or of the calling plain thread (see
+/// [`set_current_labels`]); `None` when it has none.
 ///
 /// # Examples
 ///
@@ -145,14 +150,27 @@ impl fmt::Debug for Labels {
 /// assert_eq!(got.unwrap().get("job"), Some("index"));
 /// ```
 pub fn current_labels() -> Option<Labels> {
-    let g = crate::thread::running_g()?;
-    g.own_labels()
+    match crate::thread::running_g() {
+        Some(g) => g.own_labels(),
+        None => plain_labels(),
+    }
+}
+
+thread_local! {
+    /// The labels of a plain thread (one that is not running a green thread).
+    static PLAIN: core::cell::RefCell<Option<Labels>> = const { core::cell::RefCell::new(None) };
+}
+
+/// The calling plain thread's labels, which the green threads it spawns inherit.
+pub(crate) fn plain_labels() -> Option<Labels> {
+    PLAIN.try_with(|l| l.borrow().clone()).ok().flatten()
 }
 
 /// Replaces the running green thread's labels with `labels` and returns the ones it had
 /// (pprof's `SetGoroutineLabels`; the facade's `labels::with` sets them for a region and puts
 /// the old ones back). The green threads it spawns from now on inherit them; ones it spawned
-/// before keep theirs. On a plain thread it does nothing and returns `None`.
+/// before keep theirs. On a plain thread the labels are the thread's own (a thread-local),
+/// and the green threads it spawns inherit them the same way.
 ///
 /// # Examples
 ///
@@ -172,5 +190,8 @@ pub fn current_labels() -> Option<Labels> {
 ///     .unwrap();
 /// ```
 pub fn set_current_labels(labels: Option<Labels>) -> Option<Labels> {
-    crate::thread::running_g()?.replace_own_labels(labels)
+    match crate::thread::running_g() {
+        Some(g) => g.replace_own_labels(labels),
+        None => PLAIN.try_with(|l| core::mem::replace(&mut *l.borrow_mut(), labels)).ok().flatten(),
+    }
 }

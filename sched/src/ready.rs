@@ -468,9 +468,13 @@ pub(crate) fn spawn_g(
         g.sched.with_mut(|s| s.write(Arc::as_ptr(shared)));
     }
     let me = here.and_then(|m| m.current.get());
-    if let Some(me) = me.filter(|me| me.has_labels()) {
+    match me {
         // Inherited: the spawner owns its own record, and the child is not published yet.
-        g.replace_own_labels(me.own_labels());
+        Some(me) if me.has_labels() => drop(g.replace_own_labels(me.own_labels())),
+        Some(_) => {}
+        // A plain thread's labels (a worker between green threads has none).
+        None if here.is_none() => drop(g.replace_own_labels(crate::labels::plain_labels())),
+        None => {}
     }
     let spawner = me.map_or(0, |me| me.id_with(me.generation()));
     let generation = g.prepare_spawn_at(spawner, Some(at));

@@ -74,10 +74,11 @@
 //!
 //! # Cost
 //!
-//! The scheduler reports to one hook per process (`purloin_sched::hook`); until a trace or a
-//! `tracing` subscriber needs it, nothing is installed and each event site costs a load and a
-//! predictable branch. Once installed (it stays for the process's life), every switch and
-//! event calls the hook, which checks whether a trace records. While one records, each event
+//! The scheduler reports to the hooks installed in the process (`purloin_sched::hook`); until a
+//! trace, a `tracing` subscriber or a hook of the program's own needs one, nothing is installed
+//! and each event site costs a load and a predictable branch. Once purloin's hook is installed
+//! (it stays for the process's life), every switch and event calls it, and it checks whether a
+//! trace records. While one records, each event
 //! is a timestamp and a push into a buffer of the OS thread's own (no lock); full buffers
 //! go to a writer thread that streams them to the file.
 //!
@@ -209,8 +210,9 @@ fn session() -> std::sync::MutexGuard<'static, Option<Session>> {
 ///
 /// # Errors
 /// A trace already records (one at a time: [`stop`] it first); the file cannot be created;
-/// another scheduler hook than purloin's own is installed in this process
-/// (`purloin_sched::hook::install` was called directly); the writer thread cannot start.
+/// the process already has the most scheduler hooks it can have
+/// (`purloin_sched::hook::MAX_HOOKS`, all installed by the program itself); the writer thread
+/// cannot start.
 ///
 /// # Examples
 ///
@@ -575,8 +577,8 @@ impl FlightRecorder {
     ///
     /// # Errors
     /// A trace or a flight recorder already records (one at a time: stop it first);
-    /// `max_bytes` or `max_age` is zero; another scheduler hook than purloin's own is
-    /// installed; the recorder's thread cannot start.
+    /// `max_bytes` or `max_age` is zero; the process already has the most scheduler hooks it
+    /// can have (`purloin_sched::hook::MAX_HOOKS`); the recorder's thread cannot start.
     ///
     /// # Examples
     ///
@@ -635,7 +637,8 @@ impl FlightRecorder {
     /// Writes the running flight recorder's ring to the file at `path` (created, or
     /// truncated), as a trace file. The recording threads hand over their newest records first
     /// (within a tenth of a second; `unflushed_threads` counts the ones that did not). Blocks
-    /// the calling thread while the file is written; recording goes on meanwhile.
+    /// the caller while the file is written (a green thread in a blocking section, so its
+    /// worker runs the others meanwhile); recording goes on.
     ///
     /// # Errors
     /// No flight recorder runs (or a trace to a file records instead); the file cannot be
@@ -681,8 +684,13 @@ impl FlightRecorder {
                 path.display()
             ))
         };
-        tx.send(Msg::Snapshot(snap)).map_err(|_| ended())?;
-        reply_rx.recv().map_err(|_| ended())?.map_err(|e| {
+        // On a green thread the wait is a blocking section: the worker's other green threads
+        // move on while the recorder's thread writes the file.
+        let reply = purloin_sched::blocking(|| {
+            tx.send(Msg::Snapshot(snap)).ok()?;
+            reply_rx.recv().ok()
+        });
+        reply.ok_or_else(ended)?.map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("purloin::trace::FlightRecorder::write_to({}): {e}", path.display()),
