@@ -30,7 +30,7 @@
 //! | [`net`](crate::net) and [`io::Async`](crate::io::Async) waits of a thread in a cancelled token's scope | an `io::ErrorKind::Other` error naming the cancelled token (std's `read_exact` and `write_all` retry `Interrupted`, which would spin on a token's lasting interrupt) |
 //! | [`process::Child::wait`](crate::process::Child::wait) (a pidfd wait) | as for I/O |
 //! | [`JoinHandle::wait_timeout`](crate::JoinHandle::wait_timeout), [`Select::select_timeout`](crate::sync::channel::Select::select_timeout) and `select!` with `default(timeout)`, [`signal::Signals::recv_timeout`](crate::signal::Signals::recv_timeout) | end early (`false`, `Err`, the default arm, `None`); the interrupt stays pending |
-//! | [`future::block_on_interruptible`](crate::future::block_on_interruptible), [`tokio::block_on_interruptible`](crate::tokio) | `Err(Interrupted)`; the future is dropped |
+//! | [`future::block_on_interruptible`](crate::future::block_on_interruptible), `tokio::block_on_interruptible` (feature `tokio`) | `Err(Interrupted)`; the future is dropped |
 //! | [`Mutex::lock`](crate::sync::Mutex::lock), `RwLock`, `Once`, `Barrier`, `Semaphore::acquire`, `JoinHandle::join`, `Select::select`, `Signals::recv`, `future::block_on` | not interruptible: like std's locks, or they must return a value (each has an interruptible form above) |
 //!
 //! The outcomes of the first group consume a one-shot interrupt; a token's cancellation is

@@ -91,8 +91,19 @@
 //! `/metrics`. For the latency of waits, turn on the park-duration histogram
 //! ([`Builder::park_histogram`](crate::runtime::Builder::park_histogram) or
 //! `PURLOIN_PARK_HISTOGRAM=1`): each park is timed with the OS clock (log2 buckets from
-//! 1.024 µs), at the cost of two clock reads per park. `PURLOIN_SCHEDTRACE=1000`
+//! 1.024 µs), at the cost of two clock reads per park. How long runnable green threads wait
+//! for a worker is always measured, on a sample of about one in
+//! [`SCHED_LATENCY_PERIOD`](crate::sched::SCHED_LATENCY_PERIOD) queueings
+//! ([`Stats::sched_latency`](crate::sched::Stats::sched_latency), and
+//! `purloin_sched_latency_seconds` in the Prometheus text). `PURLOIN_SCHEDTRACE=1000`
 //! prints one line of scheduler state per second on stderr (Go's `GODEBUG=schedtrace`).
+//!
+//! Per green thread, [`GreenThread::cpu_time`](crate::GreenThread::cpu_time) and
+//! [`switches`](crate::GreenThread::switches) (also on [`JoinHandle`](crate::JoinHandle), and
+//! in dumps as "ran 1.2ms in 3 switches") say how long it has run on a worker and how often it
+//! was switched in. The run time is charged with the coarse clock the dumps use, so parking
+//! and waking read no OS clock: it is exact over many runs and may show 0 for a green thread
+//! that ran less than the clock's step (10 ms); see `purloin_sched::GreenThread::cpu_time`.
 //!
 //! # 5. A trace file: what the scheduler did, over time
 //!
@@ -137,7 +148,33 @@
 //! with [`labels::with`](crate::labels::with) carry their labels into dumps, grouped dumps
 //! and the trace's run slices.
 //!
-//! # 6. `tracing`
+//! # 6. Hooks of your own
+//!
+//! [`runtime::hook`](crate::runtime::hook) installs an observer of every switch and scheduler
+//! event beside the trace and `tracing` (several compose; each keeps its own word across a
+//! green thread's switch), and
+//! [`Builder::on_worker_start`](crate::runtime::Builder::on_worker_start) /
+//! [`on_worker_stop`](crate::runtime::Builder::on_worker_stop) run on each worker thread as
+//! it starts and ends (to pin it, name it for a profiler, or give it thread-local state).
+//!
+//! # Side by side
+//!
+//! | purloin | Go | brpc | tokio |
+//! |---|---|---|---|
+//! | [`dump`], `PURLOIN_DUMP_SIGNAL` | SIGQUIT traceback, `pprof.Lookup("goroutine")` `debug=2` | `/bthreads` page | `Handle::dump` (unstable) |
+//! | [`dump_grouped`] | goroutine profile `debug=1` | — | — |
+//! | [`labels::with`](crate::labels::with), `Builder::label` | `pprof.Do`, `pprof.SetGoroutineLabels` | — | — (spans) |
+//! | `GreenThread::cpu_time`, `switches` | — | `bthread` stat `cputime_ns`, `nswitch` | tokio-metrics `total_poll_duration`, `total_poll_count` |
+//! | `Stats::sched_latency`, `purloin_sched_latency_seconds` | `/sched/latencies:seconds` | — | tokio-metrics `total_scheduled_duration` |
+//! | [`metrics::prometheus`](crate::metrics::prometheus) | `runtime/metrics` | bvar `/vars`, `/brpc_metrics` | `RuntimeMetrics` |
+//! | [`trace::start`](crate::trace::start) | `runtime/trace.Start` | — | `tokio-console` |
+//! | [`trace::flight_recorder`](crate::trace::flight_recorder) | `trace.FlightRecorder` | — | — |
+//! | `runtime::hook::install`, `on_worker_start` / `on_worker_stop` | — | `bthread_set_worker_startfn` | `on_thread_start` / `on_thread_stop`, `on_task_spawn` |
+//!
+//! `examples/diagnostics.rs` puts them together: a service that serves its own `/metrics` and
+//! a grouped dump over HTTP and writes its flight recorder to a file on SIGUSR1.
+//!
+//! # 7. `tracing`
 //!
 //! With the `tracing` feature, spans work on green threads as they do on OS threads. A
 //! subscriber keeps the stack of entered spans per OS thread, and a green thread that waits
