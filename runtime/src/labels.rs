@@ -71,23 +71,34 @@ pub fn current() -> Option<Labels> {
 /// });
 /// ```
 pub fn with<R>(labels: Labels, f: impl FnOnce() -> R) -> R {
-    /// Puts the old labels back when the region ends, by return or by unwinding.
-    struct Restore(Option<Option<Labels>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            if let Some(old) = self.0.take() {
-                purloin_sched::set_current_labels(old);
-            }
+    let _region = Region::enter(labels);
+    f()
+}
+
+/// A region with labels added to the current green thread's (or plain thread's) labels; the
+/// old ones come back when it is dropped, by return or by unwinding. A guard rather than a
+/// closure, so that a `#[track_caller]` spawn inside the region still records its caller.
+pub(crate) struct Region(Option<Option<Labels>>);
+
+impl Region {
+    /// Adds `labels` (a key already present takes the new value) until the region is dropped.
+    pub(crate) fn enter(labels: Labels) -> Region {
+        let old = purloin_sched::current_labels();
+        let new = match &old {
+            Some(old) => old.merged(&labels),
+            None => labels,
+        };
+        purloin_sched::set_current_labels(Some(new));
+        Region(Some(old))
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if let Some(old) = self.0.take() {
+            purloin_sched::set_current_labels(old);
         }
     }
-    let old = purloin_sched::current_labels();
-    let new = match &old {
-        Some(old) => old.merged(&labels),
-        None => labels,
-    };
-    purloin_sched::set_current_labels(Some(new));
-    let _restore = Restore(Some(old));
-    f()
 }
 
 /// Builds [`Labels`] from `key => value` pairs; keys and values are anything that implements

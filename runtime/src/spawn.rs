@@ -31,7 +31,32 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    Builder::new().spawn(f).unwrap_or_else(|e| panic!("purloin::spawn: {e}"))
+    spawn_with_options(SpawnOptions::default(), f).unwrap_or_else(|e| panic!("purloin::spawn: {e}"))
+}
+
+/// The body of [`spawn`] and [`Builder::spawn`] (without the builder's labels, which a plain
+/// spawn does not carry).
+#[track_caller]
+#[inline]
+fn spawn_with_options<F, T>(opts: SpawnOptions, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let f = crate::local::with_locals(f);
+    if purloin_sched::in_green_thread() {
+        purloin_sched::spawn_with(opts, f)
+    } else if opts.pinned {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a pinned green thread can only be spawned from a green thread (it is pinned to the \
+             spawner's worker)",
+        ))
+    } else {
+        let rt = crate::rt::global();
+        rt.check_not_forked()?;
+        rt.scheduler().spawn_with(opts, f)
+    }
 }
 
 /// Spawns a green thread and switches to it at once; the caller is re-queued and continues
@@ -258,26 +283,10 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let f = crate::local::with_locals(f);
-        // The green thread puts its labels on itself first thing (a spawn from a plain thread
-        // has no spawner's record to inherit them from).
-        let f = move || match self.labels {
-            Some(l) => crate::labels::with(l, f),
-            None => f(),
-        };
-        if purloin_sched::in_green_thread() {
-            purloin_sched::spawn_with(self.opts, f)
-        } else if self.opts.pinned {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a pinned green thread can only be spawned from a green thread (it is pinned to \
-                 the spawner's worker)",
-            ))
-        } else {
-            let rt = crate::rt::global();
-            rt.check_not_forked()?;
-            rt.scheduler().spawn_with(self.opts, f)
-        }
+        // The builder's labels are the spawner's for the spawn, which the child inherits as
+        // any spawn does (the closure stays as it is: no cost without labels).
+        let _labelled = self.labels.map(crate::labels::Region::enter);
+        spawn_with_options(self.opts, f)
     }
 
     /// Spawns a scoped green thread (see [`scope`](crate::scope)) with these options.
@@ -308,6 +317,7 @@ impl Builder {
         F: FnOnce() -> T + Send + 'scope,
         T: Send + 'scope,
     {
+        let _labelled = self.labels.map(crate::labels::Region::enter);
         scope.spawn_with(self.opts, f)
     }
 }

@@ -185,4 +185,14 @@ fn builder_labels_add_to_the_inherited_ones() {
     // From a plain thread (the global runtime): the builder's labels alone.
     let h = purloin::Builder::new().label("from", "main").spawn(purloin::labels::current).unwrap();
     assert_eq!(h.join().unwrap().unwrap().to_string(), "from=main");
+    // A scoped spawn takes them too, and the spawner's own are untouched after it.
+    let scoped = purloin::scope(|s| {
+        let h = purloin::Builder::new()
+            .label("scoped", "yes")
+            .spawn_scoped(s, purloin::labels::current)
+            .unwrap();
+        h.join().unwrap()
+    });
+    assert_eq!(scoped.unwrap().to_string(), "scoped=yes");
+    assert_eq!(purloin::labels::current(), None);
 }
