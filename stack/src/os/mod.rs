@@ -110,7 +110,8 @@ pub enum GuardBackend {
     GuardMarkers,
     /// `mprotect(PROT_NONE)`: splits the arena mapping, two of the process's
     /// `vm.max_map_count` mappings per stack; a hit is a SIGSEGV with
-    /// `si_code == SEGV_ACCERR`. Used on older kernels or when forced by
+    /// `si_code == SEGV_ACCERR` (or a SIGBUS on some macOS versions). Used on older kernels,
+    /// on macOS, or when forced by
     /// [`Options::force_mprotect_guards`](crate::Options::force_mprotect_guards).
     Mprotect,
 }
