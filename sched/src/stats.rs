@@ -275,7 +275,8 @@ impl DurationBuckets {
 /// let handles: Vec<_> = (0..10).map(|_| sched.spawn(|| ())).collect();
 /// handles.into_iter().for_each(|h| h.join().unwrap());
 /// let stats = sched.stats();
-/// assert_eq!(stats.procs.len(), 2);
+/// // Two processors, and any spare the monitor added for a worker it found stalled.
+/// assert!(stats.procs.len() >= 2);
 /// assert!(stats.total.switches >= 10);
 /// println!("{stats:?}");
 /// ```

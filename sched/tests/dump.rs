@@ -419,12 +419,18 @@ fn a_parked_thread_starts_at_its_wait_and_ends_with_its_creation() {
     let turn = Arc::new(AtomicBool::new(false));
     let t2 = turn.clone();
     let (h, line) = (sched.spawn(move || waits_for_its_turn(&t2)), line!());
-    while sched.parked().is_empty() {
+    // `park` may return spuriously (the thread then parks again): dump until the dump caught
+    // it parked, which is when its stack is walked.
+    let dump = loop {
+        let dump = sched.dump();
+        let t = dump.threads.iter().find(|t| t.id == h.thread().id());
+        if t.is_some_and(|t| t.state == GreenState::Parked) {
+            break dump;
+        }
         std::thread::yield_now();
-    }
-    let dump = sched.dump();
+    };
     let t = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
-    let bt = t.backtrace.as_ref().unwrap();
+    let bt = t.backtrace.as_ref().expect("a parked green thread's stack is walked");
     assert!(is_fn(&bt.frames[0], "park"), "starts at the wait:\n{bt}");
     assert!(is_fn(&bt.frames[1], "waits_for_its_turn"), "then its caller:\n{bt}");
     assert!(bt.hidden.iter().any(|f| is_fn(f, "switch_out_from")), "{:?}", bt.hidden);

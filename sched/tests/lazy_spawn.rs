@@ -120,7 +120,10 @@ fn handles_asking_for_identities_race_the_workers_starting_them() {
 #[test]
 fn lazily_spawned_children_queued_behind_a_stuck_worker_are_cancelled_at_shutdown() {
     let _w = common::watchdog("lazy unfinished", Duration::from_secs(60));
-    let sched = Builder::new().workers(1).build().unwrap();
+    // No spare workers: the monitor would add one for the stuck worker (as soon as it spins
+    // for the long-run threshold, which a slow machine reaches before the shutdown), and the
+    // spare would take the queued children this test needs to stay queued.
+    let sched = Builder::new().workers(1).max_spare_workers(0).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
     let s = stop.clone();
@@ -193,8 +196,9 @@ fn detached_tasks_run_or_drop_once_each() {
     assert_eq!(runs.load(Ordering::SeqCst), N, "each ran once");
     assert_eq!(drops.load(Ordering::SeqCst), N, "each closure dropped once");
 
-    // Queued behind a stuck worker: dropped unrun at shutdown.
-    let sched = Builder::new().workers(1).build().unwrap();
+    // Queued behind a stuck worker: dropped unrun at shutdown. No spare workers, which would
+    // take the queued tasks (see the test above).
+    let sched = Builder::new().workers(1).max_spare_workers(0).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (runs, drops) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (s, r, d) = (stop.clone(), runs.clone(), drops.clone());

@@ -72,8 +72,10 @@
 //!
 //! # Platforms
 //!
-//! Linux only (any architecture with a Rust `std` target); guard markers need Linux 6.13+,
-//! older kernels use `mprotect` guards. Other targets fail to compile with a message.
+//! Linux (any architecture with a Rust `std` target): guard markers need Linux 6.13+, older
+//! kernels use `mprotect` guards. macOS uses `mprotect` guards (it has no guard markers) and
+//! is type-checked only: nothing runs it here. The BSDs and Windows fail to compile with a
+//! message.
 //!
 //! # Loom models
 //!

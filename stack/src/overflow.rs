@@ -24,7 +24,8 @@
 //! calling thread one (a scheduler calls it at the start of each worker).
 //!
 //! Both guard backends are recognised: guard markers report `SEGV_MAPERR`, `mprotect`
-//! guards `SEGV_ACCERR`. Signals sent with `kill` (no fault address) are never classified;
+//! guards `SEGV_ACCERR`; a kernel-sent SIGBUS with a fault address is classified too, because
+//! macOS reports hits on `PROT_NONE` pages as SIGBUS on some versions and CPUs. Signals sent with `kill` (no fault address) are never classified;
 //! they are passed on, and re-sent if the previous handler only restored the default action
 //! (as Rust's does), so `kill -SEGV` still kills.
 //!
@@ -57,8 +58,6 @@ use crate::sync::real::{AtomicBool, Mutex, Ordering, lock};
 const SEGV_MAPERR: libc::c_int = 1;
 /// `si_code` of a fault on a page without the needed permission (an `mprotect` guard).
 const SEGV_ACCERR: libc::c_int = 2;
-/// `getauxval` key of the kernel's minimal signal stack size.
-const AT_MINSIGSTKSZ: libc::c_ulong = 51;
 
 /// The action in force before ours, saved once for chaining.
 struct PrevAction {
@@ -165,7 +164,7 @@ pub fn overflow_message(fault_addr: usize) -> Option<String> {
 /// The SIGSEGV / SIGBUS handler. Async-signal-safe: see the module docs.
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: errno is thread-local; reading it through its location is signal-safe.
-    let errno = unsafe { *libc::__errno_location() };
+    let errno = unsafe { *os::errno_location() };
     // SAFETY: for an SA_SIGINFO handler the kernel passes a valid siginfo_t; si_addr is
     // meaningful for the kernel-generated SIGSEGV/SIGBUS codes we check before using it.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
@@ -184,7 +183,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     }
     chain(sig, info, ctx, code);
     // SAFETY: as above; restore errno for the interrupted code.
-    unsafe { *libc::__errno_location() = errno };
+    unsafe { *os::errno_location() = errno };
 }
 
 /// Passes a signal that is not ours to the action in force before ours.
@@ -477,8 +476,7 @@ impl AltStack {
 
     fn default_size() -> usize {
         let page = os::page_size();
-        // SAFETY: getauxval has no preconditions; 0 means "not provided".
-        let min = unsafe { libc::getauxval(AT_MINSIGSTKSZ) } as usize;
+        let min = os::min_signal_stack();
         let want = (64 * 1024).max(libc::SIGSTKSZ).max(4 * min);
         want.div_ceil(page) * page
     }

@@ -274,8 +274,9 @@ pub(crate) fn wake() {
 #[cfg(loom)]
 pub(crate) fn wake() {}
 
-/// The kernel thread id of the running scavenger thread (0: none in this process).
-#[cfg(not(loom))]
+/// The kernel thread id of the running scavenger thread (0: none in this process; only
+/// Linux has one to tell).
+#[cfg(all(target_os = "linux", not(loom)))]
 static THREAD_ID: crate::sync::real::AtomicU64 = crate::sync::real::AtomicU64::new(0);
 
 /// See [`crate::scavenger_thread_id`].

@@ -99,11 +99,17 @@
 //! Not supported: pointer authentication of the saved return addresses and BTI landing pads
 //! (the resume labels are not `bti j` targets: Rust does not enable BTI enforcement for this
 //! target by default), sanitizer fiber annotations.
+//!
+//! [`Context`]: crate::Context
+//! [`Transfer`]: crate::Transfer
+//! [`Transfer::context`]: crate::Transfer::context
+//! [`Transfer::data`]: crate::Transfer::data
 
 use core::arch::{asm, naked_asm};
 use core::ptr::NonNull;
 
-use crate::context::{Context, Entry, Transfer};
+use super::{escaped_panic_personality, start};
+use crate::context::Entry;
 
 /// Bytes `Context::new` writes below the (aligned) stack top.
 pub(crate) const INITIAL_FRAME_SIZE: usize = 48;
@@ -271,44 +277,6 @@ unsafe extern "C" fn trampoline() {
         start = sym start,
         personality = sym escaped_panic_personality,
     )
-}
-
-/// The personality routine of `trampoline`'s frame: the unwinder calls it when a panic's
-/// search reaches the trampoline, i.e. when a panic escaped an entry function. Nothing above
-/// can catch it: report and abort.
-unsafe extern "C" fn escaped_panic_personality(
-    _version: i32,
-    _actions: u32,
-    _class: u64,
-    _exception: *mut u8,
-    _context: *mut u8,
-) -> u32 {
-    unsafe extern "C" {
-        fn write(fd: i32, buf: *const u8, len: usize) -> isize;
-        fn abort() -> !;
-    }
-    const MSG: &str = "purloin-context: a panic escaped the entry function of a context; \
-                       entry functions must catch every panic (nothing above them can); aborting\n";
-    // SAFETY: `write` to stderr of a static buffer and `abort` are async-signal-safe libc
-    // calls with no preconditions.
-    unsafe {
-        write(2, MSG.as_ptr(), MSG.len());
-        abort()
-    }
-}
-
-/// Runs the `ontop` function of the first switch, then the entry function. It is `extern "C"`,
-/// so a panic that escapes the `ontop` function aborts the process here instead of unwinding
-/// into the trampoline, which has no caller to unwind to.
-///
-/// # Safety
-///
-/// Called only by `trampoline`, with the registers of the switch contract: `ontop` is 0 or a
-/// `fn(Transfer) -> Transfer`.
-unsafe extern "C" fn start(context: Context, data: usize, ontop: usize, entry: Entry) -> ! {
-    // SAFETY: `ontop` comes straight from the switch contract (the caller's obligation).
-    let transfer = unsafe { crate::context::run_ontop(Transfer { context, data }, ontop) };
-    entry(transfer)
 }
 
 /// Calls `f(data)` with the stack pointer at `sp` (16-byte aligned), on the calling thread,

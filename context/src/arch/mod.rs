@@ -41,3 +41,50 @@ cfg_if::cfg_if! {
         );
     }
 }
+
+// The Rust half of every backend's trampoline (the same on every architecture).
+
+use crate::context::{Context, Entry, Transfer};
+
+/// The personality routine of `trampoline`'s frame: the unwinder calls it when a panic's
+/// search reaches the trampoline, i.e. when a panic escaped an entry function. Nothing above
+/// can catch it: report and abort.
+pub(super) unsafe extern "C" fn escaped_panic_personality(
+    _version: i32,
+    _actions: u32,
+    _class: u64,
+    _exception: *mut u8,
+    _context: *mut u8,
+) -> u32 {
+    unsafe extern "C" {
+        fn write(fd: i32, buf: *const u8, len: usize) -> isize;
+        fn abort() -> !;
+    }
+    const MSG: &str = "purloin-context: a panic escaped the entry function of a context; \
+                       entry functions must catch every panic (nothing above them can); aborting\n";
+    // SAFETY: `write` to stderr of a static buffer and `abort` are async-signal-safe libc
+    // calls with no preconditions.
+    unsafe {
+        write(2, MSG.as_ptr(), MSG.len());
+        abort()
+    }
+}
+
+/// Runs the `ontop` function of the first switch, then the entry function. It is `extern "C"`,
+/// so a panic that escapes the `ontop` function aborts the process here instead of unwinding
+/// into the trampoline, which has no caller to unwind to.
+///
+/// # Safety
+///
+/// Called only by a backend's `trampoline`, with the registers of the switch contract:
+/// `ontop` is 0 or a `fn(Transfer) -> Transfer`.
+pub(super) unsafe extern "C" fn start(
+    context: Context,
+    data: usize,
+    ontop: usize,
+    entry: Entry,
+) -> ! {
+    // SAFETY: `ontop` comes straight from the switch contract (the caller's obligation).
+    let transfer = unsafe { crate::context::run_ontop(Transfer { context, data }, ontop) };
+    entry(transfer)
+}

@@ -4,36 +4,12 @@
 use std::io;
 use std::ptr;
 
-use super::GuardBackend;
+use super::{GuardBackend, explain, page_size};
 use crate::size::DisplaySize;
-use crate::sync::real::{AtomicU8, AtomicUsize, Mutex, Ordering, lock};
+use crate::sync::real::{AtomicU8, Mutex, Ordering, lock};
 
 /// `madvise` advice installing guard markers (Linux 6.13+; not yet in the `libc` crate).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
-
-/// The page size (from the auxiliary vector: no system call), read once: stack sizes are
-/// rounded with it on every spawn, where the libc call took about 1% of a spawn-and-join
-/// benchmark.
-pub(crate) fn page_size() -> usize {
-    // Relaxed: a cache of a constant; a race only makes two threads both ask libc.
-    static PAGE: AtomicUsize = AtomicUsize::new(0);
-    match PAGE.load(Ordering::Relaxed) {
-        0 => {
-            // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is always supported on Linux.
-            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            let page =
-                usize::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or_else(|| {
-                    panic!(
-                        "purloin-stack: sysconf(_SC_PAGESIZE) returned {page}, not a page size; \
-                         the C library or the emulator this runs under is broken"
-                    )
-                });
-            PAGE.store(page, Ordering::Relaxed);
-            page
-        }
-        page => page,
-    }
-}
 
 /// Maps `len` bytes of private anonymous read/write memory for stacks: `MAP_NORESERVE` (so
 /// untouched stack space is not charged to the commit limit under the default overcommit
@@ -274,12 +250,10 @@ fn reading_faults(p: *const u8) -> bool {
     efault
 }
 
-/// Builds the error for a failed memory call: names the call, what it was for, the cause
-/// (diagnosed from `/proc` on this cold path only) and the fix. The OS error is kept as the
-/// error's [`source`](std::error::Error::source), so callers can still match on its errno.
-pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::Error {
-    let kind = err.kind();
-    let cause_and_fix = match err.raw_os_error() {
+/// The cause of a failed memory call and its fix, for [`explain`](super::explain): an
+/// ENOMEM is diagnosed from `/proc` and `getrlimit`.
+pub(crate) fn cause_and_fix(op: &str, len: usize, err: &io::Error) -> String {
+    match err.raw_os_error() {
         Some(libc::ENOMEM) => diagnose_enomem(op, len),
         Some(libc::EPERM | libc::EACCES) => "the call was denied, most likely by a seccomp \
              filter or a security module; allow mmap, mprotect and madvise for this process, or \
@@ -288,31 +262,22 @@ pub(crate) fn explain(op: &str, what: &str, len: usize, err: io::Error) -> io::E
         _ => "this is unexpected for private anonymous memory; please report it with the \
               kernel version (uname -r)"
             .to_string(),
-    };
-    let message = format!(
-        "purloin-stack: {op} of {} for {what} failed: {err}: {cause_and_fix}",
-        DisplaySize(len)
-    );
-    io::Error::new(kind, Explained { message, os: err })
-}
-
-/// An explained OS error: the message, with the OS error as its source.
-#[derive(Debug)]
-struct Explained {
-    message: String,
-    os: io::Error,
-}
-
-impl std::fmt::Display for Explained {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Explained {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.os)
-    }
+/// The calling thread's `errno`, for the signal handler to save and restore.
+pub(crate) fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; the location is the calling thread's.
+    unsafe { libc::__errno_location() }
+}
+
+/// The kernel's minimal signal stack size for this CPU (`AT_MINSIGSTKSZ`: large vector
+/// registers make signal frames bigger than the C library's constant), or 0 if not told.
+pub(crate) fn min_signal_stack() -> usize {
+    /// `getauxval` key of the kernel's minimal signal stack size.
+    const AT_MINSIGSTKSZ: libc::c_ulong = 51;
+    // SAFETY: getauxval has no preconditions; 0 means "not provided".
+    unsafe { libc::getauxval(AT_MINSIGSTKSZ) as usize }
 }
 
 /// What an ENOMEM diagnosis looks at (read from `/proc` and `getrlimit`).
