@@ -201,6 +201,54 @@ fn a_long_runner_report_writes_a_snapshot() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The dump signal makes a running flight recorder write its ring beside the dump it prints.
+#[test]
+fn the_dump_signal_writes_a_snapshot() {
+    let _w = watchdog("flight recorder on the dump signal", Duration::from_secs(120));
+    let _t = turn();
+    let dir = std::env::temp_dir().join(format!("purloin-flight-sig-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fr = purloin::trace::flight_recorder().dir(&dir);
+    fr.start().unwrap();
+    let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
+    rt.block_on(|| {
+        // Enough records to fill and hand over the worker's buffers.
+        for _ in 0..3000 {
+            purloin::Builder::new()
+                .name("before-the-signal".into())
+                .spawn(|| ())
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+    });
+    purloin::debugging::dump_on_signal(purloin::signal::Signal::USR2).unwrap();
+    // SAFETY: `raise` sends a signal the dispatcher installed above catches.
+    assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+    let file = loop {
+        let found = std::fs::read_dir(&dir).unwrap().flatten().find(|e| {
+            e.file_name().to_string_lossy().starts_with("purloin-flight-")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+        if let Some(f) = found {
+            break f.path();
+        }
+        std::thread::yield_now();
+    };
+    // The writer may still be at it: wait for the complete file.
+    let trace = loop {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            break v;
+        }
+        std::thread::yield_now();
+    };
+    assert!(named(&trace, "before-the-signal") > 0, "{trace}");
+    fr.stop().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Every green thread's first run slice says where it was spawned, and each run slice holds
 /// the labels of the green thread when it was switched in.
 #[test]
