@@ -145,7 +145,8 @@ fn a_dump_cuts_a_hooked_switch_out_at_the_wait() {
     let t = dump.threads.iter().find(|t| t.id == h.thread().id()).unwrap();
     let top =
         t.backtrace.as_ref().and_then(|bt| bt.frames.first()).and_then(|f| f.function.clone());
-    assert!(top.as_deref().is_some_and(|f| f.ends_with("::park")), "{dump}");
+    // With line tables only (as `cargo xtask ci` builds tests) a frame's name has no path.
+    assert!(top.as_deref().is_some_and(|f| f == "park" || f.ends_with("::park")), "{dump}");
     h.thread().unpark();
     h.join().unwrap();
 }
