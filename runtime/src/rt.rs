@@ -765,7 +765,10 @@ impl Runtime {
             let report = crate::deadlock::report(sched, Some(*handle.thread()));
             eprintln!("{report}");
             #[cfg(not(loom))]
-            eprintln!("{}", sched.dump());
+            {
+                eprintln!("{}", sched.dump());
+                crate::trace::flight_on_trouble("block_on found a deadlock");
+            }
             sched.cancel(handle.thread());
             return Some(report);
         }

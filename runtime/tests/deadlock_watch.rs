@@ -244,6 +244,7 @@ mod programs {
 
     const STUCK: &[&str] = &[
         "recv_forever",
+        "recv_forever_recorded",
         "recv_after_signals",
         "park_forever",
         "join_stuck_child",
@@ -259,6 +260,31 @@ mod programs {
                 let r = place.run(move || rx.recv());
                 drop(tx);
                 r.map(|v| println!("RECEIVED {v:?}"))
+            }
+            "recv_forever_recorded" => {
+                // A flight recorder runs: the report makes it write its ring to a file.
+                let dir = std::env::temp_dir()
+                    .join(format!("purloin-deadlock-flight-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(&dir).unwrap();
+                purloin::trace::flight_recorder().dir(&dir).start().unwrap();
+                let r = stuck("recv_forever", place);
+                // The recorder's thread writes the file after the report: wait for it (the
+                // parent's watchdog ends a child that waits forever).
+                loop {
+                    let written = std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+                        e.file_name().to_string_lossy().starts_with("purloin-flight-")
+                            && e.metadata().is_ok_and(|m| m.len() > 0)
+                    });
+                    if written {
+                        println!("FLIGHT FILE WRITTEN");
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = purloin::trace::flight_recorder().stop();
+                let _ = std::fs::remove_dir_all(&dir);
+                r
             }
             "recv_after_signals" => {
                 // A signal watched once: its dispatcher thread lives on, but with no receiver
@@ -488,6 +514,9 @@ mod programs {
                 }
                 if !status.success() || !out.contains("OUTCOME err") {
                     return fail("the stuck wait did not end with an error");
+                }
+                if case.name == "recv_forever_recorded" && !out.contains("FLIGHT FILE WRITTEN") {
+                    return fail("the report did not make the flight recorder write its ring");
                 }
                 if case.name == "join_stuck_child"
                     && matches!(case.place, Place::BlockOn)
