@@ -47,6 +47,29 @@ fn named(trace: &Value, name: &str) -> usize {
     runs(trace).iter().filter(|e| e["name"].as_str().unwrap().starts_with(name)).count()
 }
 
+/// The first snapshot file the recorder writes into `dir`, once complete; `pause` runs between
+/// looks (a spinning hog must not yield its worker, others may).
+fn first_snapshot(dir: &std::path::Path, pause: fn()) -> Value {
+    let file = loop {
+        let found = std::fs::read_dir(dir).unwrap().flatten().find(|e| {
+            e.file_name().to_string_lossy().starts_with("purloin-flight-")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+        if let Some(f) = found {
+            break f.path();
+        }
+        pause();
+    };
+    // The writer may still be at it: wait for the complete file.
+    loop {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            return v;
+        }
+        pause();
+    }
+}
+
 /// A program that records far more than the ring holds (about 60 MB of records into a ring of
 /// 1 MiB): the ring's bytes never go past the bound, and the snapshot written at the end is
 /// valid JSON whose run slices include the last green thread's and not the first one's.
@@ -175,24 +198,7 @@ fn a_long_runner_report_writes_a_snapshot() {
         }
         // Runs without a scheduling point until a snapshot file appears (the monitor reports
         // it after 10 ms of CPU time and the recorder writes the file).
-        let file = loop {
-            let found = std::fs::read_dir(&dir).unwrap().flatten().find(|e| {
-                e.file_name().to_string_lossy().starts_with("purloin-flight-")
-                    && e.metadata().is_ok_and(|m| m.len() > 0)
-            });
-            if let Some(f) = found {
-                break f.path();
-            }
-            std::hint::spin_loop();
-        };
-        // The writer may still be at it: wait for the complete file.
-        let trace = loop {
-            let text = std::fs::read_to_string(&file).unwrap();
-            if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                break v;
-            }
-            std::thread::yield_now();
-        };
+        let trace = first_snapshot(&dir, std::hint::spin_loop);
         assert!(named(&trace, "before-the-hog") > 0, "{trace}");
         // The hog's worker cannot hand over its newest records: counted as missing.
         assert!(trace["otherData"]["unflushed_threads"].as_u64().unwrap() >= 1, "{trace}");
@@ -226,24 +232,7 @@ fn the_dump_signal_writes_a_snapshot() {
     purloin::debugging::dump_on_signal(purloin::signal::Signal::USR2).unwrap();
     // SAFETY: `raise` sends a signal the dispatcher installed above catches.
     assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
-    let file = loop {
-        let found = std::fs::read_dir(&dir).unwrap().flatten().find(|e| {
-            e.file_name().to_string_lossy().starts_with("purloin-flight-")
-                && e.metadata().is_ok_and(|m| m.len() > 0)
-        });
-        if let Some(f) = found {
-            break f.path();
-        }
-        std::thread::yield_now();
-    };
-    // The writer may still be at it: wait for the complete file.
-    let trace = loop {
-        let text = std::fs::read_to_string(&file).unwrap();
-        if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            break v;
-        }
-        std::thread::yield_now();
-    };
+    let trace = first_snapshot(&dir, std::thread::yield_now);
     assert!(named(&trace, "before-the-signal") > 0, "{trace}");
     fr.stop().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
