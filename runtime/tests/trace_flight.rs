@@ -47,6 +47,24 @@ fn named(trace: &Value, name: &str) -> usize {
     runs(trace).iter().filter(|e| e["name"].as_str().unwrap().starts_with(name)).count()
 }
 
+/// A fresh directory for automatic snapshots, and a flight recorder started into it.
+fn recording_into(name: &str) -> (std::path::PathBuf, purloin::trace::FlightRecorder) {
+    let dir = std::env::temp_dir().join(format!("purloin-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fr = purloin::trace::flight_recorder().dir(&dir);
+    fr.start().unwrap();
+    (dir, fr)
+}
+
+/// Spawns and joins enough green threads named `name` to fill and hand over the worker's
+/// trace buffers.
+fn spawn_named(name: &str) {
+    for _ in 0..3000 {
+        purloin::Builder::new().name(name.into()).spawn(|| ()).unwrap().join().unwrap();
+    }
+}
+
 /// The first snapshot file the recorder writes into `dir`, once complete; `pause` runs between
 /// looks (a spinning hog must not yield its worker, others may).
 fn first_snapshot(dir: &std::path::Path, pause: fn()) -> Value {
@@ -179,23 +197,12 @@ fn write_to_and_start_say_what_is_wrong() {
 fn a_long_runner_report_writes_a_snapshot() {
     let _w = watchdog("flight recorder on a long runner", Duration::from_secs(120));
     let _t = turn();
-    let dir = std::env::temp_dir().join(format!("purloin-flight-dir-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let fr = purloin::trace::flight_recorder().dir(&dir);
-    fr.start().unwrap();
+    let (dir, fr) = recording_into("flight-dir");
     let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
     rt.block_on(|| {
-        // Enough events to fill and hand over buffers: a thread that runs a green thread
-        // without a scheduling point cannot hand over the records it still holds.
-        for _ in 0..3000 {
-            purloin::Builder::new()
-                .name("before-the-hog".into())
-                .spawn(|| ())
-                .unwrap()
-                .join()
-                .unwrap();
-        }
+        // Handed-over buffers: a thread that runs a green thread without a scheduling point
+        // cannot hand over the records it still holds.
+        spawn_named("before-the-hog");
         // Runs without a scheduling point until a snapshot file appears (the monitor reports
         // it after 10 ms of CPU time and the recorder writes the file).
         let trace = first_snapshot(&dir, std::hint::spin_loop);
@@ -212,23 +219,9 @@ fn a_long_runner_report_writes_a_snapshot() {
 fn the_dump_signal_writes_a_snapshot() {
     let _w = watchdog("flight recorder on the dump signal", Duration::from_secs(120));
     let _t = turn();
-    let dir = std::env::temp_dir().join(format!("purloin-flight-sig-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let fr = purloin::trace::flight_recorder().dir(&dir);
-    fr.start().unwrap();
+    let (dir, fr) = recording_into("flight-sig");
     let rt = purloin::runtime::Builder::new().workers(1).build().unwrap();
-    rt.block_on(|| {
-        // Enough records to fill and hand over the worker's buffers.
-        for _ in 0..3000 {
-            purloin::Builder::new()
-                .name("before-the-signal".into())
-                .spawn(|| ())
-                .unwrap()
-                .join()
-                .unwrap();
-        }
-    });
+    rt.block_on(|| spawn_named("before-the-signal"));
     purloin::debugging::dump_on_signal(purloin::signal::Signal::USR2).unwrap();
     // SAFETY: `raise` sends a signal the dispatcher installed above catches.
     assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);

@@ -4,22 +4,12 @@
 //! bound on outside submissions (`Shared::reserve_outside` / `release_outside`), whose waiting
 //! submitter sleeps on `Shared::outside_room`.
 
-use crate::loom_idle::{model, new_g, shared};
+use crate::loom_idle::{model, new_g, shared, worker};
 use crate::ready::Slot;
 use crate::shared::Shared;
 use crate::sync::thread as lthread;
 use crate::sync::{Arc, Ordering};
 use crate::worker::M;
-
-/// Runs a worker's search on P `p` until it finds a G; returns it.
-fn worker(shared: Arc<Shared>, p: usize) -> crate::g::GRef {
-    let m = M::new(shared, p, p);
-    crate::sync::set_current_worker_ptr((&m as *const M).cast());
-    let g = m.find_runnable().expect("the scheduler is running");
-    m.found_work();
-    crate::sync::set_current_worker_ptr(core::ptr::null());
-    g
-}
 
 /// A no-signal spawn from outside any worker (queued in the global queue with no wake-up),
 /// then a flush, races the only worker going idle: the worker must end up with the G, woken
@@ -106,14 +96,7 @@ fn notifying_spawn_after_a_quiet_one_vs_other_worker_going_idle() {
     model(|| {
         let s = shared(2);
         let s2 = s.clone();
-        let idle = lthread::spawn(move || {
-            let m = M::new(s2, 1, 1);
-            crate::sync::set_current_worker_ptr((&m as *const M).cast());
-            let mut found = vec![m.find_runnable().expect("running")];
-            m.found_work();
-            crate::sync::set_current_worker_ptr(core::ptr::null());
-            found.pop().unwrap()
-        });
+        let idle = lthread::spawn(move || worker(s2, 1));
         let quiet = new_g(&s);
         let loud = new_g(&s);
         let busy = M::new(s.clone(), 0, 0);

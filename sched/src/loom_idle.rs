@@ -36,7 +36,7 @@ pub(crate) fn new_g(shared: &Arc<Shared>) -> GRef {
 }
 
 /// Runs a worker's search on P `p` until it finds a G; returns it.
-fn worker(shared: Arc<Shared>, p: usize) -> GRef {
+pub(crate) fn worker(shared: Arc<Shared>, p: usize) -> GRef {
     let m = M::new(shared, p, p);
     crate::sync::set_current_worker_ptr((&m as *const M).cast());
     let g = m.find_runnable().expect("the scheduler is running");
